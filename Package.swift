@@ -1,0 +1,82 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// One list of settings for every non-system target (see swift-log's Package.swift).
+let swiftSettings: [SwiftSetting] = [
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0335-existential-any.md
+    .enableUpcomingFeature("ExistentialAny"),
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0444-member-import-visibility.md
+    .enableUpcomingFeature("MemberImportVisibility"),
+    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0409-access-level-on-imports.md
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "RoomLink",
+    products: [
+        .library(name: "RoomLink", targets: ["RoomLink"]),
+        .executable(name: "roomlink", targets: ["RoomLinkCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        // MARK: - Targets
+
+        .systemLibrary(
+            name: "CLibevent",
+            pkgConfig: "libevent_pthreads",
+            providers: [.apt(["libevent-dev"]), .brew(["libevent"])]
+        ),
+        .target(
+            name: "RoomLinkRuntime",
+            dependencies: [.product(name: "DequeModule", package: "swift-collections")],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RoomLinkLibevent",
+            dependencies: [
+                "CLibevent",
+                "RoomLinkRuntime",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RoomLink",
+            dependencies: ["RoomLinkRuntime", "RoomLinkLibevent"],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: - Executables
+
+        .executableTarget(
+            name: "RoomLinkCLI",
+            dependencies: [
+                "RoomLink",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: - Tests
+
+        .testTarget(
+            name: "RoomLinkRuntimeTests",
+            dependencies: ["RoomLinkRuntime"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoomLinkLibeventTests",
+            dependencies: ["RoomLinkLibevent", "RoomLinkRuntime", "RoomLink"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

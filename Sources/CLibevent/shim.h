@@ -1,0 +1,31 @@
+#ifndef C_LIBEVENT_SHIM_H
+#define C_LIBEVENT_SHIM_H
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <time.h>
+
+// libevent's `evutil_socket_t` is a macro, so Swift imports callbacks with a plain `int`; this typedef names the
+// callback shape the Swift side passes to `event_new`/`event_assign`.
+typedef void (*CLibevent_callback)(int, short, void *);
+
+// CLOCK_MONOTONIC read without Foundation: the runtime's single time source, the same clock libevent's
+// EVENT_BASE_FLAG_PRECISE_TIMER uses on Linux, so wheel deadlines and libevent timeouts agree.
+static inline unsigned long long CLibevent_monotonicNanoseconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+// `evtimer_assign` is a macro: a pure timer event is an event with no fd interest.
+static inline int CLibevent_evtimer_assign(struct event *ev, struct event_base *base, int tag,
+                                           CLibevent_callback cb, void *arg) {
+    return event_assign(ev, base, tag, 0, cb, arg);
+}
+
+// `evtimer_pending` is a macro as well.
+static inline int CLibevent_evtimer_pending(const struct event *ev) {
+    return event_pending(ev, EV_TIMEOUT, NULL);
+}
+
+#endif

@@ -1,0 +1,2 @@
+import RoomLink
+@main struct Main { static func main() {} }

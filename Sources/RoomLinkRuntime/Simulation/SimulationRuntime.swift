@@ -1,0 +1,355 @@
+import DequeModule
+import Synchronization
+
+/// A deterministic virtual-time runtime: one serial executor and one virtual clock for a whole simulation.
+///
+/// Every actor of a simulation is pinned to it and every task prefers it, so everything runs on its one thread
+/// in a fixed order: jobs first-in first-out, timers in `(deadline, scheduling order)`. Virtual time jumps to the
+/// next timer only when no job is runnable, so a 30-minute timeline takes as long as its work, not its minutes.
+/// The same code and the same ``seed`` give the same order of everything, and so the same event log.
+///
+/// ```swift
+/// try await SimulationRuntime.withSimulation(seed: 42) { sim in
+///     try await sim.run {
+///         try await sim.sleep(for: .seconds(90))   // returns at once in wall time
+///         return sim.now                            // 90 s
+///     }
+/// }
+/// ```
+///
+/// - Important: Determinism holds for work that stays on the simulation: actors whose `unownedExecutor` is the
+///   simulation, tasks started inside ``run(limit:_:)`` (structured children inherit the executor preference;
+///   start unstructured ones with `Task(executorPreference: sim)`), and timers of this service. A body that awaits
+///   something outside (a real sleep, another executor) sees virtual time race ahead, and if the simulation runs
+///   out of work while the body still waits, ``run(limit:_:)`` throws ``RuntimeError/Code/simulationStalled``.
+public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked Sendable {
+    // Safe: `runQueue`, `timers`, `dueBuffer`, `runState` and `isStopped` are touched only on `thread` (the simulation's
+    // thread), as every access below checks or is reached from `threadMain`; cross-thread state is in `shared`
+    // (a pthread mutex box) and `clock` (an atomic).
+
+    /// The seed this simulation was created with.
+    public let seed: UInt64
+
+    private struct ActiveRun {
+        var id: UInt64
+        var continuation: CheckedContinuation<Void, any Error>
+        var limit: Duration?
+    }
+
+    private struct Shared {
+        var inbox: [LoopMessage] = []
+        var isShutdown = false
+        var isThreadWaiting = false
+        var wakeups: UInt64 = 0
+        var run: ActiveRun?
+        var nextRunID: UInt64 = 0
+    }
+
+    private enum RunState {
+        case idle
+        /// The body is running; virtual time may advance up to `horizon` (nanoseconds).
+        case running(id: UInt64, horizon: UInt64)
+    }
+
+    private let shared = LockedBox(Shared())
+    private let clock = Atomic<Int64>(0)
+    private let remoteIDs = RemoteTimerIDs()
+    private var thread: ServiceThread!
+    private var runQueue = Deque<UnownedJob>()
+    private var timers = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: 0))
+    private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    /// Set on the simulation thread when it stops; read only there, so arming on the thread takes no lock.
+    private var isStopped = false
+    private var runState = RunState.idle
+
+    /// Creates a simulation whose random streams derive from `seed`, and starts its thread.
+    ///
+    /// Call ``shutdown()`` when done, or use ``withSimulation(seed:_:)``.
+    public init(seed: UInt64 = 0) {
+        self.seed = seed
+        thread = ServiceThread.start(name: "roomlink-sim") { [self] in threadMain() }
+    }
+
+    /// Runs `body` with a new simulation and shuts it down afterwards.
+    public static func withSimulation<T: Sendable>(
+        seed: UInt64 = 0, _ body: (SimulationRuntime) async throws -> T
+    ) async rethrows -> T {
+        let simulation = SimulationRuntime(seed: seed)
+        defer { simulation.shutdown() }
+        return try await body(simulation)
+    }
+
+    /// A random generator for `stream`, derived from the simulation's seed.
+    public func makeRandom(stream: UInt64 = 0) -> SeededRandom {
+        SeededRandom(seed: seed, stream: stream)
+    }
+
+    // MARK: - RuntimeLoopGroup
+
+    public var loops: [any RuntimeLoop] { [self] }
+
+    // MARK: - Running
+
+    /// Runs `body` on the simulation, letting virtual time advance while it runs, and returns its result.
+    ///
+    /// Time stands still between runs: timers due later wait for the next run, while jobs sent to the simulation
+    /// (a call into one of its actors) still execute. State persists across runs, so a test can run a scenario in
+    /// steps.
+    ///
+    /// - Parameters:
+    ///   - limit: The most virtual time the body may take; `nil` for no limit.
+    ///   - body: The work; it runs as a task that prefers the simulation's executor.
+    /// - Throws: What `body` throws; ``RuntimeError/Code/simulationTimeLimit`` when `limit` passes first;
+    ///   ``RuntimeError/Code/simulationStalled`` when the body waits on nothing the simulation can deliver.
+    public func run<T: Sendable>(
+        limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let result = LockedBox<Result<T, any Error>?>(nil)
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let id = shared.withLock { shared -> UInt64? in
+                guard shared.run == nil, !shared.isShutdown else { return nil }
+                shared.nextRunID += 1
+                shared.run = ActiveRun(id: shared.nextRunID, continuation: continuation, limit: limit)
+                return shared.nextRunID
+            }
+            guard let id else {
+                continuation.resume(throwing: isShutdown ? RuntimeError.loopShutDown("the simulation") : .simulationBusy())
+                return
+            }
+            Task(executorPreference: self) {
+                // The first job of the body runs on the simulation thread; only now may time advance, so the
+                // moment a run starts is as deterministic as everything after it.
+                self.beginRun(id)
+                let outcome: Result<T, any Error>
+                do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+                result.withLock { $0 = outcome }
+                self.endRun(id, error: nil)
+            }
+        }
+        guard let outcome = result.withLock({ $0 }) else {
+            preconditionFailure("simulation run ended without a result")
+        }
+        return try outcome.get()
+    }
+
+    /// Advances virtual time by `duration`, firing every timer due meanwhile.
+    public func advance(by duration: Duration) async throws {
+        guard duration >= .zero else { throw RuntimeError.invalidDelay(duration) }
+        let deadline = now.advanced(by: duration)
+        try await run { try await self.sleep(until: deadline) }
+    }
+
+    /// Stops the simulation thread. Pending timers are cancelled (their handlers are told); jobs already sent run
+    /// first. Later timers throw ``RuntimeError/Code/loopShutDown``.
+    public func shutdown() {
+        shared.withLock { $0.isShutdown = true; $0.wakeups &+= 1 }
+        shared.broadcast()
+        thread.join()
+    }
+
+    private var isShutdown: Bool { shared.withLock { $0.isShutdown } }
+
+    // MARK: - TimerService
+
+    public var now: RuntimeInstant { RuntimeInstant(nanoseconds: clock.load(ordering: .acquiring)) }
+
+    public var isInServiceThread: Bool { thread.isCurrent }
+
+    public func scheduleTimer(at deadline: RuntimeInstant, period: Duration?, handler: some TimerHandler)
+        throws(RuntimeError) -> TimerHandle
+    {
+        if let period, period <= .zero { throw .invalidPeriod(period) }
+        if isInServiceThread {
+            if isStopped { throw .loopShutDown("the simulation") }
+            return timers.arm(deadline: deadline, period: period, handler: handler)
+        }
+        let remoteID = remoteIDs.next()
+        guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: handler)) else {
+            throw .loopShutDown("the simulation")
+        }
+        return TimerHandle(rawValue: remoteID)
+    }
+
+    @discardableResult
+    public func cancel(_ timer: TimerHandle) -> TimerCancellation {
+        guard isInServiceThread else {
+            return send(.cancel(timer)) ? .requested : .notPending
+        }
+        if timers.isUnknownRemote(timer) { takeInbox() }
+        let (outcome, handler) = timers.cancel(timer)
+        handler?.timerCancelled(timer)
+        return outcome
+    }
+
+    // MARK: - Executor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if isInServiceThread {
+            runQueue.append(job)
+        } else if !send(.job(job)) {
+            RetiredExecutor.shared.run(job, on: self)
+        }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(isInServiceThread, "expected to run on the simulation's thread")
+    }
+
+    public func isIsolatingCurrentContext() -> Bool? {
+        isInServiceThread
+    }
+
+    // MARK: - The simulation thread
+
+    /// Sends a message to the simulation thread; false after shutdown.
+    private func send(_ message: LoopMessage) -> Bool {
+        let wake = shared.withLock { shared -> Bool? in
+            guard !shared.isShutdown else { return nil }
+            shared.inbox.append(message)
+            shared.wakeups &+= 1
+            return shared.isThreadWaiting
+        }
+        guard let wake else { return false }
+        if wake { shared.broadcast() }
+        return true
+    }
+
+    private func takeInbox() {
+        let messages = shared.withLock { shared -> [LoopMessage] in
+            defer { shared.inbox.removeAll(keepingCapacity: true) }
+            return shared.inbox
+        }
+        for message in messages {
+            switch message {
+            case .job(let job):
+                runQueue.append(job)
+            case .arm(let remoteID, let deadline, let period, let handler):
+                _ = timers.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
+            case .cancel(let handle):
+                let (_, handler) = timers.cancel(handle)
+                handler?.timerCancelled(handle)
+            }
+        }
+    }
+
+    private enum Step {
+        case work
+        case advance(UInt64)
+        case wait(UInt64)
+        case stalled(ActiveRun)
+        case timeLimit(ActiveRun, UInt64)
+        case exit
+    }
+
+    private func threadMain() {
+        while true {
+            takeInbox()
+            if !runQueue.isEmpty {
+                let executor = asUnownedSerialExecutor()
+                let taskExecutor = asUnownedTaskExecutor()
+                while let job = runQueue.popFirst() {
+                    job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+                }
+                continue
+            }
+            switch nextStep() {
+            case .work:
+                continue
+            case .advance(let time):
+                fireTimers(at: time)
+            case .wait(let seen):
+                shared.wait(until: { $0.wakeups != seen }) { $0.isThreadWaiting = false }
+            case .stalled(let run):
+                runState = .idle
+                run.continuation.resume(throwing: RuntimeError.simulationStalled(at: now))
+            case .timeLimit(let run, let horizon):
+                runState = .idle
+                let limit = RuntimeInstant(nanoseconds: Int64(clamping: horizon))
+                run.continuation.resume(throwing: RuntimeError.simulationTimeLimit(limit))
+            case .exit:
+                shutDownOnThread()
+                return
+            }
+        }
+    }
+
+    private func nextStep() -> Step {
+        let next = timers.nextRealDeadline
+        return shared.withLock { shared -> Step in
+            if !shared.inbox.isEmpty { return .work }
+            if shared.isShutdown { return .exit }
+            if case .running(let id, let horizon) = runState, let run = shared.run, run.id == id {
+                if let next, next <= horizon { return .advance(next) }
+                shared.run = nil
+                return next == nil ? .stalled(run) : .timeLimit(run, horizon)
+            }
+            shared.isThreadWaiting = true
+            return .wait(shared.wakeups)
+        }
+    }
+
+    private func fireTimers(at time: UInt64) {
+        clock.store(Int64(clamping: time), ordering: .releasing)
+        dueBuffer.removeAll(keepingCapacity: true)
+        timers.expire(at: time, into: &dueBuffer)
+        let executor = asUnownedSerialExecutor()
+        let taskExecutor = asUnownedTaskExecutor()
+        for due in dueBuffer {
+            guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
+            handler.timerFired(handle)
+            if let (handler, handle) = timers.endFiring(due.id, now: time) { handler.timerCancelled(handle) }
+            // Run what this firing made runnable before the next timer of the same instant, as a real loop
+            // would have if their deadlines differed by a hair.
+            while let job = runQueue.popFirst() {
+                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+            }
+        }
+    }
+
+    private func beginRun(_ id: UInt64) {
+        let limit = shared.withLock { $0.run?.id == id ? $0.run?.limit : nil }
+        let horizon: UInt64
+        if let limit {
+            horizon = UInt64(clamping: now.advanced(by: limit).nanoseconds)
+        } else {
+            horizon = .max
+        }
+        runState = .running(id: id, horizon: horizon)
+    }
+
+    private func endRun(_ id: UInt64, error: (any Error)?) {
+        guard case .running(let current, _) = runState, current == id else { return }
+        runState = .idle
+        let run = shared.withLock { shared -> ActiveRun? in
+            guard shared.run?.id == id else { return nil }
+            defer { shared.run = nil }
+            return shared.run
+        }
+        if let error { run?.continuation.resume(throwing: error) } else { run?.continuation.resume() }
+    }
+
+    private func shutDownOnThread() {
+        isStopped = true
+        for (handler, handle) in timers.removeAll() { handler.timerCancelled(handle) }
+        // Jobs that arrived before shutdown still run, so no task awaiting the simulation hangs.
+        let executor = asUnownedSerialExecutor()
+        let taskExecutor = asUnownedTaskExecutor()
+        repeat {
+            takeInbox()
+            while let job = runQueue.popFirst() {
+                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+            }
+        } while shared.withLock({ !$0.inbox.isEmpty })
+        let run = shared.withLock { shared -> ActiveRun? in defer { shared.run = nil }; return shared.run }
+        run?.continuation.resume(throwing: RuntimeError.loopShutDown("the simulation"))
+    }
+}

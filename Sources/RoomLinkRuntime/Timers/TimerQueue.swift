@@ -1,0 +1,66 @@
+/// A timer's slot and generation in a ``TimerQueue``, packed so that a stale ID never matches a reused slot.
+///
+/// Generations stay below 2^31, so a packed ID never has its top bit set: that space belongs to handles given out
+/// off a service's thread (``RemoteTimerIDs``).
+package struct TimerQueueID: Hashable, Sendable {
+    package let rawValue: UInt64
+    package init(rawValue: UInt64) { self.rawValue = rawValue }
+    package init(index: Int32, generation: UInt32) {
+        rawValue = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: index))
+    }
+    package var index: Int { Int(Int32(bitPattern: UInt32(truncatingIfNeeded: rawValue))) }
+    package var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) }
+    /// The generation after `generation`, wrapping below 2^31.
+    package static func nextGeneration(after generation: UInt32) -> UInt32 {
+        generation >= 0x7FFF_FFFF ? 1 : generation + 1
+    }
+}
+
+/// Where a ``TimerTable`` keeps its timers in real-time order: the timing wheel, or libevent's own timers.
+///
+/// A timer is *scheduled* (waiting), *detached* (due and handed to the table for firing; the table then frees or
+/// reschedules it) or gone.
+package protocol TimerQueue {
+    associatedtype Payload
+    /// Schedules `payload` at `deadline` (real nanoseconds).
+    mutating func insert(deadline: UInt64, payload: Payload) -> TimerQueueID
+    /// Schedules a scheduled or detached timer again at `deadline`, keeping its ID.
+    mutating func reschedule(_ id: TimerQueueID, deadline: UInt64)
+    /// Removes a scheduled timer; `nil` unless it was scheduled.
+    mutating func remove(_ id: TimerQueueID) -> Payload?
+    /// Frees a detached timer.
+    @discardableResult mutating func free(_ id: TimerQueueID) -> Payload?
+    /// Whether the timer is detached.
+    func isDetached(_ id: TimerQueueID) -> Bool
+    /// The payload of a scheduled or detached timer.
+    func payload(_ id: TimerQueueID) -> Payload?
+    /// Replaces the payload of a scheduled or detached timer.
+    mutating func setPayload(_ id: TimerQueueID, _ payload: Payload)
+    /// Removes every timer; returns them in deadline order.
+    mutating func removeAll() -> [(TimerQueueID, Payload)]
+    /// Scheduled timers.
+    var count: Int { get }
+}
+
+/// Conversion between scenario time and real time for a time scale (real = scenario × factor).
+package struct TimeScale: Sendable {
+    /// Real nanoseconds per scenario nanosecond.
+    package let factor: Double
+
+    package init(_ factor: Double) { self.factor = factor }
+
+    /// The real time for a scenario time, rounded up so that scaling never makes a timer early.
+    package func real(_ scenario: Int64) -> UInt64 {
+        guard scenario > 0 else { return 0 }
+        if factor == 1 { return UInt64(scenario) }
+        let real = (Double(scenario) * factor).rounded(.up)
+        return real >= Double(UInt64.max) ? .max : UInt64(real)
+    }
+
+    /// The scenario time for a real time, rounded down.
+    package func scenario(_ real: UInt64) -> Int64 {
+        if factor == 1 { return Int64(clamping: real) }
+        let scenario = (Double(real) / factor).rounded(.down)
+        return scenario >= Double(Int64.max) ? .max : Int64(scenario)
+    }
+}

@@ -1,0 +1,150 @@
+import Synchronization
+
+/// The timers of one service thread: a ``TimerWheel`` plus what the wheel does not know (handlers, periods,
+/// cancellation during a firing, handles given out off-thread, scaled time).
+///
+/// Shared by the libevent loops and the simulation so both keep the same guarantees: exactly one outcome per
+/// timer, periodic timers on an absolute schedule, handles that are unique for the service's lifetime.
+///
+/// - Important: The table never calls a handler. Its methods return what to call, and the owner calls it after
+///   the mutation has ended, because a handler may re-enter the service (arm or cancel a timer) and an
+///   overlapping mutation of the table would be an exclusivity violation.
+package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord {
+    /// Where the timers wait. The owner may reach in for what only it knows (a libevent timer that fired).
+    package var queue: Queue
+    /// Handles given out off the service thread (top bit set) → the queue's IDs.
+    private var remoteIDs: [UInt64: TimerQueueID] = [:]
+    /// Scenario time ↔ real time.
+    package let timeScale: TimeScale
+
+    /// Creates a table over `queue`.
+    package init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
+        self.queue = queue
+        self.timeScale = timeScale
+    }
+
+    /// Timers waiting.
+    package var count: Int { queue.count }
+
+    private func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
+    private func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
+
+    // MARK: - Arm and cancel
+
+    /// Arms a timer and returns its handle. `remoteID` is the handle already given out off-thread, if any.
+    package mutating func arm(
+        deadline: RuntimeInstant, period: Duration?, handler: any TimerHandler, remoteID: UInt64? = nil
+    ) -> TimerHandle {
+        var record = TimerRecord(
+            handler: handler, deadline: deadline.nanoseconds, period: period?.nanosecondsClamped ?? 0,
+            publicID: remoteID ?? 0)
+        let id = queue.insert(deadline: realNanoseconds(deadline.nanoseconds), payload: record)
+        if let remoteID {
+            remoteIDs[remoteID] = id
+        } else {
+            record.publicID = id.rawValue
+            queue.setPayload(id, record)
+        }
+        return TimerHandle(rawValue: record.publicID)
+    }
+
+    /// Whether `handle` was given out off-thread and its arm message has not been processed yet.
+    package func isUnknownRemote(_ handle: TimerHandle) -> Bool {
+        RemoteTimerIDs.isRemote(handle.rawValue) && remoteIDs[handle.rawValue] == nil
+    }
+
+    /// Cancels a timer. Returns the outcome and, when it is `.cancelled` now, the handler to tell.
+    package mutating func cancel(_ handle: TimerHandle) -> (TimerCancellation, (any TimerHandler)?) {
+        guard let id = wheelID(handle) else { return (.notPending, nil) }
+        if let record = queue.remove(id) {
+            remoteIDs.removeValue(forKey: record.publicID)
+            return (.cancelled, record.handler)
+        }
+        // Detached: the timer is firing right now (its handler cancels it, or a handler of the same batch does).
+        guard queue.isDetached(id), var record = queue.payload(id), record.period > 0, !record.isCancelRequested
+        else { return (.notPending, nil) }
+        record.isCancelRequested = true
+        queue.setPayload(id, record)
+        return (.cancelled, nil)  // `endFiring` tells the handler once the current firing returns
+    }
+
+    // MARK: - Firing
+
+    /// The handler and handle to call for a due (detached) timer.
+    package func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
+        guard queue.isDetached(id), let record = queue.payload(id) else { return nil }
+        return (record.handler, TimerHandle(rawValue: record.publicID))
+    }
+
+    /// Finishes a firing: re-arms a periodic timer on its absolute schedule (skipping periods that have wholly
+    /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
+    /// during the firing.
+    package mutating func endFiring(_ id: TimerQueueID, now: UInt64) -> (any TimerHandler, TimerHandle)? {
+        guard var record = queue.payload(id), queue.isDetached(id) else { return nil }
+        if record.period > 0, !record.isCancelRequested {
+            var next = record.deadline &+ record.period
+            let nowScenario = scenarioNanoseconds(now)
+            if next <= nowScenario {
+                let missed = (nowScenario - next) / record.period + 1
+                next = next &+ missed &* record.period
+            }
+            record.deadline = next
+            queue.setPayload(id, record)
+            queue.reschedule(id, deadline: realNanoseconds(next))
+            return nil
+        }
+        queue.free(id)
+        remoteIDs.removeValue(forKey: record.publicID)
+        return record.isCancelRequested ? (record.handler, TimerHandle(rawValue: record.publicID)) : nil
+    }
+
+    /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.
+    package mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
+        remoteIDs.removeAll()
+        return queue.removeAll().map { ($0.1.handler, TimerHandle(rawValue: $0.1.publicID)) }
+    }
+
+    private func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
+        if RemoteTimerIDs.isRemote(handle.rawValue) { return remoteIDs[handle.rawValue] }
+        return TimerQueueID(rawValue: handle.rawValue)
+    }
+}
+
+extension TimerTable where Queue == TimerWheel<TimerRecord> {
+    /// Real time (nanoseconds) of the next thing the owner must do (``expire(at:into:)``), or `nil` when idle.
+    package var nextRealDeadline: UInt64? { queue.nextDeadline() }
+
+    /// Moves to real time `now` and appends every due timer to `due`, in deadline order.
+    package mutating func expire(at now: UInt64, into due: inout [TimerWheel<TimerRecord>.Expired]) {
+        queue.advance(to: now, into: &due)
+    }
+}
+
+/// What a ``TimerTable`` keeps for each timer.
+package struct TimerRecord {
+    package var handler: any TimerHandler
+    /// Scenario-time deadline of the pending (or current) firing.
+    package var deadline: Int64
+    /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
+    package var period: Int64
+    /// The handle's raw value given to the user.
+    package var publicID: UInt64
+    /// A periodic timer was cancelled by its own handler while firing.
+    package var isCancelRequested = false
+}
+
+/// Hands out timer handles off a service's thread, from a space disjoint from the wheel's packed IDs.
+package final class RemoteTimerIDs: Sendable {
+    private let counter = Atomic<UInt64>(0)
+
+    package init() {}
+
+    /// A new handle value, unique for this allocator.
+    package func next() -> UInt64 {
+        let (value, _) = counter.add(1, ordering: .relaxed)
+        return value | (1 << 63)
+    }
+
+    /// Whether a handle value came from an allocator like this one.
+    package static func isRemote(_ raw: UInt64) -> Bool { raw & (1 << 63) != 0 }
+}
