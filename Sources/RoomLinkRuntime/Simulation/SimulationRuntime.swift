@@ -273,6 +273,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 run.continuation.resume(throwing: RuntimeError.simulationStalled(at: now))
             case .timeLimit(let run, let horizon):
                 runState = .idle
+                // Virtual time did reach the limit, even though no timer was due there.
+                clock.store(Int64(clamping: horizon), ordering: .releasing)
                 let limit = RuntimeInstant(nanoseconds: Int64(clamping: horizon))
                 run.continuation.resume(throwing: RuntimeError.simulationTimeLimit(limit))
             case .exit:

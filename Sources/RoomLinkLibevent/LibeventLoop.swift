@@ -1,0 +1,358 @@
+internal import CLibevent
+import DequeModule
+public import RoomLinkRuntime
+
+/// One libevent `event_base` on its own thread: a serial executor for actors and a timer service whose timers
+/// fire on that same thread.
+///
+/// Jobs enqueued from the loop's own thread go to a local queue with no lock; jobs and timers from other threads
+/// go through a locked inbox and one "doorbell" event. Timers live in a ``TimerBackend`` (by default a timing
+/// wheel driven by one libevent timer), and every callback ends by running the jobs it made runnable, so an actor
+/// pinned here that arms a timer is called back on this thread with no hop.
+///
+/// Create loops through ``LibeventLoopGroup``.
+public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
+    // Safe: the `var`s below are touched only on the loop thread (every path to them is a libevent callback on
+    // that thread, or a method that checks `isInServiceThread` first), except `shared` (a pthread mutex box)
+    // and the immutable `let`s; `base` is freed on the loop thread only after `shared.isShutdown` is set under
+    // the lock, after which no other thread touches libevent.
+
+    /// The backend this loop's timers use.
+    public let timerBackend: TimerBackend
+    /// This loop's position in its group.
+    public let index: Int
+
+    private let base: OpaquePointer
+    private let epoch: UInt64
+    private let timeScale: TimeScale
+    private let remoteIDs = RemoteTimerIDs()
+    private let shared = LockedBox(Inbox())
+    private var doorbell: OpaquePointer?
+    private var driver: OpaquePointer?
+    private var resume: OpaquePointer?
+    private var thread: ServiceThread!
+
+    private var runQueue = Deque<UnownedJob>()
+    private var wheelTimers: TimerTable<TimerWheel<TimerRecord>>
+    private var eventTimers: TimerTable<LibeventTimerQueue>?
+    private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    private var armedDriverDeadline: UInt64?
+    private var isStopped = false
+
+    /// How many jobs one callback runs before it yields to libevent (timers and the inbox) and resumes.
+    private static var jobBudget: Int { 4096 }
+
+    private struct Inbox {
+        var messages: [LoopMessage] = []
+        var isRung = false
+        var isShutdown = false
+    }
+
+    init(index: Int, epoch: UInt64, configuration: LibeventLoopGroup.Configuration) throws(RuntimeError) {
+        try Libevent.prepare()
+        self.index = index
+        self.epoch = epoch
+        self.timerBackend = configuration.timerBackend
+        self.timeScale = TimeScale(configuration.timeScale)
+        let config = try Libevent.unwrap("event_config_new", event_config_new())
+        defer { event_config_free(config) }
+        if configuration.usesPreciseTimer {
+            try Libevent.check(
+                "event_config_set_flag(PRECISE_TIMER)",
+                event_config_set_flag(config, Int32(EVENT_BASE_FLAG_PRECISE_TIMER.rawValue)))
+        }
+        base = try Libevent.unwrap("event_base_new_with_config", event_base_new_with_config(config))
+        let now = Libevent.monotonicNanoseconds() &- epoch
+        wheelTimers = TimerTable(
+            queue: TimerWheel(tickShift: configuration.wheelTickShift, start: now), timeScale: timeScale)
+
+        // The events carry this loop unretained: they are freed on the loop thread before the loop can go away
+        // (the thread's closure holds the loop until then).
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        do {
+            doorbell = try Libevent.unwrap("event_new(doorbell)", event_new(base, -1, 0, loopDoorbellCallback, context))
+            driver = try Libevent.unwrap("event_new(driver)", event_new(base, -1, 0, loopDriverCallback, context))
+            resume = try Libevent.unwrap("event_new(resume)", event_new(base, -1, 0, loopResumeCallback, context))
+        } catch {
+            freeLibevent()
+            throw error
+        }
+        if timerBackend != .wheel {
+            eventTimers = TimerTable(
+                queue: LibeventTimerQueue(
+                    base: base, epoch: epoch, usesCommonTimeouts: timerBackend == .libeventCommonTimeout,
+                    callback: loopEventTimerCallback, callbackArgument: context),
+                timeScale: timeScale)
+        }
+        thread = ServiceThread.start(name: "roomlink-loop-\(index)") { [self] in threadMain() }
+    }
+
+    // MARK: - TimerService
+
+    public var now: RuntimeInstant {
+        RuntimeInstant(nanoseconds: timeScale.scenario(realNow()))
+    }
+
+    public var isInServiceThread: Bool { thread.isCurrent }
+
+    public func scheduleTimer(at deadline: RuntimeInstant, period: Duration?, handler: some TimerHandler)
+        throws(RuntimeError) -> TimerHandle
+    {
+        if let period, period <= .zero { throw .invalidPeriod(period) }
+        if isInServiceThread {
+            if isStopped { throw .loopShutDown("loop \(index)") }
+            if eventTimers != nil {
+                return eventTimers!.arm(deadline: deadline, period: period, handler: handler)
+            }
+            return wheelTimers.arm(deadline: deadline, period: period, handler: handler)
+        }
+        let remoteID = remoteIDs.next()
+        guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: handler)) else {
+            throw .loopShutDown("loop \(index)")
+        }
+        return TimerHandle(rawValue: remoteID)
+    }
+
+    @discardableResult
+    public func cancel(_ timer: TimerHandle) -> TimerCancellation {
+        guard isInServiceThread else {
+            return send(.cancel(timer)) ? .requested : .notPending
+        }
+        // A handle given out off-thread whose arm message is still in the inbox: take the inbox first, so the
+        // cancel finds the timer instead of answering `.notPending` and letting it fire later.
+        if eventTimers?.isUnknownRemote(timer) ?? wheelTimers.isUnknownRemote(timer) { takeInbox() }
+        let (outcome, handler) = eventTimers != nil ? eventTimers!.cancel(timer) : wheelTimers.cancel(timer)
+        handler?.timerCancelled(timer)
+        return outcome
+    }
+
+    /// Timers waiting on this loop. Call on the loop thread.
+    public var pendingTimerCount: Int {
+        precondition(isInServiceThread, "pendingTimerCount is read on the loop's thread")
+        return eventTimers?.count ?? wheelTimers.count
+    }
+
+    // MARK: - Executor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        if isInServiceThread {
+            runQueue.append(job)
+        } else if !send(.job(job)) {
+            RetiredExecutor.shared.run(job, on: self)
+        }
+    }
+
+    /// Runs `body` on the loop thread: at once (synchronously) when called there, otherwise as soon as the loop
+    /// takes its inbox.
+    public func execute(_ body: @escaping @Sendable () -> Void) {
+        if isInServiceThread {
+            body()
+        } else {
+            Task(executorPreference: self) { body() }
+        }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(isInServiceThread, "expected to run on libevent loop \(index)'s thread")
+    }
+
+    public func isIsolatingCurrentContext() -> Bool? {
+        isInServiceThread
+    }
+
+    // MARK: - Shutdown
+
+    /// Stops the loop: pending timers are cancelled (their handlers told), jobs already sent run, the thread
+    /// ends. Waits for the thread unless called on it. Later timers throw ``RuntimeError/Code/loopShutDown``.
+    func shutdown() {
+        shared.withLock { inbox in
+            guard !inbox.isShutdown else { return }
+            inbox.isShutdown = true
+            ringIfNeeded(&inbox)
+        }
+        if isInServiceThread {
+            stopOnThread()
+        }
+        thread.join()
+    }
+
+    // MARK: - Loop thread
+
+    private func realNow() -> UInt64 {
+        Libevent.monotonicNanoseconds() &- epoch
+    }
+
+    private func send(_ message: LoopMessage) -> Bool {
+        shared.withLock { inbox in
+            guard !inbox.isShutdown else { return false }
+            inbox.messages.append(message)
+            ringIfNeeded(&inbox)
+            return true
+        }
+    }
+
+    /// Rings the doorbell once per batch. Called with the inbox locked, so that the loop cannot free its base
+    /// between a producer's check of `isShutdown` and its `event_active`.
+    private func ringIfNeeded(_ inbox: inout Inbox) {
+        guard !inbox.isRung else { return }
+        inbox.isRung = true
+        event_active(doorbell, 0, 0)
+    }
+
+    private func threadMain() {
+        event_base_loop(base, EVLOOP_NO_EXIT_ON_EMPTY)
+        freeLibevent()
+    }
+
+    private func takeInbox() {
+        let messages = shared.withLock { inbox -> [LoopMessage] in
+            inbox.isRung = false
+            defer { inbox.messages.removeAll(keepingCapacity: true) }
+            return inbox.messages
+        }
+        for message in messages {
+            switch message {
+            case .job(let job):
+                runQueue.append(job)
+            case .arm(let remoteID, let deadline, let period, let handler):
+                if isStopped {
+                    handler.timerCancelled(TimerHandle(rawValue: remoteID))
+                } else if eventTimers != nil {
+                    _ = eventTimers!.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
+                } else {
+                    _ = wheelTimers.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
+                }
+            case .cancel(let handle):
+                let (_, handler) = eventTimers != nil ? eventTimers!.cancel(handle) : wheelTimers.cancel(handle)
+                handler?.timerCancelled(handle)
+            }
+        }
+    }
+
+    fileprivate func doorbellRang() {
+        takeInbox()
+        if shared.withLock({ $0.isShutdown }) {
+            stopOnThread()
+            return
+        }
+        finishCallback()
+    }
+
+    fileprivate func driverFired() {
+        armedDriverDeadline = nil
+        let now = realNow()
+        dueBuffer.removeAll(keepingCapacity: true)
+        wheelTimers.expire(at: now, into: &dueBuffer)
+        for due in dueBuffer {
+            guard let (handler, handle) = wheelTimers.beginFiring(due.id) else { continue }
+            handler.timerFired(handle)
+            if let (handler, handle) = wheelTimers.endFiring(due.id, now: now) { handler.timerCancelled(handle) }
+        }
+        finishCallback()
+    }
+
+    fileprivate func eventTimerFired(slot: Int) {
+        let now = realNow()
+        guard let id = eventTimers?.queue.eventFired(slot: slot, now: now),
+            let (handler, handle) = eventTimers?.beginFiring(id)
+        else { return }
+        handler.timerFired(handle)
+        if let (handler, handle) = eventTimers!.endFiring(id, now: now) { handler.timerCancelled(handle) }
+        finishCallback()
+    }
+
+    fileprivate func finishCallback() {
+        runJobs()
+        armDriver()
+    }
+
+    private func runJobs() {
+        guard !runQueue.isEmpty else { return }
+        let executor = asUnownedSerialExecutor()
+        let taskExecutor = asUnownedTaskExecutor()
+        var budget = Self.jobBudget
+        while let job = runQueue.popFirst() {
+            job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+            budget -= 1
+            if budget == 0, !runQueue.isEmpty {
+                // Let timers and the inbox in, then carry on from the resume event.
+                event_active(resume, 0, 0)
+                return
+            }
+        }
+    }
+
+    /// Arms the wheel's one libevent timer for the wheel's next expiry, if that changed.
+    private func armDriver() {
+        guard eventTimers == nil, !isStopped else { return }
+        let next = wheelTimers.nextRealDeadline
+        guard next != armedDriverDeadline else { return }
+        armedDriverDeadline = next
+        guard let next else {
+            event_del(driver)
+            return
+        }
+        let now = realNow()
+        var timeout = Libevent.timeval(nanoseconds: next > now ? next - now : 0)
+        // libevent adds the delay to the time it cached at the start of this loop pass; refresh it so a timer
+        // armed late in a long callback does not fire early.
+        event_base_update_cache_time(base)
+        event_add(driver, &timeout)
+    }
+
+    private func stopOnThread() {
+        guard !isStopped else { return }
+        isStopped = true
+        event_del(driver)
+        let cancelled = eventTimers != nil ? eventTimers!.removeAll() : wheelTimers.removeAll()
+        for (handler, handle) in cancelled { handler.timerCancelled(handle) }
+        // Run what was already sent, so no task awaiting an actor here hangs; later jobs go to the retired
+        // executor because `send` now refuses them.
+        repeat {
+            takeInbox()
+            let executor = asUnownedSerialExecutor()
+            let taskExecutor = asUnownedTaskExecutor()
+            while let job = runQueue.popFirst() {
+                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+            }
+        } while shared.withLock({ !$0.messages.isEmpty })
+        event_base_loopbreak(base)
+    }
+
+    private func freeLibevent() {
+        eventTimers?.queue.freeEvents()
+        for event in [doorbell, driver, resume] where event != nil { event_free(event) }
+        doorbell = nil
+        driver = nil
+        resume = nil
+        event_base_free(base)
+    }
+}
+
+// Capture-free C callbacks; the argument is the loop, unretained (see `init`).
+
+private func loopDoorbellCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {
+    Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().doorbellRang()
+}
+
+private func loopDriverCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {
+    Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().driverFired()
+}
+
+private func loopResumeCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {
+    Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().finishCallback()
+}
+
+private func loopEventTimerCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {
+    // `fd` is the timer's slot index (see LibeventTimerQueue).
+    Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().eventTimerFired(slot: Int(fd))
+}

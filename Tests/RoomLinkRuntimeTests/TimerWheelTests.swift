@@ -1,0 +1,102 @@
+import Testing
+
+@testable import RoomLinkRuntime
+
+struct TimerWheelTests {
+    @Test(arguments: [UInt64(0), 10, 19])
+    func expiresTimersInDeadlineOrderAcrossAllLevels(tickShift: UInt64) {
+        // Given deadlines from one tick to years away, so every level of the wheel holds some.
+        var wheel = TimerWheel<Int>(tickShift: tickShift)
+        var random = SeededRandom(seed: 7)
+        var deadlines: [Int: UInt64] = [:]
+        for id in 0..<5_000 {
+            let magnitude = UInt64.random(in: 0...56, using: &random)
+            let deadline = UInt64.random(in: 0...(1 << magnitude), using: &random)
+            deadlines[id] = deadline
+            _ = wheel.insert(deadline: deadline, payload: id)
+        }
+        // When the wheel advances in uneven steps to the end of time.
+        var expired: [TimerWheel<Int>.Expired] = []
+        var now: UInt64 = 0
+        var steps = 0
+        while let next = wheel.nextDeadline() {
+            now = max(now, next) + UInt64.random(in: 0...3, using: &random)
+            let before = expired.count
+            wheel.advance(to: now, into: &expired)
+            for item in expired[before...] {
+                // Then no timer is early, and each batch is in deadline order.
+                #expect(item.deadline <= now)
+                #expect(wheel.free(item.id) != nil)
+            }
+            steps += 1
+        }
+        #expect(expired.count == 5_000)
+        #expect(wheel.count == 0)
+        let fired = expired.map(\.deadline)
+        #expect(fired == fired.sorted(), "timers expired out of deadline order")
+        #expect(Set(expired.map(\.deadline)) == Set(deadlines.values))
+    }
+
+    @Test
+    func neverExpiresATimerBeforeItsDeadline() {
+        var wheel = TimerWheel<Int>(tickShift: 19)
+        let id = wheel.insert(deadline: 1_000_001, payload: 1)
+        var expired: [TimerWheel<Int>.Expired] = []
+        // The deadline's tick ends at 2^19 × 2 ns; advancing to just before it expires nothing.
+        wheel.advance(to: 1_048_575, into: &expired)
+        #expect(expired.isEmpty)
+        #expect(wheel.nextDeadline() == 1_048_576)
+        wheel.advance(to: 1_048_576, into: &expired)
+        #expect(expired.map(\.id) == [id])
+    }
+
+    @Test
+    func removedTimersNeverExpireAndStaleIDsDoNotMatchReusedSlots() {
+        var wheel = TimerWheel<String>(tickShift: 0)
+        let first = wheel.insert(deadline: 100, payload: "first")
+        #expect(wheel.remove(first) == "first")
+        #expect(wheel.remove(first) == nil)
+        let second = wheel.insert(deadline: 100, payload: "second")
+        #expect(second.index == first.index, "the slot is reused")
+        #expect(wheel.remove(first) == nil, "a stale ID must not cancel the slot's new timer")
+        var expired: [TimerWheel<String>.Expired] = []
+        wheel.advance(to: 1_000, into: &expired)
+        #expect(expired.map(\.id) == [second])
+    }
+
+    @Test
+    func equalDeadlinesExpireInInsertionOrderEvenAfterCascading() {
+        var wheel = TimerWheel<Int>(tickShift: 0)
+        // The first timer is inserted far ahead (high level); the second, later and closer, lower.
+        let early = wheel.insert(deadline: 70_000, payload: 0)
+        var expired: [TimerWheel<Int>.Expired] = []
+        wheel.advance(to: 69_000, into: &expired)
+        let late = wheel.insert(deadline: 70_000, payload: 1)
+        wheel.advance(to: 70_000, into: &expired)
+        #expect(expired.map(\.id) == [early, late])
+    }
+
+    @Test
+    func overdueTimersExpireAtTheNextAdvance() {
+        var wheel = TimerWheel<Int>(tickShift: 10, start: 1 << 20)
+        let id = wheel.insert(deadline: 5, payload: 0)
+        #expect(wheel.nextDeadline() == 1 << 20)
+        var expired: [TimerWheel<Int>.Expired] = []
+        wheel.advance(to: 1 << 20, into: &expired)
+        #expect(expired.map(\.id) == [id])
+    }
+
+    @Test
+    func rescheduleKeepsTheIDAndMovesTheDeadline() {
+        var wheel = TimerWheel<Int>(tickShift: 0)
+        let id = wheel.insert(deadline: 10, payload: 0)
+        wheel.reschedule(id, deadline: 500)
+        var expired: [TimerWheel<Int>.Expired] = []
+        wheel.advance(to: 499, into: &expired)
+        #expect(expired.isEmpty)
+        wheel.advance(to: 500, into: &expired)
+        #expect(expired.map(\.id) == [id])
+        wheel.reschedule(id, deadline: 600)
+        #expect(wheel.isScheduled(id))
+    }
+}
