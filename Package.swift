@@ -68,14 +68,20 @@ let package = Package(
 
         // MARK: - Tests
 
+        .target(
+            name: "RoomLinkTestSupport",
+            dependencies: ["RoomLinkRuntime"],
+            path: "Tests/RoomLinkTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RoomLinkRuntimeTests",
-            dependencies: ["RoomLinkRuntime"],
+            dependencies: ["RoomLinkRuntime", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RoomLinkLibeventTests",
-            dependencies: ["RoomLinkLibevent", "RoomLinkRuntime", "RoomLink"],
+            dependencies: ["RoomLinkLibevent", "RoomLinkRuntime", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]

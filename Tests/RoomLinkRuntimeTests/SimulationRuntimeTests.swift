@@ -1,6 +1,7 @@
 import Testing
 
 @testable import RoomLinkRuntime
+import RoomLinkTestSupport
 
 /// An actor pinned to a runtime loop that counts heartbeats from a periodic timer.
 actor Heart: TimerHandler {

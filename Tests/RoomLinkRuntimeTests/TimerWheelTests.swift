@@ -1,6 +1,7 @@
 import Testing
 
 @testable import RoomLinkRuntime
+import RoomLinkTestSupport
 
 struct TimerWheelTests {
     @Test(arguments: [UInt64(0), 10, 19])
