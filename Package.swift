@@ -48,7 +48,11 @@ let package = Package(
         ),
         .target(
             name: "RoomLink",
-            dependencies: ["RoomLinkRuntime", "RoomLinkLibevent"],
+            dependencies: [
+                "RoomLinkRuntime",
+                "RoomLinkLibevent",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
@@ -60,7 +64,6 @@ let package = Package(
             dependencies: [
                 "RoomLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings

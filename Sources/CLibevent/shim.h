@@ -1,9 +1,17 @@
 #ifndef C_LIBEVENT_SHIM_H
 #define C_LIBEVENT_SHIM_H
 
+// System headers first: libevent's event-config.h defines _GNU_SOURCE, and if it came first, <sys/select.h>
+// would declare fd_set with different member names here than in Dispatch's module, and Swift would refuse to
+// import both ("__fds_bits ... is not present in definition of fd_set").
+#include <sys/types.h>
+#include <sys/time.h>
+#include <sys/select.h>
+#include <stdio.h>
+#include <time.h>
+
 #include <event2/event.h>
 #include <event2/thread.h>
-#include <time.h>
 
 // libevent's `evutil_socket_t` is a macro, so Swift imports callbacks with a plain `int`; this typedef names the
 // callback shape the Swift side passes to `event_new`/`event_assign`.

@@ -1,1 +1,2 @@
-@_exported import RoomLinkRuntime
+@_exported public import RoomLinkLibevent
+@_exported public import RoomLinkRuntime

@@ -1,2 +1,11 @@
-import RoomLink
-@main struct Main { static func main() {} }
+import ArgumentParser
+
+/// The `roomlink` command line.
+@main
+struct RoomLinkCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "roomlink",
+        abstract: "Reproduce how real-time SDK clients keep their connection to a room, at scale.",
+        subcommands: [Heartbeats.self]
+    )
+}

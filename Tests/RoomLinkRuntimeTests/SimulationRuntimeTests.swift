@@ -171,6 +171,33 @@ struct SimulationRuntimeTests {
     }
 
     @Test
+    func aTimerCancelledByAnEarlierTimerOfTheSameInstantNeverFires() async throws {
+        try await SimulationRuntime.withSimulation { sim in
+            let log = OutcomeLog()
+            let answers = LockedBox<[TimerCancellation]>([])
+            try await sim.run {
+                // The canceller is scheduled first, so it fires first in the batch of timers due at `at`.
+                let at = sim.now.advanced(by: .seconds(5))
+                let box = LockedBox<[TimerHandle]>([])
+                try sim.schedule(at: at) {
+                    for handle in box.withLock({ $0 }) { answers.withLock { $0.append(sim.cancel(handle)) } }
+                }
+                let victims = try (10...12).map { id in
+                    try sim.schedule(at: at, handler: RecordingHandler(id: id, log: log, service: sim))
+                }
+                box.withLock { $0 = victims }
+                try await sim.sleep(for: .seconds(10))
+            }
+            let state = log.snapshot
+            #expect(answers.withLock { $0 } == [.cancelled, .cancelled, .cancelled])
+            for id in 10...12 {
+                #expect(state.fired[id] == nil, "timer \(id) fired after it was cancelled")
+                #expect(state.cancelled[id] == 1)
+            }
+        }
+    }
+
+    @Test
     func aPeriodicTimerCancelledByItsOwnHandlerIsToldOnceAndStops() async throws {
         try await SimulationRuntime.withSimulation { sim in
             let log = OutcomeLog()

@@ -16,6 +16,8 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     private var remoteIDs: [UInt64: TimerQueueID] = [:]
     /// Scenario time ↔ real time.
     package let timeScale: TimeScale
+    /// The timer whose handler is running (between `beginFiring` and `endFiring`).
+    private var firing: TimerQueueID?
 
     /// Creates a table over `queue`.
     package init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
@@ -60,19 +62,35 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
             remoteIDs.removeValue(forKey: record.publicID)
             return (.cancelled, record.handler)
         }
-        // Detached: the timer is firing right now (its handler cancels it, or a handler of the same batch does).
-        guard queue.isDetached(id), var record = queue.payload(id), record.period > 0, !record.isCancelRequested
+        // Detached: the timer is due in the batch being fired, or firing right now.
+        guard queue.isDetached(id), var record = queue.payload(id), !record.isCancelled, !record.isCancelRequested
         else { return (.notPending, nil) }
-        record.isCancelRequested = true
+        if id == firing {
+            // Its own handler (or one it calls) cancels it: a one-shot timer has had its outcome; a periodic one
+            // stops, and `endFiring` tells the handler once the current firing returns.
+            guard record.period > 0 else { return (.notPending, nil) }
+            record.isCancelRequested = true
+            queue.setPayload(id, record)
+            return (.cancelled, nil)
+        }
+        // Due but not fired yet (an earlier timer of the same batch cancels it): it will not fire.
+        record.isCancelled = true
         queue.setPayload(id, record)
-        return (.cancelled, nil)  // `endFiring` tells the handler once the current firing returns
+        return (.cancelled, record.handler)
     }
 
     // MARK: - Firing
 
-    /// The handler and handle to call for a due (detached) timer.
-    package func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
+    /// The handler and handle to call for a due (detached) timer; `nil` if it was cancelled while it waited in
+    /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
+    package mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
         guard queue.isDetached(id), let record = queue.payload(id) else { return nil }
+        if record.isCancelled {
+            queue.free(id)
+            remoteIDs.removeValue(forKey: record.publicID)
+            return nil
+        }
+        firing = id
         return (record.handler, TimerHandle(rawValue: record.publicID))
     }
 
@@ -80,6 +98,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
     /// during the firing.
     package mutating func endFiring(_ id: TimerQueueID, now: UInt64) -> (any TimerHandler, TimerHandle)? {
+        firing = nil
         guard var record = queue.payload(id), queue.isDetached(id) else { return nil }
         if record.period > 0, !record.isCancelRequested {
             var next = record.deadline &+ record.period
@@ -101,7 +120,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.
     package mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
-        return queue.removeAll().map { ($0.1.handler, TimerHandle(rawValue: $0.1.publicID)) }
+        return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, TimerHandle(rawValue: $0.1.publicID)) }
     }
 
     private func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
@@ -129,8 +148,10 @@ package struct TimerRecord {
     package var period: Int64
     /// The handle's raw value given to the user.
     package var publicID: UInt64
-    /// A periodic timer was cancelled by its own handler while firing.
+    /// A periodic timer was cancelled by its own handler while firing; the handler is told after it returns.
     package var isCancelRequested = false
+    /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
+    package var isCancelled = false
 }
 
 /// Hands out timer handles off a service's thread, from a space disjoint from the wheel's packed IDs.

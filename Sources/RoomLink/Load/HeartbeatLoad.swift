@@ -1,0 +1,143 @@
+internal import Histogram
+
+/// A population of simulated clients, each an actor pinned to a runtime loop, that send a heartbeat every
+/// `period`: the timer load of RoomLink's clients without the room protocol.
+///
+/// It measures what the runtime costs per heartbeat (CPU, and lateness on the real clock) and is the main job of
+/// `roomlink heartbeats`. Client `i`'s beats are due at `t0 + period × (1 + i / clients) + k × period`, so the
+/// first beats are spread evenly over one period and every later beat keeps that phase.
+public struct HeartbeatLoad: Sendable {
+    /// How many clients.
+    public var clients: Int
+    /// Time between two heartbeats of one client, in scenario time.
+    public var period: Duration
+    /// How long the load runs, in scenario time, counted from the start.
+    public var duration: Duration
+
+    /// Creates a load.
+    ///
+    /// - Throws: ``RoomLinkError/Code/invalidArgument`` naming `clients`, `period` or `duration` when one is not
+    ///   positive, or when `duration` is not longer than `period`.
+    public init(clients: Int, period: Duration = .seconds(5), duration: Duration) throws(RoomLinkError) {
+        guard clients > 0 else { throw .invalidArgument("clients", "a positive number", got: "\(clients)") }
+        guard period > .zero else { throw .invalidArgument("period", "a positive duration", got: "\(period)") }
+        guard duration > period else {
+            throw .invalidArgument("duration", "a duration longer than the period (\(period))", got: "\(duration)")
+        }
+        self.clients = clients
+        self.period = period
+        self.duration = duration
+    }
+
+    /// Runs the load on `group` and reports what happened, in scenario time.
+    ///
+    /// On a ``SimulationRuntime`` it runs in virtual time; on a ``LibeventLoopGroup`` in real (possibly scaled)
+    /// time. CPU per heartbeat is measured over the steady state, after the first period.
+    public func run(on group: any RuntimeLoopGroup) async throws -> HeartbeatReport {
+        if let simulation = group as? SimulationRuntime {
+            return try await simulation.run { try await self.measure(on: simulation) }
+        }
+        return try await measure(on: group)
+    }
+
+    private func measure(on group: any RuntimeLoopGroup) async throws -> HeartbeatReport {
+        let loops = group.loops
+        let wallStart = ContinuousClock.now
+        let t0 = group.now
+        let populations = try await onEachLoop(loops) { index, loop in
+            try HeartbeatPopulation(
+                loop: loop, clientIndices: Array(stride(from: index, to: clients, by: loops.count)), load: self, t0: t0,
+                end: t0.advanced(by: duration))
+        }
+        let steadyFrom = t0.advanced(by: period * 2)
+        try await loops[0].sleep(until: steadyFrom)
+        let usageStart = ProcessUsage.current()
+        let steadyWallStart = ContinuousClock.now
+        let firesAtSteadyStart = try await onEachLoop(loops) { index, _ in populations[index].stats.fires }
+        try await loops[0].sleep(until: t0.advanced(by: duration))
+        let usageEnd = ProcessUsage.current()
+        let steadyWall = ContinuousClock.now - steadyWallStart
+        // Beats due before the end that run late still count; beats due from the end on do not. Half a period
+        // lets the late ones land without letting any beat of the next period in.
+        try await loops[0].sleep(until: t0.advanced(by: duration + period / 2))
+        let stats = try await onEachLoop(loops) { index, _ in populations[index].stop() }
+        let wall = ContinuousClock.now - wallStart
+
+        var lateness = Histogram<UInt64>(highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+        var fires = 0
+        for item in stats {
+            lateness.add(item.lateness)
+            fires += item.fires
+        }
+        let steadyFires = fires - firesAtSteadyStart.reduce(0, +)
+        let cpu = usageEnd.cpuSeconds - usageStart.cpuSeconds
+        func ms(_ percentile: Double) -> Double { Double(lateness.valueAtPercentile(percentile)) / 1e6 }
+        return HeartbeatReport(
+            clients: clients, loops: loops.count, periodSeconds: period.seconds, scenarioSeconds: duration.seconds,
+            fires: fires, expectedFires: expectedFires(), latenessP50Milliseconds: ms(50), latenessP99Milliseconds: ms(99),
+            latenessP999Milliseconds: ms(99.9), latenessMaxMilliseconds: Double(lateness.max) / 1e6,
+            wallSeconds: wall.seconds, steadyCPUSeconds: cpu,
+            cpuPerFireMicroseconds: steadyFires > 0 ? cpu / Double(steadyFires) * 1e6 : 0,
+            coreShare: steadyWall > .zero ? cpu / steadyWall.seconds : 0,
+            peakRSSBytes: usageEnd.peakRSSBytes)
+    }
+
+    /// Beats due before the end (strictly), summed over clients.
+    func expectedFires() -> Int {
+        let periodNs = period.nanosecondsClamped
+        let durationNs = duration.nanosecondsClamped
+        var total = 0
+        for i in 0..<clients {
+            let first = firstDueOffset(client: i).nanosecondsClamped
+            // The number of k ≥ 0 with first + k × period < duration.
+            if first < durationNs { total += Int((durationNs - first + periodNs - 1) / periodNs) }
+        }
+        return total
+    }
+
+    /// How long after `t0` client `i`'s first beat is due.
+    func firstDueOffset(client i: Int) -> Duration {
+        period + .nanoseconds(Int64(Double(period.nanosecondsClamped) * Double(i) / Double(clients)))
+    }
+
+    /// Runs `body` on every loop's own thread (as a task preferring that loop) and returns the results in loop
+    /// order.
+    private func onEachLoop<T: Sendable>(
+        _ loops: [any RuntimeLoop], _ body: @escaping @Sendable (Int, any RuntimeLoop) throws -> T
+    ) async throws -> [T] {
+        try await withThrowingTaskGroup(of: (Int, T).self) { group in
+            for (index, loop) in loops.enumerated() {
+                group.addTask(executorPreference: loop) { (index, try body(index, loop)) }
+            }
+            var results = [T?](repeating: nil, count: loops.count)
+            for try await (index, value) in group { results[index] = value }
+            return results.map { $0! }
+        }
+    }
+}
+
+/// What a ``HeartbeatLoad`` run measured. Times are in scenario time unless named wall or CPU.
+public struct HeartbeatReport: Sendable, Codable, Equatable {
+    public var clients: Int
+    public var loops: Int
+    public var periodSeconds: Double
+    public var scenarioSeconds: Double
+    /// Heartbeats due before the end that fired.
+    public var fires: Int
+    /// Heartbeats due before the end of the run; equal to ``fires`` unless the runtime skipped periods.
+    public var expectedFires: Int
+    /// How late heartbeats fired after their due time (scenario milliseconds; always 0 in virtual time).
+    public var latenessP50Milliseconds: Double
+    public var latenessP99Milliseconds: Double
+    public var latenessP999Milliseconds: Double
+    public var latenessMaxMilliseconds: Double
+    /// Wall-clock duration of the whole run.
+    public var wallSeconds: Double
+    /// CPU time (user + system, whole process) over the steady state (after the first two periods).
+    public var steadyCPUSeconds: Double
+    /// Steady-state CPU per heartbeat.
+    public var cpuPerFireMicroseconds: Double
+    /// Steady-state CPU as a share of one core (1.0 = one core busy).
+    public var coreShare: Double
+    public var peakRSSBytes: Int
+}
