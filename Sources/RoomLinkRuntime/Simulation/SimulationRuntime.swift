@@ -53,6 +53,9 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private let shared = LockedBox(Shared())
     private let clock = Atomic<Int64>(0)
+    /// Set when `shared.inbox` may hold messages, so the thread skips the lock on every virtual instant when
+    /// nothing arrived from outside (the common case: everything runs on the simulation).
+    private let hasMail = Atomic<Bool>(false)
     private let remoteIDs = RemoteTimerIDs()
     private var thread: ServiceThread!
     private var runQueue = Deque<UnownedJob>()
@@ -215,6 +218,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         let wake = shared.withLock { shared -> Bool? in
             guard !shared.isShutdown else { return nil }
             shared.inbox.append(message)
+            hasMail.store(true, ordering: .releasing)
             shared.wakeups &+= 1
             return shared.isThreadWaiting
         }
@@ -224,7 +228,9 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     }
 
     private func takeInbox() {
+        guard hasMail.load(ordering: .acquiring) else { return }
         let messages = shared.withLock { shared -> [LoopMessage] in
+            hasMail.store(false, ordering: .relaxed)
             defer { shared.inbox.removeAll(keepingCapacity: true) }
             return shared.inbox
         }
@@ -286,6 +292,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private func nextStep() -> Step {
         let next = timers.nextRealDeadline
+        // Fast path, no lock: a run is going, its next timer is within the horizon, and no mail is waiting.
+        if case .running(_, let horizon) = runState, let next, next <= horizon, !hasMail.load(ordering: .acquiring) {
+            return .advance(next)
+        }
         return shared.withLock { shared -> Step in
             if !shared.inbox.isEmpty { return .work }
             if shared.isShutdown { return .exit }
