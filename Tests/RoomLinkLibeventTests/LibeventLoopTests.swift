@@ -7,6 +7,7 @@ import RoomLinkTestSupport
 /// An actor pinned to a libevent loop that records where its jobs and timer callbacks ran.
 actor PinnedRecorder: TimerHandler {
     let loop: LibeventLoop
+    let log = OutcomeLog()
     private(set) var onLoopThread: [Bool] = []
     private(set) var firedAt: [RuntimeInstant] = []
     init(loop: LibeventLoop) { self.loop = loop }
@@ -18,6 +19,7 @@ actor PinnedRecorder: TimerHandler {
     private func fired() {
         firedAt.append(loop.now)
         touch()
+        log.record(0, fired: true, at: loop.now)
     }
 }
 
@@ -31,7 +33,7 @@ struct LibeventLoopTests {
             let recorder = PinnedRecorder(loop: group.eventLoops[1])
             await recorder.touch()
             try await recorder.arm(after: .milliseconds(2))
-            while await recorder.firedAt.isEmpty { await Task.yield() }
+            await recorder.log.waitForOutcomes(1)
             #expect(await recorder.onLoopThread == [true, true])
             #expect(!group.eventLoops[0].isInServiceThread && !group.eventLoops[1].isInServiceThread)
         }
@@ -96,27 +98,35 @@ struct LibeventLoopTests {
         try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) { group in
             let loop = group.eventLoops[0]
             let log = OutcomeLog()
-            let answers = LockedBox<[Int: TimerCancellation]>([:])
-            // A job on the loop arms a timer due now and cancels it a few jobs later; whether it fired first
-            // depends on the loop's timing, but exactly one of the two must have happened.
-            for id in 0..<2_000 {
-                loop.execute {
-                    let handle = try! loop.schedule(after: .zero, handler: RecordingHandler(id: id, log: log, service: loop))
-                    loop.execute {
-                        answers.withLock { $0[id] = loop.cancel(handle) }
+            let answers = OutcomeLog()
+            let answered = LockedBox<[Int: TimerCancellation]>([:])
+            // Each victim has a canceller timer due within ±1 ms of it: sometimes before (it cancels), sometimes
+            // after (the victim fired), sometimes in the same wheel tick (the batch order decides).
+            let base = loop.now.advanced(by: .milliseconds(30))
+            try await Task(executorPreference: loop) {
+                var random = SeededRandom(seed: 5)
+                for id in 0..<2_000 {
+                    let victimAt = base.advanced(by: .microseconds(Int64.random(in: 0...2_000, using: &random)))
+                    let cancelAt = base.advanced(by: .microseconds(Int64.random(in: 0...2_000, using: &random)))
+                    let victim = try loop.schedule(at: victimAt, handler: RecordingHandler(id: id, log: log, service: loop))
+                    try loop.schedule(at: cancelAt) {
+                        let answer = loop.cancel(victim)
+                        answered.withLock { $0[id] = answer }
+                        answers.record(id, fired: true, at: loop.now)
                     }
                 }
-            }
+            }.value
             await log.waitForOutcomes(2_000)
-            while answers.withLock({ $0.count }) < 2_000 { await Task.yield() }
+            await answers.waitForOutcomes(2_000)
             let state = log.snapshot
-            let answered = answers.withLock { $0 }
+            let answer = answered.withLock { $0 }
             for id in 0..<2_000 {
                 let fired = state.fired[id, default: 0]
                 let cancelled = state.cancelled[id, default: 0]
                 #expect(fired + cancelled == 1, "timer \(id): fired \(fired) cancelled \(cancelled)")
-                #expect((answered[id] == .cancelled) == (cancelled == 1))
+                #expect((answer[id] == .cancelled) == (cancelled == 1), "timer \(id): cancel said \(String(describing: answer[id]))")
             }
+            #expect(!state.fired.isEmpty && !state.cancelled.isEmpty, "the race should go both ways")
         }
     }
 

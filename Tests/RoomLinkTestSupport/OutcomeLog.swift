@@ -10,13 +10,15 @@ package final class OutcomeLog: Sendable {
         package var order: [Int] = []
         package var times: [Int: [RuntimeInstant]] = [:]
         var waiter: (ready: @Sendable (State) -> Bool, continuation: CheckedContinuation<Void, Never>)?
-        package var total: Int { fired.values.reduce(0, +) + cancelled.values.reduce(0, +) }
+        /// Outcomes recorded so far (kept as a count: summing the dictionaries per record is quadratic).
+        package fileprivate(set) var total = 0
     }
 
     package let state = LockedBox(State())
 
     package func record(_ id: Int, fired: Bool, at time: RuntimeInstant) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.total += 1
             if fired {
                 state.fired[id, default: 0] += 1
                 state.order.append(id)

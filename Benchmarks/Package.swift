@@ -1,0 +1,41 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmark-only dependencies (SwiftNIO, hdrhistogram) live in this nested package, so that `swift build` and
+// `swift test` of RoomLink itself stay fast.
+let package = Package(
+    name: "RoomLinkBenchmarks",
+    products: [
+        .executable(name: "roomlink-bench", targets: ["RoomLinkBench"])
+    ],
+    dependencies: [
+        // `name:` fixes the path dependency's identity, which would otherwise be its folder's name.
+        .package(name: "RoomLink", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+    ],
+    targets: [
+        // MARK: - Targets
+
+        /// Raw C libevent timers, the baseline the runtime is measured against.
+        .target(
+            name: "CRawLibevent",
+            linkerSettings: [.linkedLibrary("event")]
+        ),
+
+        // MARK: - Executables
+
+        .executableTarget(
+            name: "RoomLinkBench",
+            dependencies: [
+                "CRawLibevent",
+                .product(name: "RoomLink", package: "RoomLink"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+    ]
+)
