@@ -51,7 +51,7 @@ final class FireStats: @unchecked Sendable {
     @inline(__always)
     func fire(_ index: Int) {
         lateness[index] = Monotonic.now() - deadlines[index]
-        let (total, _) = fired.add(1, ordering: .acquiringAndReleasing)
+        let (_, total) = fired.add(1, ordering: .acquiringAndReleasing)
         if total == count {
             done.store(true, ordering: .releasing)
             waiter.withLock { $0 }?.resume()

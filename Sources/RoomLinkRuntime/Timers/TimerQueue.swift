@@ -4,13 +4,18 @@
 /// off a service's thread (``RemoteTimerIDs``).
 package struct TimerQueueID: Hashable, Sendable {
     package let rawValue: UInt64
+    @inlinable
     package init(rawValue: UInt64) { self.rawValue = rawValue }
+    @inlinable
     package init(index: Int32, generation: UInt32) {
         rawValue = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: index))
     }
+    @inlinable
     package var index: Int { Int(Int32(bitPattern: UInt32(truncatingIfNeeded: rawValue))) }
+    @inlinable
     package var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) }
     /// The generation after `generation`, wrapping below 2^31.
+    @inlinable
     package static func nextGeneration(after generation: UInt32) -> UInt32 {
         generation >= 0x7FFF_FFFF ? 1 : generation + 1
     }
@@ -47,9 +52,11 @@ package struct TimeScale: Sendable {
     /// Real nanoseconds per scenario nanosecond.
     package let factor: Double
 
+    @inlinable
     package init(_ factor: Double) { self.factor = factor }
 
     /// The real time for a scenario time, rounded up so that scaling never makes a timer early.
+    @inlinable
     package func real(_ scenario: Int64) -> UInt64 {
         guard scenario > 0 else { return 0 }
         if factor == 1 { return UInt64(scenario) }
@@ -58,6 +65,7 @@ package struct TimeScale: Sendable {
     }
 
     /// The scenario time for a real time, rounded down.
+    @inlinable
     package func scenario(_ real: UInt64) -> Int64 {
         if factor == 1 { return Int64(clamping: real) }
         let scenario = (Double(real) / factor).rounded(.down)

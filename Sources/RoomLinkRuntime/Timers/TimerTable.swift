@@ -11,29 +11,37 @@ import Synchronization
 ///   overlapping mutation of the table would be an exclusivity violation.
 package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord {
     /// Where the timers wait. The owner may reach in for what only it knows (a libevent timer that fired).
+    @usableFromInline
     package var queue: Queue
     /// Handles given out off the service thread (top bit set) → the queue's IDs.
-    private var remoteIDs: [UInt64: TimerQueueID] = [:]
+    @usableFromInline
+    package var remoteIDs: [UInt64: TimerQueueID] = [:]
     /// Scenario time ↔ real time.
     package let timeScale: TimeScale
     /// The timer whose handler is running (between `beginFiring` and `endFiring`).
-    private var firing: TimerQueueID?
+    @usableFromInline
+    package var firing: TimerQueueID?
 
     /// Creates a table over `queue`.
+    @inlinable
     package init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
         self.queue = queue
         self.timeScale = timeScale
     }
 
     /// Timers waiting.
+    @inlinable
     package var count: Int { queue.count }
 
-    private func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
-    private func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
+    @inlinable
+    package func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
+    @inlinable
+    package func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
 
     // MARK: - Arm and cancel
 
     /// Arms a timer and returns its handle. `remoteID` is the handle already given out off-thread, if any.
+    @inlinable
     package mutating func arm(
         deadline: RuntimeInstant, period: Duration?, handler: any TimerHandler, remoteID: UInt64? = nil
     ) -> TimerHandle {
@@ -51,11 +59,13 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     }
 
     /// Whether `handle` was given out off-thread and its arm message has not been processed yet.
+    @inlinable
     package func isUnknownRemote(_ handle: TimerHandle) -> Bool {
         RemoteTimerIDs.isRemote(handle.rawValue) && remoteIDs[handle.rawValue] == nil
     }
 
     /// Cancels a timer. Returns the outcome and, when it is `.cancelled` now, the handler to tell.
+    @inlinable
     package mutating func cancel(_ handle: TimerHandle) -> (TimerCancellation, (any TimerHandler)?) {
         guard let id = wheelID(handle) else { return (.notPending, nil) }
         if let record = queue.remove(id) {
@@ -83,6 +93,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
 
     /// The handler and handle to call for a due (detached) timer; `nil` if it was cancelled while it waited in
     /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
+    @inlinable
     package mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
         guard queue.isDetached(id), let record = queue.payload(id) else { return nil }
         if record.isCancelled {
@@ -97,6 +108,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// Finishes a firing: re-arms a periodic timer on its absolute schedule (skipping periods that have wholly
     /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
     /// during the firing.
+    @inlinable
     package mutating func endFiring(_ id: TimerQueueID, now: UInt64) -> (any TimerHandler, TimerHandle)? {
         firing = nil
         guard var record = queue.payload(id), queue.isDetached(id) else { return nil }
@@ -118,12 +130,14 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     }
 
     /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.
+    @inlinable
     package mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
         return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, TimerHandle(rawValue: $0.1.publicID)) }
     }
 
-    private func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
+    @inlinable
+    package func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
         if RemoteTimerIDs.isRemote(handle.rawValue) { return remoteIDs[handle.rawValue] }
         return TimerQueueID(rawValue: handle.rawValue)
     }
@@ -131,9 +145,11 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
 
 extension TimerTable where Queue == TimerWheel<TimerRecord> {
     /// Real time (nanoseconds) of the next thing the owner must do (``expire(at:into:)``), or `nil` when idle.
+    @inlinable
     package var nextRealDeadline: UInt64? { queue.nextDeadline() }
 
     /// Moves to real time `now` and appends every due timer to `due`, in deadline order.
+    @inlinable
     package mutating func expire(at now: UInt64, into due: inout [TimerWheel<TimerRecord>.Expired]) {
         queue.advance(to: now, into: &due)
     }
@@ -141,16 +157,22 @@ extension TimerTable where Queue == TimerWheel<TimerRecord> {
 
 /// What a ``TimerTable`` keeps for each timer.
 package struct TimerRecord {
+    @usableFromInline
     package var handler: any TimerHandler
     /// Scenario-time deadline of the pending (or current) firing.
+    @usableFromInline
     package var deadline: Int64
     /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
+    @usableFromInline
     package var period: Int64
     /// The handle's raw value given to the user.
+    @usableFromInline
     package var publicID: UInt64
     /// A periodic timer was cancelled by its own handler while firing; the handler is told after it returns.
+    @usableFromInline
     package var isCancelRequested = false
     /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
+    @usableFromInline
     package var isCancelled = false
 }
 
@@ -167,5 +189,6 @@ package final class RemoteTimerIDs: Sendable {
     }
 
     /// Whether a handle value came from an allocator like this one.
+    @inlinable
     package static func isRemote(_ raw: UInt64) -> Bool { raw & (1 << 63) != 0 }
 }

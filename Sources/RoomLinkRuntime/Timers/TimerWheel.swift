@@ -18,19 +18,28 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     /// One timer handed out by ``advance(to:into:)``.
     package struct Expired {
+        @usableFromInline
         package var deadline: UInt64
+        @usableFromInline
         package var sequence: UInt64
+        @usableFromInline
         package var id: ID
     }
 
-    private static var levels: Int { 8 }
-    private static var slotsPerLevel: Int { 256 }
+    @inlinable
+    package static var levels: Int { 8 }
+    @inlinable
+    package static var slotsPerLevel: Int { 256 }
     /// The bucket of timers whose expiry tick had already passed when they were inserted.
-    private static var overdueBucket: Int32 { 2048 }
-    private static var detached: Int32 { -1 }
-    private static var free: Int32 { -2 }
+    @inlinable
+    package static var overdueBucket: Int32 { 2048 }
+    @inlinable
+    package static var detached: Int32 { -1 }
+    @inlinable
+    package static var free: Int32 { -2 }
 
-    private struct Entry {
+    @usableFromInline
+    package struct Entry {
         var deadline: UInt64 = 0
         var expiryTick: UInt64 = 0
         var sequence: UInt64 = 0
@@ -42,12 +51,18 @@ package struct TimerWheel<Payload>: TimerQueue {
         var payload: Payload?
     }
 
-    private var entries: [Entry] = []
-    private var freeHead: Int32 = -1
-    private var heads: [Int32]
-    private var tails: [Int32]
-    private var occupancy: [UInt64]
-    private var nextSequence: UInt64 = 0
+    @usableFromInline
+    package var entries: [Entry] = []
+    @usableFromInline
+    package var freeHead: Int32 = -1
+    @usableFromInline
+    package var heads: [Int32]
+    @usableFromInline
+    package var tails: [Int32]
+    @usableFromInline
+    package var occupancy: [UInt64]
+    @usableFromInline
+    package var nextSequence: UInt64 = 0
 
     /// log2 of the tick length in nanoseconds.
     package let tickShift: UInt64
@@ -57,6 +72,7 @@ package struct TimerWheel<Payload>: TimerQueue {
     package private(set) var count = 0
 
     /// Creates a wheel with ticks of `1 << tickShift` nanoseconds, starting at time `start` (nanoseconds).
+    @inlinable
     package init(tickShift: UInt64, start: UInt64 = 0) {
         precondition(tickShift < 40, "tick of 2^\(tickShift) ns is longer than a wheel needs")
         self.tickShift = tickShift
@@ -67,11 +83,13 @@ package struct TimerWheel<Payload>: TimerQueue {
     }
 
     /// The length of one tick in nanoseconds.
+    @inlinable
     package var tickNanoseconds: UInt64 { 1 << tickShift }
 
     // MARK: - Insert and remove
 
     /// Schedules `payload` at `deadline` (nanoseconds) and returns its ID.
+    @inlinable
     package mutating func insert(deadline: UInt64, payload: Payload) -> ID {
         let index: Int32
         if freeHead >= 0 {
@@ -89,6 +107,7 @@ package struct TimerWheel<Payload>: TimerQueue {
     /// Re-schedules a timer that is scheduled or detached (handed out by `advance`) at a new deadline.
     ///
     /// A periodic timer uses this to keep its ID across periods.
+    @inlinable
     package mutating func reschedule(_ id: ID, deadline: UInt64) {
         guard let index = validIndex(id) else { preconditionFailure("reschedule of unknown timer \(id.rawValue)") }
         if entries[index].bucket >= 0 { unlink(Int32(index)) }
@@ -97,6 +116,7 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     /// Removes a scheduled timer and returns its payload; `nil` if `id` is not scheduled (fired, detached,
     /// removed or unknown).
+    @inlinable
     package mutating func remove(_ id: ID) -> Payload? {
         guard let index = validIndex(id), entries[index].bucket >= 0 else { return nil }
         unlink(Int32(index))
@@ -105,30 +125,35 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     /// Frees a detached timer (one handed out by `advance`) and returns its payload.
     @discardableResult
+    @inlinable
     package mutating func free(_ id: ID) -> Payload? {
         guard let index = validIndex(id), entries[index].bucket == Self.detached else { return nil }
         return release(index)
     }
 
     /// Whether `id` is scheduled (waiting in the wheel).
+    @inlinable
     package func isScheduled(_ id: ID) -> Bool {
         guard let index = validIndex(id) else { return false }
         return entries[index].bucket >= 0
     }
 
     /// Whether `id` was handed out by `advance` and neither freed nor rescheduled since.
+    @inlinable
     package func isDetached(_ id: ID) -> Bool {
         guard let index = validIndex(id) else { return false }
         return entries[index].bucket == Self.detached
     }
 
     /// The payload of a scheduled or detached timer.
+    @inlinable
     package func payload(_ id: ID) -> Payload? {
         guard let index = validIndex(id) else { return nil }
         return entries[index].payload
     }
 
     /// Replaces the payload of a scheduled or detached timer.
+    @inlinable
     package mutating func setPayload(_ id: ID, _ payload: Payload) {
         guard let index = validIndex(id) else { return }
         entries[index].payload = payload
@@ -136,6 +161,7 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     /// Removes every timer, scheduled or detached, and returns their IDs and payloads in deadline order.
     @discardableResult
+    @inlinable
     package mutating func removeAll() -> [(ID, Payload)] {
         var result: [(UInt64, UInt64, ID, Payload)] = []
         for index in entries.indices where entries[index].bucket != Self.free {
@@ -157,6 +183,7 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     /// The time (nanoseconds) at which the wheel next needs ``advance(to:into:)``: the next expiry at level 0,
     /// a cascade point at a higher level, or now (current tick) if an overdue timer waits; `nil` when empty.
+    @inlinable
     package func nextDeadline() -> UInt64? {
         guard let tick = nextEvent()?.tick else { return nil }
         let (time, overflow) = tick.multipliedReportingOverflow(by: tickNanoseconds)
@@ -165,6 +192,7 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     /// Moves the wheel to time `now` (nanoseconds) and appends every timer due by then to `expired`, detached and
     /// in `(deadline, sequence)` order. A detached timer must then be freed or rescheduled by the owner.
+    @inlinable
     package mutating func advance(to now: UInt64, into expired: inout [Expired]) {
         let target = now >> tickShift
         let firstNew = expired.count
@@ -194,7 +222,8 @@ package struct TimerWheel<Payload>: TimerQueue {
 
     // MARK: - Internals
 
-    private func validIndex(_ id: ID) -> Int? {
+    @inlinable
+    package func validIndex(_ id: ID) -> Int? {
         let index = id.index
         guard index >= 0, index < entries.count, entries[index].generation == id.generation,
             entries[index].bucket != Self.free
@@ -202,7 +231,8 @@ package struct TimerWheel<Payload>: TimerQueue {
         return index
     }
 
-    private mutating func release(_ index: Int) -> Payload? {
+    @inlinable
+    package mutating func release(_ index: Int) -> Payload? {
         let payload = entries[index].payload
         entries[index].payload = nil
         entries[index].bucket = Self.free
@@ -212,7 +242,8 @@ package struct TimerWheel<Payload>: TimerQueue {
         return payload
     }
 
-    private mutating func place(_ index: Int32, deadline: UInt64) {
+    @inlinable
+    package mutating func place(_ index: Int32, deadline: UInt64) {
         let (rounded, overflow) = deadline.addingReportingOverflow(tickNanoseconds - 1)
         // Round up: a timer is handed out at the end of its deadline's tick, never before the deadline.
         let expiryTick = overflow ? (UInt64.max >> tickShift) : rounded >> tickShift
@@ -224,14 +255,16 @@ package struct TimerWheel<Payload>: TimerQueue {
     }
 
     @inline(__always)
-    private func bucketIndex(for expiryTick: UInt64) -> Int32 {
+    @inlinable
+    package func bucketIndex(for expiryTick: UInt64) -> Int32 {
         let differing = expiryTick ^ currentTick
         let level = (63 - differing.leadingZeroBitCount) >> 3
         let slot = Int((expiryTick >> UInt64(level << 3)) & 0xFF)
         return Int32(level << 8 | slot)
     }
 
-    private mutating func append(_ index: Int32, to bucket: Int32) {
+    @inlinable
+    package mutating func append(_ index: Int32, to bucket: Int32) {
         let b = Int(bucket)
         entries[Int(index)].bucket = bucket
         entries[Int(index)].next = -1
@@ -246,7 +279,8 @@ package struct TimerWheel<Payload>: TimerQueue {
         count += 1
     }
 
-    private mutating func unlink(_ index: Int32) {
+    @inlinable
+    package mutating func unlink(_ index: Int32) {
         let entry = entries[Int(index)]
         let b = Int(entry.bucket)
         if entry.previous >= 0 { entries[Int(entry.previous)].next = entry.next } else { heads[b] = entry.next }
@@ -257,7 +291,8 @@ package struct TimerWheel<Payload>: TimerQueue {
     }
 
     /// Empties a bucket and returns the head of its list.
-    private mutating func takeBucket(_ bucket: Int32) -> Int32 {
+    @inlinable
+    package mutating func takeBucket(_ bucket: Int32) -> Int32 {
         let b = Int(bucket)
         let head = heads[b]
         heads[b] = -1
@@ -267,7 +302,8 @@ package struct TimerWheel<Payload>: TimerQueue {
     }
 
     /// The next tick at which something happens and the bucket to process then.
-    private func nextEvent() -> (tick: UInt64, bucket: Int32)? {
+    @inlinable
+    package func nextEvent() -> (tick: UInt64, bucket: Int32)? {
         if heads[Int(Self.overdueBucket)] >= 0 { return (currentTick, Self.overdueBucket) }
         for level in 0..<Self.levels {
             let shift = UInt64(level << 3)
@@ -280,7 +316,8 @@ package struct TimerWheel<Payload>: TimerQueue {
         return nil
     }
 
-    private func firstOccupiedSlot(level: Int, after digit: Int) -> Int? {
+    @inlinable
+    package func firstOccupiedSlot(level: Int, after digit: Int) -> Int? {
         var position = digit + 1
         while position < Self.slotsPerLevel {
             let word = position >> 6
@@ -291,7 +328,8 @@ package struct TimerWheel<Payload>: TimerQueue {
         return nil
     }
 
-    private func sortIfNeeded(_ expired: inout [Expired], from start: Int) {
+    @inlinable
+    package func sortIfNeeded(_ expired: inout [Expired], from start: Int) {
         guard expired.count - start > 1 else { return }
         var sorted = true
         for i in (start + 1)..<expired.count
