@@ -1,6 +1,6 @@
 internal import CLibevent
 import DequeModule
-public import RoomLinkRuntime
+@_spi(RoomLinkInternals) public import RoomLinkRuntime
 
 /// One libevent `event_base` on its own thread: a serial executor for actors and a timer service whose timers
 /// fire on that same thread.
@@ -19,6 +19,8 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     /// The backend this loop's timers use.
     public let timerBackend: TimerBackend
+    /// `timerBackend == .wheel`, checked first on every arm and cancel.
+    private let usesWheel: Bool
     /// This loop's position in its group.
     public let index: Int
 
@@ -53,6 +55,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         self.index = index
         self.epoch = epoch
         self.timerBackend = configuration.timerBackend
+        self.usesWheel = configuration.timerBackend == .wheel
         self.timeScale = TimeScale(configuration.timeScale)
         let config = try Libevent.unwrap("event_config_new", event_config_new())
         defer { event_config_free(config) }
@@ -101,10 +104,10 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         if let period, period <= .zero { throw .invalidPeriod(period) }
         if isInServiceThread {
             if isStopped { throw .loopShutDown("loop \(index)") }
-            if eventTimers != nil {
-                return eventTimers!.arm(deadline: deadline, period: period, handler: handler)
+            if usesWheel {
+                return wheelTimers.arm(deadline: deadline, period: period, handler: handler)
             }
-            return wheelTimers.arm(deadline: deadline, period: period, handler: handler)
+            return eventTimers!.arm(deadline: deadline, period: period, handler: handler)
         }
         let remoteID = remoteIDs.next()
         guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: handler)) else {
@@ -120,8 +123,12 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         }
         // A handle given out off-thread whose arm message is still in the inbox: take the inbox first, so the
         // cancel finds the timer instead of answering `.notPending` and letting it fire later.
-        if eventTimers?.isUnknownRemote(timer) ?? wheelTimers.isUnknownRemote(timer) { takeInbox() }
-        let (outcome, handler) = eventTimers != nil ? eventTimers!.cancel(timer) : wheelTimers.cancel(timer)
+        if RemoteTimerIDs.isRemote(timer.rawValue),
+            usesWheel ? wheelTimers.isUnknownRemote(timer) : eventTimers!.isUnknownRemote(timer)
+        {
+            takeInbox()
+        }
+        let (outcome, handler) = usesWheel ? wheelTimers.cancel(timer) : eventTimers!.cancel(timer)
         handler?.timerCancelled(timer)
         return outcome
     }

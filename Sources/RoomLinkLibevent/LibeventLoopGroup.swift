@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import RoomLinkRuntime
+@_spi(RoomLinkInternals) public import RoomLinkRuntime
 
 /// The libevent loops of a process: by default one per core, sharing one clock.
 ///

@@ -1,7 +1,7 @@
 import Testing
 
 @testable import RoomLinkLibevent
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 import RoomLinkTestSupport
 
 /// An actor pinned to a libevent loop that records where its jobs and timer callbacks ran.

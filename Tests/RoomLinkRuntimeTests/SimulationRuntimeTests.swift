@@ -1,6 +1,6 @@
 import Testing
 
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 import RoomLinkTestSupport
 
 /// An actor pinned to a runtime loop that counts heartbeats from a periodic timer.

@@ -84,9 +84,12 @@ struct TimerWorkload: Sendable {
     let n: Int
     let baseDelayNanoseconds: Int64
     let cancelSample: Int
+    /// The RoomLink wheel's tick (log2 of nanoseconds).
+    let wheelTickShift: UInt64
 
-    init(n: Int, cancelSample: Int) {
+    init(n: Int, cancelSample: Int, wheelTickShift: UInt64) {
         self.n = n
+        self.wheelTickShift = wheelTickShift
         // Arming must finish before the first deadline: 1 s, plus 3 µs per timer for the slowest arming path.
         self.baseDelayNanoseconds = 1_000_000_000 + Int64(n) * 3_000
         self.cancelSample = min(cancelSample, n)

@@ -42,6 +42,9 @@ struct Timers: AsyncParsableCommand {
     @Option(help: "Timers in the actor-dispatch case (0 skips it).")
     var dispatchSamples: Int = 2_000
 
+    @Option(help: "log2 of the RoomLink wheel's tick in nanoseconds (19 ≈ 0.52 ms, the runtime's default).")
+    var wheelTickShift: UInt64 = 19
+
     @Flag(help: "Print one JSON object per case instead of tables.")
     var json = false
 
@@ -66,7 +69,7 @@ struct Timers: AsyncParsableCommand {
     func run() async throws {
         if !json { print("roomlink-bench timers — \(ProcessInfo.processInfo.activeProcessorCount) cores; figures are medians of one run, compare within the run\n") }
         for n in parsedCounts! {
-            let workload = TimerWorkload(n: n, cancelSample: cancelSample)
+            let workload = TimerWorkload(n: n, cancelSample: cancelSample, wheelTickShift: wheelTickShift)
             if !json { print(TimerTable.header(n: n)) }
             for timerCase in selected(TimerCases.all) {
                 var result = try await timerCase.run(workload)

@@ -48,7 +48,8 @@ enum TimerCases {
         -> TimerCaseResult
     {
         let started = Monotonic.now()
-        let group = try LibeventLoopGroup(configuration: .init(loopCount: 1, timerBackend: backend))
+        let group = try LibeventLoopGroup(
+            configuration: .init(loopCount: 1, timerBackend: backend, wheelTickShift: workload.wheelTickShift))
         defer { group.shutdown() }
         let loop = group.eventLoops[0]
         let stats = FireStats(count: workload.n)

@@ -4,9 +4,10 @@
 /// service's lifetime, so a stale handle never cancels a newer timer.
 public struct TimerHandle: Hashable, Sendable, CustomStringConvertible {
     /// The service's opaque identifier.
-    package let rawValue: UInt64
+    @_spi(RoomLinkInternals) public let rawValue: UInt64
 
-    package init(rawValue: UInt64) {
+    @_spi(RoomLinkInternals) @inlinable
+    public init(rawValue: UInt64) {
         self.rawValue = rawValue
     }
 

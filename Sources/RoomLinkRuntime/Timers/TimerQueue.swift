@@ -2,21 +2,21 @@
 ///
 /// Generations stay below 2^31, so a packed ID never has its top bit set: that space belongs to handles given out
 /// off a service's thread (``RemoteTimerIDs``).
-package struct TimerQueueID: Hashable, Sendable {
-    package let rawValue: UInt64
+@_spi(RoomLinkInternals) public struct TimerQueueID: Hashable, Sendable {
+    @_spi(RoomLinkInternals) public let rawValue: UInt64
     @inlinable
-    package init(rawValue: UInt64) { self.rawValue = rawValue }
+    @_spi(RoomLinkInternals) public init(rawValue: UInt64) { self.rawValue = rawValue }
     @inlinable
-    package init(index: Int32, generation: UInt32) {
+    @_spi(RoomLinkInternals) public init(index: Int32, generation: UInt32) {
         rawValue = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: index))
     }
     @inlinable
-    package var index: Int { Int(Int32(bitPattern: UInt32(truncatingIfNeeded: rawValue))) }
+    @_spi(RoomLinkInternals) public var index: Int { Int(Int32(bitPattern: UInt32(truncatingIfNeeded: rawValue))) }
     @inlinable
-    package var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) }
+    @_spi(RoomLinkInternals) public var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) }
     /// The generation after `generation`, wrapping below 2^31.
     @inlinable
-    package static func nextGeneration(after generation: UInt32) -> UInt32 {
+    @_spi(RoomLinkInternals) public static func nextGeneration(after generation: UInt32) -> UInt32 {
         generation >= 0x7FFF_FFFF ? 1 : generation + 1
     }
 }
@@ -25,7 +25,7 @@ package struct TimerQueueID: Hashable, Sendable {
 ///
 /// A timer is *scheduled* (waiting), *detached* (due and handed to the table for firing; the table then frees or
 /// reschedules it) or gone.
-package protocol TimerQueue {
+@_spi(RoomLinkInternals) public protocol TimerQueue {
     associatedtype Payload
     /// Schedules `payload` at `deadline` (real nanoseconds).
     mutating func insert(deadline: UInt64, payload: Payload) -> TimerQueueID
@@ -48,16 +48,16 @@ package protocol TimerQueue {
 }
 
 /// Conversion between scenario time and real time for a time scale (real = scenario × factor).
-package struct TimeScale: Sendable {
+@_spi(RoomLinkInternals) public struct TimeScale: Sendable {
     /// Real nanoseconds per scenario nanosecond.
-    package let factor: Double
+    @_spi(RoomLinkInternals) public let factor: Double
 
     @inlinable
-    package init(_ factor: Double) { self.factor = factor }
+    @_spi(RoomLinkInternals) public init(_ factor: Double) { self.factor = factor }
 
     /// The real time for a scenario time, rounded up so that scaling never makes a timer early.
     @inlinable
-    package func real(_ scenario: Int64) -> UInt64 {
+    @_spi(RoomLinkInternals) public func real(_ scenario: Int64) -> UInt64 {
         guard scenario > 0 else { return 0 }
         if factor == 1 { return UInt64(scenario) }
         let real = (Double(scenario) * factor).rounded(.up)
@@ -66,7 +66,7 @@ package struct TimeScale: Sendable {
 
     /// The scenario time for a real time, rounded down.
     @inlinable
-    package func scenario(_ real: UInt64) -> Int64 {
+    @_spi(RoomLinkInternals) public func scenario(_ real: UInt64) -> Int64 {
         if factor == 1 { return Int64(clamping: real) }
         let scenario = (Double(real) / factor).rounded(.down)
         return scenario >= Double(Int64.max) ? .max : Int64(scenario)

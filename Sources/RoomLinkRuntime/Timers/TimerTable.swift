@@ -9,40 +9,37 @@ import Synchronization
 /// - Important: The table never calls a handler. Its methods return what to call, and the owner calls it after
 ///   the mutation has ended, because a handler may re-enter the service (arm or cancel a timer) and an
 ///   overlapping mutation of the table would be an exclusivity violation.
-package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord {
+@_spi(RoomLinkInternals) public struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord {
     /// Where the timers wait. The owner may reach in for what only it knows (a libevent timer that fired).
-    @usableFromInline
-    package var queue: Queue
+    @_spi(RoomLinkInternals) public var queue: Queue
     /// Handles given out off the service thread (top bit set) → the queue's IDs.
-    @usableFromInline
-    package var remoteIDs: [UInt64: TimerQueueID] = [:]
+    @_spi(RoomLinkInternals) public var remoteIDs: [UInt64: TimerQueueID] = [:]
     /// Scenario time ↔ real time.
-    package let timeScale: TimeScale
+    @_spi(RoomLinkInternals) public let timeScale: TimeScale
     /// The timer whose handler is running (between `beginFiring` and `endFiring`).
-    @usableFromInline
-    package var firing: TimerQueueID?
+    @_spi(RoomLinkInternals) public var firing: TimerQueueID?
 
     /// Creates a table over `queue`.
     @inlinable
-    package init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
+    @_spi(RoomLinkInternals) public init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
         self.queue = queue
         self.timeScale = timeScale
     }
 
     /// Timers waiting.
     @inlinable
-    package var count: Int { queue.count }
+    @_spi(RoomLinkInternals) public var count: Int { queue.count }
 
     @inlinable
-    package func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
+    @_spi(RoomLinkInternals) public func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
     @inlinable
-    package func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
+    @_spi(RoomLinkInternals) public func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
 
     // MARK: - Arm and cancel
 
     /// Arms a timer and returns its handle. `remoteID` is the handle already given out off-thread, if any.
     @inlinable
-    package mutating func arm(
+    @_spi(RoomLinkInternals) public mutating func arm(
         deadline: RuntimeInstant, period: Duration?, handler: any TimerHandler, remoteID: UInt64? = nil
     ) -> TimerHandle {
         var record = TimerRecord(
@@ -60,16 +57,16 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
 
     /// Whether `handle` was given out off-thread and its arm message has not been processed yet.
     @inlinable
-    package func isUnknownRemote(_ handle: TimerHandle) -> Bool {
+    @_spi(RoomLinkInternals) public func isUnknownRemote(_ handle: TimerHandle) -> Bool {
         RemoteTimerIDs.isRemote(handle.rawValue) && remoteIDs[handle.rawValue] == nil
     }
 
     /// Cancels a timer. Returns the outcome and, when it is `.cancelled` now, the handler to tell.
     @inlinable
-    package mutating func cancel(_ handle: TimerHandle) -> (TimerCancellation, (any TimerHandler)?) {
+    @_spi(RoomLinkInternals) public mutating func cancel(_ handle: TimerHandle) -> (TimerCancellation, (any TimerHandler)?) {
         guard let id = wheelID(handle) else { return (.notPending, nil) }
         if let record = queue.remove(id) {
-            remoteIDs.removeValue(forKey: record.publicID)
+            forgetRemote(record.publicID)
             return (.cancelled, record.handler)
         }
         // Detached: the timer is due in the batch being fired, or firing right now.
@@ -94,11 +91,11 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// The handler and handle to call for a due (detached) timer; `nil` if it was cancelled while it waited in
     /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
     @inlinable
-    package mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
+    @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
         guard queue.isDetached(id), let record = queue.payload(id) else { return nil }
         if record.isCancelled {
             queue.free(id)
-            remoteIDs.removeValue(forKey: record.publicID)
+            forgetRemote(record.publicID)
             return nil
         }
         firing = id
@@ -109,7 +106,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
     /// during the firing.
     @inlinable
-    package mutating func endFiring(_ id: TimerQueueID, now: UInt64) -> (any TimerHandler, TimerHandle)? {
+    @_spi(RoomLinkInternals) public mutating func endFiring(_ id: TimerQueueID, now: UInt64) -> (any TimerHandler, TimerHandle)? {
         firing = nil
         guard var record = queue.payload(id), queue.isDetached(id) else { return nil }
         if record.period > 0, !record.isCancelRequested {
@@ -125,19 +122,25 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
             return nil
         }
         queue.free(id)
-        remoteIDs.removeValue(forKey: record.publicID)
+        forgetRemote(record.publicID)
         return record.isCancelRequested ? (record.handler, TimerHandle(rawValue: record.publicID)) : nil
     }
 
     /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.
     @inlinable
-    package mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
+    @_spi(RoomLinkInternals) public mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
         return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, TimerHandle(rawValue: $0.1.publicID)) }
     }
 
+    /// Drops the mapping of a handle given out off-thread; local handles have none (and skip the hashing).
     @inlinable
-    package func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
+    @_spi(RoomLinkInternals) public mutating func forgetRemote(_ publicID: UInt64) {
+        if RemoteTimerIDs.isRemote(publicID) { remoteIDs.removeValue(forKey: publicID) }
+    }
+
+    @inlinable
+    @_spi(RoomLinkInternals) public func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
         if RemoteTimerIDs.isRemote(handle.rawValue) { return remoteIDs[handle.rawValue] }
         return TimerQueueID(rawValue: handle.rawValue)
     }
@@ -146,49 +149,51 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
 extension TimerTable where Queue == TimerWheel<TimerRecord> {
     /// Real time (nanoseconds) of the next thing the owner must do (``expire(at:into:)``), or `nil` when idle.
     @inlinable
-    package var nextRealDeadline: UInt64? { queue.nextDeadline() }
+    @_spi(RoomLinkInternals) public var nextRealDeadline: UInt64? { queue.nextDeadline() }
 
     /// Moves to real time `now` and appends every due timer to `due`, in deadline order.
     @inlinable
-    package mutating func expire(at now: UInt64, into due: inout [TimerWheel<TimerRecord>.Expired]) {
+    @_spi(RoomLinkInternals) public mutating func expire(at now: UInt64, into due: inout [TimerWheel<TimerRecord>.Expired]) {
         queue.advance(to: now, into: &due)
     }
 }
 
 /// What a ``TimerTable`` keeps for each timer.
-package struct TimerRecord {
-    @usableFromInline
-    package var handler: any TimerHandler
+@_spi(RoomLinkInternals) public struct TimerRecord {
+    @_spi(RoomLinkInternals) public var handler: any TimerHandler
     /// Scenario-time deadline of the pending (or current) firing.
-    @usableFromInline
-    package var deadline: Int64
+    @_spi(RoomLinkInternals) public var deadline: Int64
     /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
-    @usableFromInline
-    package var period: Int64
+    @_spi(RoomLinkInternals) public var period: Int64
     /// The handle's raw value given to the user.
-    @usableFromInline
-    package var publicID: UInt64
+    @_spi(RoomLinkInternals) public var publicID: UInt64
     /// A periodic timer was cancelled by its own handler while firing; the handler is told after it returns.
-    @usableFromInline
-    package var isCancelRequested = false
+    @_spi(RoomLinkInternals) public var isCancelRequested = false
     /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
-    @usableFromInline
-    package var isCancelled = false
+    @_spi(RoomLinkInternals) public var isCancelled = false
+
+    @inlinable
+    public init(handler: any TimerHandler, deadline: Int64, period: Int64, publicID: UInt64) {
+        self.handler = handler
+        self.deadline = deadline
+        self.period = period
+        self.publicID = publicID
+    }
 }
 
 /// Hands out timer handles off a service's thread, from a space disjoint from the wheel's packed IDs.
-package final class RemoteTimerIDs: Sendable {
+@_spi(RoomLinkInternals) public final class RemoteTimerIDs: Sendable {
     private let counter = Atomic<UInt64>(0)
 
-    package init() {}
+    @_spi(RoomLinkInternals) public init() {}
 
     /// A new handle value, unique for this allocator.
-    package func next() -> UInt64 {
+    @_spi(RoomLinkInternals) public func next() -> UInt64 {
         let (value, _) = counter.add(1, ordering: .relaxed)
         return value | (1 << 63)
     }
 
     /// Whether a handle value came from an allocator like this one.
     @inlinable
-    package static func isRemote(_ raw: UInt64) -> Bool { raw & (1 << 63) != 0 }
+    @_spi(RoomLinkInternals) public static func isRemote(_ raw: UInt64) -> Bool { raw & (1 << 63) != 0 }
 }
