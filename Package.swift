@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkLibeventTests",
-            dependencies: ["RoomLinkLibevent", "RoomLinkRuntime", "RoomLinkTestSupport"],
+            dependencies: ["RoomLink", "RoomLinkLibevent", "RoomLinkRuntime", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
     ]
