@@ -100,4 +100,28 @@ struct TimerWheelTests {
         wheel.reschedule(id, deadline: 600)
         #expect(wheel.isScheduled(id))
     }
+
+    @Test
+    func bucketsDoNotHoardCapacityAsTimersKeepMovingThroughTheWheel() {
+        // Given 2,000 timers re-armed every 2,000 ns for 500 rounds, like heartbeats, so that levels cascade
+        // again and again.
+        var wheel = TimerWheel<Int>(tickShift: 0)
+        var random = SeededRandom(seed: 3)
+        for id in 0..<2_000 { _ = wheel.insert(deadline: UInt64(id), payload: id) }
+        var expired: [TimerWheel<Int>.Expired] = []
+        var now: UInt64 = 0
+        for _ in 0..<500 {
+            now += 2_000
+            wheel.advance(to: now, into: &expired)
+            for item in expired {
+                wheel.reschedule(item.id, deadline: item.deadline + 2_000 + UInt64.random(in: 0...50, using: &random))
+            }
+            expired.removeAll()
+        }
+        // Then the buckets hold about what the wheel holds, not the largest batch once per bucket.
+        #expect(wheel.count == 2_000)
+        let capacity = wheel.buckets.reduce(0) { $0 + $1.capacity }
+        #expect(capacity < 8 * 2_000, "buckets keep \(capacity) slots of capacity for 2,000 timers")
+    }
 }
+

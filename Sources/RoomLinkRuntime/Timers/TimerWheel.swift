@@ -79,8 +79,6 @@
     @usableFromInline var entries: [Entry] = []
     @usableFromInline var freeSlots: [Int32] = []
     @usableFromInline var buckets: [[Slot]]
-    /// A spare bucket array, swapped in when a bucket is taken whole, so arrays keep their capacity.
-    @usableFromInline var spare: [Slot] = []
     @usableFromInline var occupancy: [UInt64]
     @usableFromInline var nextSequence: UInt64 = 0
 
@@ -214,7 +212,7 @@
         let firstNew = expired.count
         while let (tick, bucket) = nextEvent(), tick <= target {
             currentTick = max(currentTick, tick)
-            var list = takeBucket(bucket)
+            let list = takeBucket(bucket)
             for slot in list {
                 if slot.expiryTick <= currentTick {
                     let index = Int(slot.index)
@@ -232,8 +230,6 @@
                     append(slot, to: bucketIndex(for: slot.expiryTick))
                 }
             }
-            list.removeAll(keepingCapacity: true)
-            spare = list
         }
         if target > currentTick { currentTick = target }
         sortIfNeeded(&expired, from: firstNew)
@@ -292,13 +288,13 @@
         buckets[b].append(slot)
     }
 
-    /// Empties a bucket and returns its slots.
+    /// Empties a bucket and returns its slots. The bucket is left without capacity: handing buffers from bucket to
+    /// bucket would let every one of them keep the largest batch's memory.
     @inlinable
     mutating func takeBucket(_ bucket: Int32) -> [Slot] {
         let b = Int(bucket)
-        var list = spare
-        swap(&list, &buckets[b])
-        spare = []
+        let list = buckets[b]
+        buckets[b] = []
         if bucket != Self.overdueBucket { occupancy[b >> 6] &= ~(1 << UInt64(b & 63)) }
         return list
     }
