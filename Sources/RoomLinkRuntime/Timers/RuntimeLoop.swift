@@ -14,31 +14,3 @@
 /// }
 /// ```
 public protocol RuntimeLoop: SerialExecutor, TaskExecutor, TimerService {}
-
-/// A set of loops that actors are spread over: the libevent loops of a process, or one simulation.
-public protocol RuntimeLoopGroup: Sendable {
-    /// Every loop of the group.
-    var loops: [any RuntimeLoop] { get }
-
-    /// The current time on the group's clock, in scenario time; the same on all its loops.
-    var now: RuntimeInstant { get }
-}
-
-extension RuntimeLoopGroup {
-    /// The loop for an identifier, stable across runs and processes (FNV-1a of the UTF-8 bytes).
-    ///
-    /// Use it to place a client or room actor: the same ID always lands on the same loop of a group of that size.
-    public func loop(for id: String) -> any RuntimeLoop {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        return loop(forHash: hash)
-    }
-
-    /// The loop for a numeric identifier, stable across runs.
-    public func loop(forHash hash: UInt64) -> any RuntimeLoop {
-        let all = loops
-        return all[Int(hash % UInt64(all.count))]
-    }
-}

@@ -26,18 +26,3 @@ extension TimerHandler {
     /// Does nothing.
     public func timerCancelled(_ timer: TimerHandle) {}
 }
-
-/// A ``TimerHandler`` that runs closures.
-public struct ClosureTimerHandler: TimerHandler {
-    private let fired: @Sendable () -> Void
-    private let cancelled: (@Sendable () -> Void)?
-
-    /// Creates a handler that runs `onFire` when the timer fires and `onCancel` when it is cancelled.
-    public init(onFire: @escaping @Sendable () -> Void, onCancel: (@Sendable () -> Void)? = nil) {
-        self.fired = onFire
-        self.cancelled = onCancel
-    }
-
-    public func timerFired(_ timer: TimerHandle) { fired() }
-    public func timerCancelled(_ timer: TimerHandle) { cancelled?() }
-}

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The timers of one service thread: a ``TimerWheel`` plus what the wheel does not know (handlers, periods,
 /// cancellation during a firing, handles given out off-thread, scaled time).
 ///
@@ -156,44 +154,4 @@ extension TimerTable where Queue == TimerWheel<TimerRecord> {
     @_spi(RoomLinkInternals) public mutating func expire(at now: UInt64, into due: inout [TimerWheel<TimerRecord>.Expired]) {
         queue.advance(to: now, into: &due)
     }
-}
-
-/// What a ``TimerTable`` keeps for each timer.
-@_spi(RoomLinkInternals) public struct TimerRecord {
-    @_spi(RoomLinkInternals) public var handler: any TimerHandler
-    /// Scenario-time deadline of the pending (or current) firing.
-    @_spi(RoomLinkInternals) public var deadline: Int64
-    /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
-    @_spi(RoomLinkInternals) public var period: Int64
-    /// The handle's raw value given to the user.
-    @_spi(RoomLinkInternals) public var publicID: UInt64
-    /// A periodic timer was cancelled by its own handler while firing; the handler is told after it returns.
-    @_spi(RoomLinkInternals) public var isCancelRequested = false
-    /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
-    @_spi(RoomLinkInternals) public var isCancelled = false
-
-    @inlinable
-    public init(handler: any TimerHandler, deadline: Int64, period: Int64, publicID: UInt64) {
-        self.handler = handler
-        self.deadline = deadline
-        self.period = period
-        self.publicID = publicID
-    }
-}
-
-/// Hands out timer handles off a service's thread, from a space disjoint from the wheel's packed IDs.
-@_spi(RoomLinkInternals) public final class RemoteTimerIDs: Sendable {
-    private let counter = Atomic<UInt64>(0)
-
-    @_spi(RoomLinkInternals) public init() {}
-
-    /// A new handle value, unique for this allocator.
-    @_spi(RoomLinkInternals) public func next() -> UInt64 {
-        let (value, _) = counter.add(1, ordering: .relaxed)
-        return value | (1 << 63)
-    }
-
-    /// Whether a handle value came from an allocator like this one.
-    @inlinable
-    @_spi(RoomLinkInternals) public static func isRemote(_ raw: UInt64) -> Bool { raw & (1 << 63) != 0 }
 }
