@@ -160,20 +160,8 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         }
     }
 
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
-    }
-
-    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        UnownedTaskExecutor(ordinary: self)
-    }
-
     public func checkIsolated() {
         precondition(isInServiceThread, "expected to run on libevent loop \(index)'s thread")
-    }
-
-    public func isIsolatingCurrentContext() -> Bool? {
-        isInServiceThread
     }
 
     // MARK: - Shutdown
@@ -284,11 +272,9 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     private func runJobs() {
         guard !runQueue.isEmpty else { return }
-        let executor = asUnownedSerialExecutor()
-        let taskExecutor = asUnownedTaskExecutor()
         var budget = Self.jobBudget
         while let job = runQueue.popFirst() {
-            job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+            runSynchronously(job)
             budget -= 1
             if budget == 0, !runQueue.isEmpty {
                 // Let timers and the inbox in, then carry on from the resume event.
@@ -326,10 +312,8 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         // executor because `send` now refuses them.
         repeat {
             takeInbox()
-            let executor = asUnownedSerialExecutor()
-            let taskExecutor = asUnownedTaskExecutor()
             while let job = runQueue.popFirst() {
-                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+                runSynchronously(job)
             }
         } while shared.withLock({ !$0.messages.isEmpty })
         event_base_loopbreak(base)

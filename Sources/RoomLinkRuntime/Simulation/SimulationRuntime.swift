@@ -195,20 +195,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         }
     }
 
-    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-        UnownedSerialExecutor(ordinary: self)
-    }
-
-    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-        UnownedTaskExecutor(ordinary: self)
-    }
-
     public func checkIsolated() {
         precondition(isInServiceThread, "expected to run on the simulation's thread")
-    }
-
-    public func isIsolatingCurrentContext() -> Bool? {
-        isInServiceThread
     }
 
     // MARK: - The simulation thread
@@ -260,10 +248,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         while true {
             takeInbox()
             if !runQueue.isEmpty {
-                let executor = asUnownedSerialExecutor()
-                let taskExecutor = asUnownedTaskExecutor()
                 while let job = runQueue.popFirst() {
-                    job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+                    runSynchronously(job)
                 }
                 continue
             }
@@ -313,8 +299,6 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         clock.store(Int64(clamping: time), ordering: .releasing)
         dueBuffer.removeAll(keepingCapacity: true)
         timers.expire(at: time, into: &dueBuffer)
-        let executor = asUnownedSerialExecutor()
-        let taskExecutor = asUnownedTaskExecutor()
         for due in dueBuffer {
             guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
             handler.timerFired(handle)
@@ -322,7 +306,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             // Run what this firing made runnable before the next timer of the same instant, as a real loop
             // would have if their deadlines differed by a hair.
             while let job = runQueue.popFirst() {
-                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+                runSynchronously(job)
             }
         }
     }
@@ -353,12 +337,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         isStopped = true
         for (handler, handle) in timers.removeAll() { handler.timerCancelled(handle) }
         // Jobs that arrived before shutdown still run, so no task awaiting the simulation hangs.
-        let executor = asUnownedSerialExecutor()
-        let taskExecutor = asUnownedTaskExecutor()
         repeat {
             takeInbox()
             while let job = runQueue.popFirst() {
-                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+                runSynchronously(job)
             }
         } while shared.withLock({ !$0.inbox.isEmpty })
         let run = shared.withLock { shared -> ActiveRun? in defer { shared.run = nil }; return shared.run }

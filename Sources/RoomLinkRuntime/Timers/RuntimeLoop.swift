@@ -14,3 +14,15 @@
 /// }
 /// ```
 public protocol RuntimeLoop: SerialExecutor, TaskExecutor, TimerService {}
+
+extension RuntimeLoop {
+    /// Whether the calling thread is this loop's, for `assumeIsolated` on actors pinned here.
+    public func isIsolatingCurrentContext() -> Bool? {
+        isInServiceThread
+    }
+
+    /// Runs `job` on the calling thread, isolated to this loop as both its serial and its task executor.
+    @_spi(RoomLinkInternals) public func runSynchronously(_ job: UnownedJob) {
+        job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
+    }
+}
