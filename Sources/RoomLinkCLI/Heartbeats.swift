@@ -16,10 +16,10 @@ struct Heartbeats: AsyncParsableCommand {
     @Option(help: "Number of clients.")
     var clients: Int = 10_000
 
-    @Option(help: "Heartbeat period of each client.")
+    @Option(help: "Heartbeat period of each client: a number and a unit (ns, us, ms, s, m, h), e.g. 5s.")
     var period: DurationArgument = DurationArgument("5s")
 
-    @Option(help: "Scenario duration of the run.")
+    @Option(help: "Scenario duration of the run: a number and a unit (ns, us, ms, s, m, h), e.g. 20m.")
     var duration: DurationArgument = DurationArgument("1m")
 
     @Flag(help: "Print the report as one JSON object.")
