@@ -17,8 +17,25 @@ public struct ProcessUsage: Sendable {
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        // Linux reports ru_maxrss in kilobytes.
-        return ProcessUsage(cpuSeconds: cpu, peakRSSBytes: Int(usage.ru_maxrss) * 1024)
+        // Prefer the address space's own high-water mark: ru_maxrss survives execve, so under `swift run` it would
+        // report SwiftPM's peak instead of ours. (Linux reports ru_maxrss in kilobytes.)
+        return ProcessUsage(cpuSeconds: cpu, peakRSSBytes: peakRSSFromProc() ?? Int(usage.ru_maxrss) * 1024)
+    }
+
+    /// `VmHWM` from `/proc/self/status`, in bytes.
+    private static func peakRSSFromProc() -> Int? {
+        guard let file = fopen("/proc/self/status", "r") else { return nil }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), file) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard text.hasPrefix("VmHWM:") else { continue }
+            // "VmHWM:     12345 kB"
+            let fields = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
+            guard fields.count >= 2, let kilobytes = Int(fields[1]) else { return nil }
+            return kilobytes * 1024
+        }
+        return nil
     }
 
     /// The current resident set size in bytes (from `/proc/self/statm`), or 0 where unavailable.
