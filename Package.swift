@@ -83,6 +83,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RoomLinkTests",
+            dependencies: ["RoomLink"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RoomLinkLibeventTests",
             dependencies: ["RoomLink", "RoomLinkLibevent", "RoomLinkRuntime", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
