@@ -1,0 +1,155 @@
+public import struct Foundation.Data
+
+/// A scenario: who is in which room, what happens to their network and when, and how long to run (SPEC §7).
+///
+/// Read one with ``Scenario/init(json:)``; every field is checked, and the first one that is wrong is named in the
+/// error together with what was expected, e.g. `timeline[3].at: expected a duration like "90s", got "soon"`.
+public struct Scenario: Sendable, Equatable {
+    /// The SDK vocabulary and timing a scenario speaks.
+    public enum Dialect: String, Sendable, CaseIterable {
+        case zego, agora, livekit
+    }
+
+    /// How messages between clients and rooms travel.
+    public struct Network: Sendable, Equatable {
+        /// One-way latency.
+        public var latency: Duration = .milliseconds(50)
+        /// Uniform jitter added to the latency, at most this much.
+        public var jitter: Duration = .zero
+        /// Probability in [0, 1] that a message is lost.
+        public var loss: Double = 0
+
+        /// Creates network conditions; the defaults are 50 ms latency, no jitter, no loss.
+        public init(latency: Duration = .milliseconds(50), jitter: Duration = .zero, loss: Double = 0) {
+            self.latency = latency
+            self.jitter = jitter
+            self.loss = loss
+        }
+    }
+
+    /// Whether a user may be in one room or several at once.
+    public enum RoomMode: String, Sendable, CaseIterable {
+        case single, multi
+    }
+
+    /// One user of the scenario: one SDK engine on one device.
+    public struct User: Sendable, Equatable {
+        /// The name the timeline uses.
+        public var id: String
+        /// The identity sent to the server; two users with one `userID` are one person on two devices.
+        public var userID: String
+        /// The token the user logs in with, unless a login action gives one.
+        public var token: String?
+        public var roomMode: RoomMode = .single
+        /// Whether the user receives peers' joins and leaves (ZEGO `isUserStatusNotify`).
+        public var userStatusNotify = false
+        /// The room member cap asked for at login (ZEGO `maxMemberCount`).
+        public var maxMemberCount: Int?
+
+        /// Creates a user whose server identity defaults to `id`.
+        public init(
+            id: String, userID: String? = nil, token: String? = nil, roomMode: RoomMode = .single,
+            userStatusNotify: Bool = false, maxMemberCount: Int? = nil
+        ) {
+            self.id = id
+            self.userID = userID ?? id
+            self.token = token
+            self.roomMode = roomMode
+            self.userStatusNotify = userStatusNotify
+            self.maxMemberCount = maxMemberCount
+        }
+    }
+
+    /// Generated users: `clients` users spread evenly over `rooms` rooms.
+    public struct Population: Sendable, Equatable {
+        public var clients: Int
+        public var rooms: Int
+
+        public init(clients: Int, rooms: Int) {
+            self.clients = clients
+            self.rooms = rooms
+        }
+    }
+
+    /// Which users an entry acts on.
+    public enum Target: Sendable, Equatable {
+        /// One user, by ``User/id``.
+        case user(String)
+        /// Every user of the population (`"user": "*"`), or a seeded random `fraction` of them, spread evenly
+        /// over the window `over` when given.
+        case population(fraction: Double, over: Duration)
+    }
+
+    /// What happens.
+    public enum Action: Sendable, Equatable {
+        case login(room: String, token: String?)
+        case logout(room: String?)
+        case switchRoom(from: String, to: String)
+        /// The connection drops and the client knows at once.
+        case networkDown
+        case networkUp
+        /// Messages are silently lost until `networkUp`; only missed heartbeats reveal it.
+        case blackhole
+        /// The business server kicks the user out of `room`.
+        case kick(room: String)
+        /// The server expires the user's token.
+        case expireToken
+        case renewToken(token: String)
+    }
+
+    /// One line of the timeline.
+    public struct Entry: Sendable, Equatable {
+        public var at: Duration
+        public var target: Target
+        public var action: Action
+
+        public init(at: Duration, target: Target, action: Action) {
+            self.at = at
+            self.target = target
+            self.action = action
+        }
+    }
+
+    public var dialect: Dialect = .zego
+    public var seed: UInt64 = 0
+    public var network = Network()
+    public var users: [User] = []
+    public var population: Population?
+    /// Tokens by user ID: when present, a login whose token does not match fails with the dialect's token error.
+    public var auth: [String: String]?
+    /// Overrides of the dialect's default timings, by name (see ``Scenario/timingNames``).
+    public var timings: [String: Duration] = [:]
+    /// Overrides the dialect's default retry policy.
+    public var retry: RetryPolicy?
+    /// The timeline, sorted by time; entries at the same time keep their order in the file.
+    public var timeline: [Entry] = []
+    /// When the scenario ends.
+    public var end: Duration
+
+    /// The timing names each dialect reads from `"timings"`. A name known to another dialect is accepted and
+    /// ignored; a name no dialect knows is an error.
+    public static let timingNames: [Dialect: Set<String>] = [
+        .zego: [
+            "loginLatency", "userUpdateDelay", "serverHeartbeatTimeout", "retryTimeout", "heartbeatInterval",
+            "blackholeDetection",
+        ],
+        .agora: [
+            "joinLatency", "peerJoinDelay", "interruptedAfter", "lostAfter", "peerOfflineAfter", "retryTimeout",
+            "heartbeatInterval",
+        ],
+        .livekit: ["joinLatency", "pingInterval", "pingTimeout", "participantRemovalAfter"],
+    ]
+
+    /// Reads a scenario from JSON text.
+    ///
+    /// - Throws: ``RoomLinkError/Code/invalidArgument`` naming the first field that is wrong (as a path such as
+    ///   `users[1].roomMode`) and what was expected.
+    public init(json data: Data) throws(RoomLinkError) {
+        self = try ScenarioReader(root: JSONValue.parse(data)).read()
+    }
+
+    /// Creates an empty scenario that ends at `end`; fill in its fields, or read one with ``init(json:)``.
+    public init(end: Duration) {
+        self.end = end
+    }
+}

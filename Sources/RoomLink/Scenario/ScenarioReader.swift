@@ -1,0 +1,301 @@
+/// Turns a JSON tree into a ``Scenario``, checking every field and naming the first wrong one by its path.
+struct ScenarioReader {
+    let root: JSONValue
+
+    private static let topLevelKeys: Set<String> = [
+        "dialect", "seed", "network", "users", "population", "auth", "timings", "retry", "timeline", "end",
+    ]
+    private static let userKeys: Set<String> = ["id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount"]
+    private static let entryKeys: Set<String> = ["at", "user", "action", "room", "token", "from", "to", "fraction", "over"]
+    private static let retryKeys: Set<String> = [
+        "preset", "strategy", "base", "cap", "multiplier", "jitter", "delays", "jitterFromAttempt", "maxAttempts",
+        "maxElapsed",
+    ]
+
+    func read() throws(RoomLinkError) -> Scenario {
+        let top = try object(root, at: "scenario", keys: Self.topLevelKeys)
+        var scenario = Scenario(end: try duration(required(top, "end", at: "scenario"), at: "end"))
+        if let value = top["dialect"] {
+            scenario.dialect = try oneOf(value, at: "dialect", Scenario.Dialect.self)
+        }
+        if let value = top["seed"] {
+            scenario.seed = UInt64(try integer(value, at: "seed", minimum: 0))
+        }
+        if let value = top["network"] { scenario.network = try network(value) }
+        if let value = top["users"] { scenario.users = try users(value) }
+        if let value = top["population"] { scenario.population = try population(value) }
+        if let value = top["auth"] { scenario.auth = try auth(value) }
+        if let value = top["timings"] { scenario.timings = try timings(value, dialect: scenario.dialect) }
+        if let value = top["retry"] { scenario.retry = try retry(value) }
+        if let value = top["timeline"] {
+            scenario.timeline = try timeline(value, users: scenario.users, hasPopulation: scenario.population != nil)
+        }
+        for (index, entry) in scenario.timeline.enumerated() where entry.at > scenario.end {
+            throw .invalidArgument(
+                "timeline[\(index)].at", "a time no later than end (\(scenario.end))", got: "\(entry.at)")
+        }
+        // Sort by time; a stable sort keeps the file's order for entries at the same time.
+        scenario.timeline = scenario.timeline.enumerated()
+            .sorted { ($0.element.at, $0.offset) < ($1.element.at, $1.offset) }.map(\.element)
+        return scenario
+    }
+
+    // MARK: - Sections
+
+    private func network(_ value: JSONValue) throws(RoomLinkError) -> Scenario.Network {
+        let fields = try object(value, at: "network", keys: ["latency", "jitter", "loss"])
+        var network = Scenario.Network()
+        if let latency = fields["latency"] { network.latency = try duration(latency, at: "network.latency") }
+        if let jitter = fields["jitter"] { network.jitter = try duration(jitter, at: "network.jitter") }
+        if let loss = fields["loss"] {
+            let probability = try number(loss, at: "network.loss")
+            guard (0...1).contains(probability) else {
+                throw .invalidArgument("network.loss", "a probability from 0 to 1", got: loss.summary)
+            }
+            network.loss = probability
+        }
+        return network
+    }
+
+    private func users(_ value: JSONValue) throws(RoomLinkError) -> [Scenario.User] {
+        var users: [Scenario.User] = []
+        var seen: Set<String> = []
+        for (index, item) in try array(value, at: "users").enumerated() {
+            let path = "users[\(index)]"
+            let fields = try object(item, at: path, keys: Self.userKeys)
+            let id = try nonEmptyString(required(fields, "id", at: path), at: "\(path).id")
+            guard id != "*" else { throw .invalidArgument("\(path).id", "a name other than \"*\"", got: "\"*\"") }
+            guard seen.insert(id).inserted else {
+                throw .invalidArgument("\(path).id", "a name no other user has", got: "\"\(id)\" again")
+            }
+            var user = Scenario.User(id: id)
+            if let userID = fields["userID"] { user.userID = try nonEmptyString(userID, at: "\(path).userID") }
+            if let token = fields["token"] { user.token = try string(token, at: "\(path).token") }
+            if let mode = fields["roomMode"] { user.roomMode = try oneOf(mode, at: "\(path).roomMode", Scenario.RoomMode.self) }
+            if let notify = fields["userStatusNotify"] { user.userStatusNotify = try bool(notify, at: "\(path).userStatusNotify") }
+            if let cap = fields["maxMemberCount"] {
+                user.maxMemberCount = try integer(cap, at: "\(path).maxMemberCount", minimum: 1)
+            }
+            users.append(user)
+        }
+        return users
+    }
+
+    private func population(_ value: JSONValue) throws(RoomLinkError) -> Scenario.Population {
+        let fields = try object(value, at: "population", keys: ["clients", "rooms"])
+        let clients = try integer(required(fields, "clients", at: "population"), at: "population.clients", minimum: 0)
+        let rooms = try integer(required(fields, "rooms", at: "population"), at: "population.rooms", minimum: 0)
+        if clients > 0, rooms == 0 {
+            throw .invalidArgument("population.rooms", "at least 1 room for \(clients) clients", got: "0")
+        }
+        return Scenario.Population(clients: clients, rooms: rooms)
+    }
+
+    private func auth(_ value: JSONValue) throws(RoomLinkError) -> [String: String] {
+        guard case .object(let fields) = value else {
+            throw .invalidArgument("auth", "an object of user IDs to tokens", got: value.summary)
+        }
+        var tokens: [String: String] = [:]
+        for (userID, token) in fields { tokens[userID] = try string(token, at: "auth.\(userID)") }
+        return tokens
+    }
+
+    private func timings(_ value: JSONValue, dialect: Scenario.Dialect) throws(RoomLinkError) -> [String: Duration] {
+        guard case .object(let fields) = value else {
+            throw .invalidArgument("timings", "an object of timing names to durations", got: value.summary)
+        }
+        let known = Scenario.timingNames.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        let mine = Scenario.timingNames[dialect] ?? []
+        var timings: [String: Duration] = [:]
+        for name in fields.keys.sorted() {
+            guard known.contains(name) else {
+                throw .invalidArgument("timings.\(name)", "a timing one of the dialects knows (\(mine.sorted().joined(separator: ", ")) for \(dialect.rawValue))", got: "an unknown name")
+            }
+            let timing = try duration(fields[name]!, at: "timings.\(name)")
+            // A timing another dialect reads is accepted and ignored here (SPEC §7).
+            if mine.contains(name) { timings[name] = timing }
+        }
+        return timings
+    }
+
+    private func retry(_ value: JSONValue) throws(RoomLinkError) -> RetryPolicy {
+        let fields = try object(value, at: "retry", keys: Self.retryKeys)
+        if let preset = fields["preset"] {
+            let name = try string(preset, at: "retry.preset")
+            guard name == "zego" else { throw .invalidArgument("retry.preset", "one of: zego", got: preset.summary) }
+            return .zegoDefault
+        }
+        let strategy = try string(required(fields, "strategy", at: "retry"), at: "retry.strategy")
+        let schedule: RetryPolicy.Schedule
+        switch strategy {
+        case "exponential":
+            schedule = .exponential(
+                base: try duration(required(fields, "base", at: "retry"), at: "retry.base"),
+                cap: try duration(required(fields, "cap", at: "retry"), at: "retry.cap"),
+                multiplier: try fields["multiplier"].map { v throws(RoomLinkError) in try number(v, at: "retry.multiplier") } ?? 2,
+                jitter: try fields["jitter"].map { v throws(RoomLinkError) in try oneOf(v, at: "retry.jitter", RetryPolicy.Jitter.self) } ?? .full)
+        case "decorrelated":
+            schedule = .decorrelatedJitter(
+                base: try duration(required(fields, "base", at: "retry"), at: "retry.base"),
+                cap: try duration(required(fields, "cap", at: "retry"), at: "retry.cap"))
+        case "fixed":
+            var delays: [Duration] = []
+            for (index, item) in try array(required(fields, "delays", at: "retry"), at: "retry.delays").enumerated() {
+                delays.append(try duration(item, at: "retry.delays[\(index)]"))
+            }
+            schedule = .fixed(
+                delays,
+                jitter: try fields["jitter"].map { v throws(RoomLinkError) in try duration(v, at: "retry.jitter") } ?? .zero,
+                jitterFromAttempt: try fields["jitterFromAttempt"].map { v throws(RoomLinkError) in
+                    try integer(v, at: "retry.jitterFromAttempt", minimum: 1)
+                } ?? 1)
+        default:
+            throw .invalidArgument("retry.strategy", "one of: exponential, decorrelated, fixed", got: "\"\(strategy)\"")
+        }
+        return try RetryPolicy(
+            schedule: schedule,
+            maxAttempts: try fields["maxAttempts"].map { v throws(RoomLinkError) in try integer(v, at: "retry.maxAttempts", minimum: 1) },
+            maxElapsed: try fields["maxElapsed"].map { v throws(RoomLinkError) in try duration(v, at: "retry.maxElapsed") })
+    }
+
+    private func timeline(_ value: JSONValue, users: [Scenario.User], hasPopulation: Bool) throws(RoomLinkError)
+        -> [Scenario.Entry]
+    {
+        let known = Set(users.map(\.id))
+        var entries: [Scenario.Entry] = []
+        for (index, item) in try array(value, at: "timeline").enumerated() {
+            let path = "timeline[\(index)]"
+            let fields = try object(item, at: path, keys: Self.entryKeys)
+            let at = try duration(required(fields, "at", at: path), at: "\(path).at")
+            let who = try nonEmptyString(required(fields, "user", at: path), at: "\(path).user")
+            let target: Scenario.Target
+            if who == "*" {
+                guard hasPopulation else {
+                    throw .invalidArgument("\(path).user", "a user listed in users (\"*\" needs a population)", got: "\"*\"")
+                }
+                var fraction = 1.0
+                if let value = fields["fraction"] {
+                    fraction = try number(value, at: "\(path).fraction")
+                    guard fraction > 0, fraction <= 1 else {
+                        throw .invalidArgument("\(path).fraction", "a share greater than 0 and at most 1", got: value.summary)
+                    }
+                }
+                let over = try fields["over"].map { v throws(RoomLinkError) in try duration(v, at: "\(path).over") } ?? .zero
+                target = .population(fraction: fraction, over: over)
+            } else {
+                guard known.contains(who) else {
+                    throw .invalidArgument("\(path).user", "a user listed in users, or \"*\"", got: "\"\(who)\"")
+                }
+                for key in ["fraction", "over"] where fields[key] != nil {
+                    throw .invalidArgument("\(path).\(key)", "no \(key) for a single user (only with \"user\": \"*\")", got: fields[key]!.summary)
+                }
+                target = .user(who)
+            }
+            entries.append(Scenario.Entry(at: at, target: target, action: try action(fields, at: path)))
+        }
+        return entries
+    }
+
+    private func action(_ fields: [String: JSONValue], at path: String) throws(RoomLinkError) -> Scenario.Action {
+        let name = try string(required(fields, "action", at: path), at: "\(path).action")
+        func text(_ key: String) throws(RoomLinkError) -> String {
+            try nonEmptyString(required(fields, key, at: path), at: "\(path).\(key)")
+        }
+        func optionalText(_ key: String) throws(RoomLinkError) -> String? {
+            try fields[key].map { v throws(RoomLinkError) in try nonEmptyString(v, at: "\(path).\(key)") }
+        }
+        switch name {
+        case "login": return .login(room: try text("room"), token: try optionalText("token"))
+        case "logout": return .logout(room: try optionalText("room"))
+        case "switchRoom": return .switchRoom(from: try text("from"), to: try text("to"))
+        case "networkDown": return .networkDown
+        case "networkUp": return .networkUp
+        case "blackhole": return .blackhole
+        case "kick": return .kick(room: try text("room"))
+        case "expireToken": return .expireToken
+        case "renewToken": return .renewToken(token: try text("token"))
+        default:
+            throw .invalidArgument(
+                "\(path).action",
+                "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, kick, expireToken, renewToken",
+                got: "\"\(name)\"")
+        }
+    }
+
+    // MARK: - Values
+
+    private func object(_ value: JSONValue, at path: String, keys: Set<String>) throws(RoomLinkError)
+        -> [String: JSONValue]
+    {
+        guard case .object(let fields) = value else { throw .invalidArgument(path, "an object", got: value.summary) }
+        if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
+            throw .invalidArgument(
+                path == "scenario" ? unknown : "\(path).\(unknown)",
+                "one of the fields \(keys.sorted().joined(separator: ", "))", got: "a field no dialect knows")
+        }
+        return fields
+    }
+
+    private func required(_ fields: [String: JSONValue], _ key: String, at path: String) throws(RoomLinkError)
+        -> JSONValue
+    {
+        guard let value = fields[key] else {
+            throw .invalidArgument(path == "scenario" ? key : "\(path).\(key)", "a value", got: "nothing (it is required)")
+        }
+        return value
+    }
+
+    private func array(_ value: JSONValue, at path: String) throws(RoomLinkError) -> [JSONValue] {
+        guard case .array(let items) = value else { throw .invalidArgument(path, "an array", got: value.summary) }
+        return items
+    }
+
+    private func string(_ value: JSONValue, at path: String) throws(RoomLinkError) -> String {
+        guard case .string(let text) = value else { throw .invalidArgument(path, "a string", got: value.summary) }
+        return text
+    }
+
+    private func nonEmptyString(_ value: JSONValue, at path: String) throws(RoomLinkError) -> String {
+        let text = try string(value, at: path)
+        guard !text.isEmpty else { throw .invalidArgument(path, "a non-empty string", got: "\"\"") }
+        return text
+    }
+
+    private func bool(_ value: JSONValue, at path: String) throws(RoomLinkError) -> Bool {
+        guard case .bool(let flag) = value else { throw .invalidArgument(path, "true or false", got: value.summary) }
+        return flag
+    }
+
+    private func number(_ value: JSONValue, at path: String) throws(RoomLinkError) -> Double {
+        guard case .number(let number) = value, number.isFinite else {
+            throw .invalidArgument(path, "a number", got: value.summary)
+        }
+        return number
+    }
+
+    private func integer(_ value: JSONValue, at path: String, minimum: Int) throws(RoomLinkError) -> Int {
+        guard case .number(let number) = value, number == number.rounded(), number >= Double(minimum),
+            number < 9_007_199_254_740_992
+        else {
+            throw .invalidArgument(path, "a whole number of at least \(minimum)", got: value.summary)
+        }
+        return Int(number)
+    }
+
+    private func duration(_ value: JSONValue, at path: String) throws(RoomLinkError) -> Duration {
+        guard case .string(let text) = value, let duration = Duration(roomLinkText: text) else {
+            throw .invalidArgument(path, "a duration like \"90s\" (ns, us, ms, s, m, h)", got: value.summary)
+        }
+        return duration
+    }
+
+    private func oneOf<Choice: RawRepresentable & CaseIterable>(
+        _ value: JSONValue, at path: String, _ type: Choice.Type
+    ) throws(RoomLinkError) -> Choice where Choice.RawValue == String {
+        let names = Choice.allCases.map(\.rawValue)
+        guard case .string(let text) = value, let choice = Choice(rawValue: text) else {
+            throw .invalidArgument(path, "one of: \(names.joined(separator: ", "))", got: value.summary)
+        }
+        return choice
+    }
+}
