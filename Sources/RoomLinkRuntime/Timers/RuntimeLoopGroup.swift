@@ -12,11 +12,7 @@ extension RuntimeLoopGroup {
     ///
     /// Use it to place a client or room actor: the same ID always lands on the same loop of a group of that size.
     public func loop(for id: String) -> any RuntimeLoop {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        return loop(forHash: hash)
+        loop(forHash: StableHash.fnv1a(id))
     }
 
     /// The loop for a numeric identifier, stable across runs.

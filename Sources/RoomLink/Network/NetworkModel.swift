@@ -1,0 +1,56 @@
+/// What happens to one message on a simulated network.
+public enum Transit: Sendable, Hashable {
+    /// It arrives after `delay`.
+    case delivered(after: Duration)
+    /// It is lost on the way; neither side is told.
+    case lost
+    /// The sender's or receiver's connection is down, and the sender knows at once.
+    case refused
+}
+
+/// A simulated network: latency, jitter and loss for every message, and a link state per client.
+///
+/// A value confined to whoever owns it (the engine keeps one per simulation, or one per loop in real time). Every
+/// random draw comes from a ``SeededRandom`` stream per sending client, so the fate of a client's messages does not
+/// depend on how other clients' messages interleave — in virtual time the same seed gives the same network.
+public struct NetworkModel: Sendable {
+    /// The conditions every message sees.
+    public var conditions: Scenario.Network
+    private var links: [String: LinkState] = [:]
+    private var streams: [String: SeededRandom] = [:]
+    private let seed: UInt64
+
+    /// Creates a network where every link is up.
+    public init(conditions: Scenario.Network, seed: UInt64) {
+        self.conditions = conditions
+        self.seed = seed
+    }
+
+    /// The link state of `client` (up unless set).
+    public func link(of client: String) -> LinkState {
+        links[client] ?? .up
+    }
+
+    /// Sets the link state of `client`.
+    public mutating func setLink(_ state: LinkState, for client: String) {
+        links[client] = state == .up ? nil : state
+    }
+
+    /// Decides the fate of one message between `client` and the server, in either direction.
+    ///
+    /// A `down` link refuses it; a `blackhole` loses it; otherwise it is lost with probability `loss`, or
+    /// delivered after `latency` plus a uniform jitter in `[0, jitter]`.
+    public mutating func transit(for client: String) -> Transit {
+        switch link(of: client) {
+        case .down: return .refused
+        case .blackhole: return .lost
+        case .up: break
+        }
+        var random = streams[client] ?? SeededRandom(seed: seed, stream: StableHash.fnv1a(client))
+        defer { streams[client] = random }
+        if conditions.loss > 0, Double.random(in: 0..<1, using: &random) < conditions.loss { return .lost }
+        let jitter = conditions.jitter.nanosecondsClamped
+        let extra = jitter > 0 ? Int64.random(in: 0...jitter, using: &random) : 0
+        return .delivered(after: conditions.latency + .nanoseconds(extra))
+    }
+}

@@ -1,0 +1,57 @@
+import RoomLink
+import Testing
+
+struct NetworkModelTests {
+    static let conditions = Scenario.Network(latency: .milliseconds(50), jitter: .milliseconds(20), loss: 0.1)
+
+    @Test
+    func deliveredMessagesTakeTheLatencyPlusAtMostTheJitter() {
+        var network = NetworkModel(conditions: .init(latency: .milliseconds(50), jitter: .milliseconds(20)), seed: 1)
+        var delays: Set<Duration> = []
+        for _ in 0..<1_000 {
+            guard case .delivered(let delay) = network.transit(for: "A") else {
+                Issue.record("a lossless up link lost a message")
+                return
+            }
+            #expect(delay >= .milliseconds(50) && delay <= .milliseconds(70))
+            delays.insert(delay)
+        }
+        #expect(delays.count > 100, "jitter should vary the delay")
+        var exact = NetworkModel(conditions: .init(latency: .milliseconds(50)), seed: 1)
+        #expect(exact.transit(for: "A") == .delivered(after: .milliseconds(50)))
+    }
+
+    @Test
+    func lossDropsAboutItsShareOfMessages() {
+        var network = NetworkModel(conditions: Self.conditions, seed: 7)
+        let lost = (0..<10_000).filter { _ in network.transit(for: "A") == .lost }.count
+        #expect((900...1_100).contains(lost), "lost \(lost) of 10,000 at 10 % loss")
+    }
+
+    @Test
+    func aDownLinkRefusesABlackholeLosesAndUpDeliversAgain() {
+        var network = NetworkModel(conditions: .init(), seed: 1)
+        network.setLink(.down, for: "A")
+        #expect(network.transit(for: "A") == .refused)
+        #expect(network.transit(for: "B") == .delivered(after: .milliseconds(50)), "other clients are unaffected")
+        network.setLink(.blackhole, for: "A")
+        #expect(network.link(of: "A") == .blackhole)
+        #expect(network.transit(for: "A") == .lost)
+        network.setLink(.up, for: "A")
+        #expect(network.transit(for: "A") == .delivered(after: .milliseconds(50)))
+    }
+
+    @Test
+    func aClientsFateDependsOnTheSeedNotOnOtherClientsMessages() {
+        var alone = NetworkModel(conditions: Self.conditions, seed: 3)
+        let aloneFates = (0..<200).map { _ in alone.transit(for: "A") }
+        var interleaved = NetworkModel(conditions: Self.conditions, seed: 3)
+        let interleavedFates = (0..<200).map { i -> Transit in
+            for _ in 0..<(i % 3) { _ = interleaved.transit(for: "B") }
+            return interleaved.transit(for: "A")
+        }
+        #expect(aloneFates == interleavedFates)
+        var otherSeed = NetworkModel(conditions: Self.conditions, seed: 4)
+        #expect(aloneFates != (0..<200).map { _ in otherSeed.transit(for: "A") })
+    }
+}
