@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkTests",
-            dependencies: ["RoomLink"],
+            dependencies: ["RoomLink", "RoomLinkRuntime"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
