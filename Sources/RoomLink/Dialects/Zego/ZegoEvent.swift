@@ -1,0 +1,29 @@
+/// What a ZEGO client's callbacks deliver: `onRoomStateChanged` and `onRoomUserUpdate` (SPEC §2).
+public enum ZegoEvent: Sendable, Equatable {
+    /// `onRoomStateChanged(roomID, reason, errorCode, extendedData)`.
+    case roomStateChanged(roomID: String, reason: ZegoRoomStateChangedReason, errorCode: ZegoErrorCode,
+                          extendedData: [String: String])
+    /// `onRoomUserUpdate(roomID, updateType, userList)`; only for users who logged in with `isUserStatusNotify`.
+    case roomUserUpdate(roomID: String, update: ZegoUpdateType, users: [String])
+}
+
+/// Whether peers joined or left (`ZegoUpdateType`).
+public enum ZegoUpdateType: String, Sendable, CaseIterable {
+    case add, delete
+}
+
+extension ZegoEvent: EventLogRepresentable {
+    public var eventLogLine: EventLogLine {
+        switch self {
+        case .roomStateChanged(let roomID, let reason, let errorCode, let extendedData):
+            var fields: [(String, EventLogLine.Value)] = [
+                ("reason", .string(reason.description)), ("code", .integer(Int64(errorCode.rawValue))),
+            ]
+            if !extendedData.isEmpty { fields.append(("extendedData", .object(extendedData))) }
+            return EventLogLine(type: "roomState", room: roomID, fields: fields)
+        case .roomUserUpdate(let roomID, let update, let users):
+            return EventLogLine(
+                type: "userUpdate", room: roomID, fields: [("update", .string(update.rawValue)), ("users", .strings(users))])
+        }
+    }
+}

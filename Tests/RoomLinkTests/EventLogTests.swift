@@ -1,0 +1,74 @@
+import Foundation
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+struct EventLogTests {
+    static func line(_ event: ZegoEvent, user: String, ms: Int64) -> String {
+        event.eventLogLine.json(user: user, time: .zero.advanced(by: .milliseconds(ms)))
+    }
+
+    @Test
+    func zegoEventsWriteTheSpecsLinesExactly() {
+        #expect(
+            Self.line(.roomStateChanged(roomID: "r1", reason: .logined, errorCode: .success, extendedData: [:]), user: "A", ms: 120)
+                == #"{"t_ms":120.0,"user":"A","room":"r1","type":"roomState","reason":"logined","code":0}"#)
+        #expect(
+            Self.line(.roomUserUpdate(roomID: "r1", update: .add, users: ["A"]), user: "B", ms: 220)
+                == #"{"t_ms":220.0,"user":"B","room":"r1","type":"userUpdate","update":"add","users":["A"]}"#)
+        #expect(
+            Self.line(
+                .roomStateChanged(
+                    roomID: "r1", reason: .reconnecting, errorCode: .connectionInterrupted,
+                    extendedData: ["room_session_id": "s-1", "a": "b"]), user: "A", ms: 10_000)
+                == #"{"t_ms":10000.0,"user":"A","room":"r1","type":"roomState","reason":"reconnecting","code":1002051,"extendedData":{"a":"b","room_session_id":"s-1"}}"#)
+    }
+
+    @Test
+    func awkwardNamesStillMakeValidJSON() throws {
+        let user = "quote\" back\\slash\nnew\tline\u{1}ctl é 🎧"
+        let text = Self.line(.roomUserUpdate(roomID: "r\"1", update: .delete, users: [user]), user: user, ms: 1)
+        let object = try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(object["user"] as? String == user)
+        #expect(object["room"] as? String == "r\"1")
+        #expect(object["users"] as? [String] == [user])
+    }
+
+    @Test
+    func theWriterKeepsEveryLineAndEachClientsOrderAcrossThreads() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("roomlink-events-\(UInt64.random(in: 0...UInt64.max)).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try EventLogWriter<ZegoEvent>(path: path)
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<4 {
+                group.addTask {
+                    for sequence in 0..<5_000 {
+                        let event = ZegoEvent.roomUserUpdate(roomID: "r", update: .add, users: ["\(sequence)"])
+                        writer.record(
+                            Stamped(time: .zero.advanced(by: .milliseconds(Int64(sequence))), sequence: UInt64(sequence), event: event),
+                            from: "c\(client)")
+                    }
+                }
+            }
+        }
+        try writer.close()
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 20_000 && writer.lineCount == 20_000)
+        var next: [String: Int] = [:]
+        for line in lines {
+            let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let client = try #require(object["user"] as? String)
+            let users = try #require(object["users"] as? [String])
+            #expect(users == ["\(next[client, default: 0])"], "client \(client) out of order")
+            next[client, default: 0] += 1
+        }
+    }
+
+    @Test
+    func anUnwritablePathIsRejectedNamingTheOption() {
+        let error = #expect(throws: RoomLinkError.self) {
+            try EventLogWriter<ZegoEvent>(path: "/nonexistent-directory/events.jsonl")
+        }
+        #expect(error?.message.hasPrefix("--events:") == true)
+    }
+}
