@@ -1,0 +1,221 @@
+/// One broken rule found by an oracle.
+public struct Violation: Sendable, Equatable, CustomStringConvertible {
+    /// A short name of the rule (`transition`, `code`, `retryTimeout`, `afterEnd`, `presence`, `rejoin`).
+    public var rule: String
+    /// Milliseconds since the scenario's start, of the event at fault (or of the expectation that went unmet).
+    public var time: Double
+    public var user: String
+    public var room: String?
+    public var message: String
+
+    public var description: String {
+        "\(rule) at \(time) ms, \(user)\(room.map { " in \($0)" } ?? ""): \(message)"
+    }
+}
+
+/// Checks a ZEGO event log against SPEC §2, knowing only the scenario and the log — not the engine.
+///
+/// Rules:
+/// - `transition`: each (user, room) moves only along ZEGO's state sequences (`logout → logining → logined →
+///   reconnecting → reconnected …`; a failure or kick ends it until a new `logining`).
+/// - `code`: each reason carries the error code SPEC §2 gives it.
+/// - `retryTimeout`: `reconnectFailed` comes at the retry timeout (20 min by default) after the episode's first
+///   `reconnecting`.
+/// - `afterEnd`: after `loginFailed`, `reconnectFailed` or `kickOut`, nothing more for that room but a new login.
+/// - `presence`: a peer with user-status notification sees `delete` of a user whose network failed only if the
+///   outage outlasted the server heartbeat timeout (90 s), and then at about that time.
+/// - `rejoin`: a peer that saw such a `delete` sees `add` when the user reconnects.
+///
+/// Outages come from the scenario's timeline entries for named users (`networkDown` or `blackhole`, until
+/// `networkUp`); population-wide entries are not checked by the presence rules.
+public struct ZegoOracle: Sendable {
+    public let scenario: Scenario
+    /// The server's heartbeat timeout (`timings.serverHeartbeatTimeout`, default 90 s).
+    public var serverHeartbeatTimeout: Duration
+    /// The client's retry timeout (`timings.retryTimeout`, default 20 min).
+    public var retryTimeout: Duration
+    /// The client's heartbeat interval: a user in a blackhole was last heard up to this long before it began.
+    public var heartbeatInterval: Duration
+    /// Slack for network latency and delivery delays.
+    public var tolerance: Duration
+
+    /// Creates an oracle for `scenario`. Timings the scenario overrides are taken from it.
+    public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(10), tolerance: Duration = .seconds(2)) {
+        self.scenario = scenario
+        self.serverHeartbeatTimeout = scenario.timings["serverHeartbeatTimeout"] ?? .seconds(90)
+        self.retryTimeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
+        self.heartbeatInterval = scenario.timings["heartbeatInterval"] ?? heartbeatInterval
+        self.tolerance = tolerance
+    }
+
+    private static let allowed: [String: Set<String>] = [
+        "logout": ["logining"],
+        "logining": ["logined", "loginFailed", "logout"],
+        "logined": ["reconnecting", "kickOut", "logout"],
+        "reconnecting": ["reconnected", "reconnectFailed", "kickOut", "logout"],
+        "reconnected": ["reconnecting", "kickOut", "logout"],
+        "loginFailed": ["logining"],
+        "reconnectFailed": ["logining"],
+        "kickOut": ["logining"],
+    ]
+    private static let terminal: Set<String> = ["loginFailed", "reconnectFailed", "kickOut"]
+    private static let codes: [String: Set<Int64>] = [
+        "logining": [0], "logined": [0], "reconnected": [0], "logout": [0],
+        "loginFailed": [1_002_001, 1_002_011, 1_002_033, 1_002_034, 1_002_053],
+        "reconnecting": [1_002_051], "reconnectFailed": [1_002_053],
+        "kickOut": [1_002_050, 1_002_055, 1_002_056], "logoutFailed": [1_002_002],
+    ]
+
+    private struct Key: Hashable {
+        var user: String
+        var room: String
+    }
+
+    /// Every violation in `events`, in log order (presence expectations at the time they were due).
+    public func check(_ events: [LoggedEvent]) -> [Violation] {
+        var violations: [Violation] = []
+        var state: [Key: String] = [:]
+        var episodeStart: [Key: Double] = [:]
+        /// When each (user, room) was in the room (logined … end), for the presence rules.
+        var stays: [Key: [(from: Double, to: Double)]] = [:]
+
+        for event in events {
+            guard let room = event.room else { continue }
+            let key = Key(user: event.user, room: room)
+            let current = state[key] ?? "logout"
+            func violation(_ rule: String, _ message: String) {
+                violations.append(Violation(rule: rule, time: event.time, user: event.user, room: room, message: message))
+            }
+            switch event.type {
+            case "roomState":
+                guard let reason = event.strings["reason"] else {
+                    violation("transition", "a roomState line without a reason")
+                    continue
+                }
+                if let allowedCodes = Self.codes[reason], let code = event.integers["code"], !allowedCodes.contains(code) {
+                    violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
+                }
+                if reason == "logoutFailed" { continue }  // a failed call, not a change of state
+                if Self.terminal.contains(current), reason != "logining" {
+                    violation("afterEnd", "\(reason) after \(current): only a new login may follow")
+                } else if !(Self.allowed[current]?.contains(reason) ?? false) {
+                    violation("transition", "\(current) → \(reason) is not a ZEGO state sequence")
+                }
+                if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = event.time }
+                if reason == "reconnectFailed", let start = episodeStart[key] {
+                    let expected = start + retryTimeout.milliseconds
+                    if abs(event.time - expected) > tolerance.milliseconds {
+                        violation("retryTimeout", "reconnectFailed at \(event.time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)")
+                    }
+                }
+                if reason == "logined" { stays[key, default: []].append((event.time, .infinity)) }
+                if ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
+                    stays[key]![last].to = event.time
+                }
+                state[key] = reason
+            case "userUpdate":
+                if Self.terminal.contains(current) {
+                    violation("afterEnd", "a user update after \(current)")
+                }
+            default:
+                continue
+            }
+        }
+        violations += presenceViolations(events, stays: stays)
+        return violations.sorted { $0.time < $1.time }
+    }
+
+    /// The `presence` and `rejoin` rules, from the scenario's outages of named users.
+    private func presenceViolations(_ events: [LoggedEvent], stays: [Key: [(from: Double, to: Double)]]) -> [Violation] {
+        var violations: [Violation] = []
+        let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
+        let notified = Set(scenario.users.filter(\.userStatusNotify).map(\.id))
+        let timeout = serverHeartbeatTimeout.milliseconds
+        let slack = tolerance.milliseconds
+
+        for outage in outages() {
+            guard let userID = userIDs[outage.user] else { continue }
+            let length = outage.end - outage.start
+            // The server last heard the user at most one heartbeat interval before a blackhole began.
+            let earliest = outage.start + timeout - (outage.silent ? heartbeatInterval.milliseconds : 0) - slack
+            let latest = outage.start + timeout + slack
+            for (key, spans) in stays where key.user == outage.user {
+                guard spans.contains(where: { $0.from <= outage.start && $0.to > outage.start }) else { continue }
+                for peer in notified where peer != outage.user {
+                    let peerKey = Key(user: peer, room: key.room)
+                    guard stays[peerKey]?.contains(where: { $0.from <= outage.start && $0.to > outage.start }) ?? false
+                    else { continue }
+                    let deletes = events.filter {
+                        $0.user == peer && $0.room == key.room && $0.type == "userUpdate" && $0.strings["update"] == "delete"
+                            && ($0.lists["users"] ?? []).contains(userID) && $0.time >= outage.start
+                            && $0.time <= outage.end + slack
+                    }
+                    if length < timeout - slack {
+                        for delete in deletes {
+                            violations.append(
+                                Violation(
+                                    rule: "presence", time: delete.time, user: peer, room: key.room,
+                                    message: "saw \(userID) deleted, but the outage lasted \(length) ms, under the \(timeout) ms heartbeat timeout"))
+                        }
+                    } else if length > timeout + slack {
+                        if !deletes.contains(where: { $0.time >= earliest && $0.time <= latest }) {
+                            violations.append(
+                                Violation(
+                                    rule: "presence", time: latest, user: peer, room: key.room,
+                                    message: "expected \(userID) deleted between \(earliest) and \(latest) ms (outage of \(length) ms)"))
+                        } else if let back = events.first(where: {
+                            $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
+                                && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
+                        }) {
+                            let added = events.contains {
+                                $0.user == peer && $0.room == key.room && $0.type == "userUpdate" && $0.strings["update"] == "add"
+                                    && ($0.lists["users"] ?? []).contains(userID) && $0.time >= back.time - slack
+                                    && $0.time <= back.time + slack
+                            }
+                            if !added {
+                                violations.append(
+                                    Violation(
+                                        rule: "rejoin", time: back.time, user: peer, room: key.room,
+                                        message: "\(userID) reconnected at \(back.time) ms after being deleted, but no add followed"))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return violations
+    }
+
+    private struct Outage {
+        var user: String
+        var start: Double
+        var end: Double
+        /// A blackhole: the client did not close the connection, so the server's clock started at its last heartbeat.
+        var silent: Bool
+    }
+
+    /// Outages of named users: from `networkDown` or `blackhole` to the next `networkUp` (or the end).
+    private func outages() -> [Outage] {
+        var open: [String: Outage] = [:]
+        var result: [Outage] = []
+        for entry in scenario.timeline {
+            guard case .user(let user) = entry.target else { continue }
+            let time = entry.at.milliseconds
+            switch entry.action {
+            case .networkDown, .blackhole:
+                if open[user] == nil {
+                    let silent: Bool = if case .blackhole = entry.action { true } else { false }
+                    open[user] = Outage(user: user, start: time, end: scenario.end.milliseconds, silent: silent)
+                }
+            case .networkUp:
+                if var outage = open.removeValue(forKey: user) {
+                    outage.end = time
+                    result.append(outage)
+                }
+            default:
+                continue
+            }
+        }
+        return result + open.values.sorted { $0.start < $1.start }
+    }
+}
