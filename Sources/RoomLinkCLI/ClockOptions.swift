@@ -29,7 +29,9 @@ struct ClockOptions: ParsableArguments {
         if clock == .virtual, timeScale != 1 {
             throw ValidationError("--time-scale applies to --clock real only (virtual time takes no wall time)")
         }
-        guard loops >= 1 else { throw ValidationError("--loops must be at least 1, got \(loops)") }
+        guard (1...LibeventLoopGroup.maximumLoopCount).contains(loops) else {
+            throw ValidationError("--loops must be from 1 to \(LibeventLoopGroup.maximumLoopCount), got \(loops)")
+        }
     }
 
     /// Runs `body` with the chosen runtime and shuts it down afterwards.

@@ -87,7 +87,12 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
                     callback: loopEventTimerCallback, callbackArgument: context),
                 timeScale: timeScale)
         }
-        thread = ServiceThread.start(name: "roomlink-loop-\(index)") { [self] in threadMain() }
+        do {
+            thread = try ServiceThread.start(name: "roomlink-loop-\(index)") { [self] in threadMain() }
+        } catch {
+            freeLibevent()
+            throw error
+        }
     }
 
     // MARK: - TimerService

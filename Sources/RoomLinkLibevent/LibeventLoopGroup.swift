@@ -46,6 +46,9 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
         }
     }
 
+    /// The most loops a group may have (each is a thread).
+    public static let maximumLoopCount = 1_024
+
     /// The number of online cores.
     public static var coreCount: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 
@@ -58,12 +61,13 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
 
     /// Starts `configuration.loopCount` loops.
     ///
-    /// - Throws: ``RuntimeError/Code/invalidConfiguration`` for a loop count below 1, a time scale that is not a
-    ///   positive finite number, or a tick shift over 30; ``RuntimeError/Code/libeventFailure`` if libevent
-    ///   cannot make a base.
+    /// - Throws: ``RuntimeError/Code/invalidConfiguration`` for a loop count outside 1…``maximumLoopCount``, a
+    ///   time scale that is not a positive finite number, a tick shift over 30, or a thread the system refuses;
+    ///   ``RuntimeError/Code/libeventFailure`` if libevent cannot make a base.
     public init(configuration: Configuration = Configuration()) throws(RuntimeError) {
-        guard configuration.loopCount >= 1 else {
-            throw .invalidConfiguration("loopCount must be at least 1, got \(configuration.loopCount)")
+        guard (1...Self.maximumLoopCount).contains(configuration.loopCount) else {
+            throw .invalidConfiguration(
+                "loopCount must be from 1 to \(Self.maximumLoopCount), got \(configuration.loopCount)")
         }
         guard configuration.timeScale.isFinite, configuration.timeScale > 0 else {
             throw .invalidConfiguration("timeScale must be a positive number, got \(configuration.timeScale)")

@@ -177,6 +177,10 @@ struct LibeventLoopTests {
         let zeroLoops = #expect(throws: RuntimeError.self) { try LibeventLoopGroup(configuration: .init(loopCount: 0)) }
         #expect(zeroLoops?.code == .invalidConfiguration)
         #expect(zeroLoops?.message.contains("loopCount") == true)
+        let tooMany = #expect(throws: RuntimeError.self) {
+            try LibeventLoopGroup(configuration: .init(loopCount: LibeventLoopGroup.maximumLoopCount + 1))
+        }
+        #expect(tooMany?.code == .invalidConfiguration)
         let zeroScale = #expect(throws: RuntimeError.self) { try LibeventLoopGroup(configuration: .init(timeScale: 0)) }
         #expect(zeroScale?.message.contains("timeScale") == true)
         let group = try LibeventLoopGroup(configuration: .init(loopCount: 1))

@@ -70,7 +70,13 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// Call ``shutdown()`` when done, or use ``withSimulation(seed:_:)``.
     public init(seed: UInt64 = 0) {
         self.seed = seed
-        thread = ServiceThread.start(name: "roomlink-sim") { [self] in threadMain() }
+        // One thread per simulation: failing to start it means the process is out of threads, which no caller
+        // can recover from here.
+        do {
+            thread = try ServiceThread.start(name: "roomlink-sim") { [self] in threadMain() }
+        } catch {
+            fatalError("\(error)")
+        }
     }
 
     /// Runs `body` with a new simulation and shuts it down afterwards.

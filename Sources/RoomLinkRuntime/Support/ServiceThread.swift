@@ -11,7 +11,11 @@ package final class ServiceThread: Sendable {
     private init() {}
 
     /// Starts a thread that runs `body`; `name` identifies it in diagnostics.
-    package static func start(name: String, _ body: @escaping @Sendable () -> Void) -> ServiceThread {
+    ///
+    /// - Throws: ``RuntimeError/Code/invalidConfiguration`` when the system refuses another thread.
+    package static func start(name: String, _ body: @escaping @Sendable () -> Void) throws(RuntimeError)
+        -> ServiceThread
+    {
         let thread = ServiceThread()
         let context = Context(thread: thread, name: name, body: body)
         // The new thread takes over this +1 retain and releases it when `body` returns.
@@ -25,7 +29,10 @@ package final class ServiceThread: Sendable {
                 context.body()
                 return nil
             }, argument)
-        precondition(result == 0, "pthread_create failed with \(result): the process is out of threads")
+        guard result == 0 else {
+            Unmanaged<Context>.fromOpaque(argument).release()
+            throw .invalidConfiguration("could not start thread \(name): pthread_create returned \(result)")
+        }
         thread.handle.withLock { $0 = tid }
         return thread
     }
