@@ -30,8 +30,16 @@ public struct RoomLinkError: Error, Hashable, Sendable, CustomStringConvertible 
 
     /// An argument named `name` had a value that is not what was expected.
     public static func invalidArgument(
-        _ name: String, _ expected: String, got value: String, file: String = #fileID, line: Int = #line
+        _ name: String,
+        _ expected: String,
+        got value: String,
+        file: String = #fileID,
+        line: Int = #line
     ) -> Self {
-        RoomLinkError(code: .invalidArgument, message: "\(name): expected \(expected), got \(value)", location: "\(file):\(line)")
+        RoomLinkError(
+            code: .invalidArgument,
+            message: "\(name): expected \(expected), got \(value)",
+            location: "\(file):\(line)"
+        )
     }
 }

@@ -41,7 +41,10 @@ struct ClockOptions: ParsableArguments {
             return try await SimulationRuntime.withSimulation(seed: seed) { try await body($0) }
         case .real:
             let configuration = LibeventLoopGroup.Configuration(
-                loopCount: loops, timerBackend: timerBackend, timeScale: timeScale)
+                loopCount: loops,
+                timerBackend: timerBackend,
+                timeScale: timeScale
+            )
             return try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { try await body($0) }
         }
     }

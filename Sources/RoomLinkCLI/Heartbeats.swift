@@ -47,15 +47,21 @@ struct Heartbeats: AsyncParsableCommand {
         }
         if report.fires != report.expectedFires {
             FileHandle.standardError.write(
-                Data("roomlink: \(report.expectedFires - report.fires) heartbeats were skipped (the loops fell behind)\n".utf8))
+                Data(
+                    "roomlink: \(report.expectedFires - report.fires) heartbeats were skipped (the loops fell behind)\n"
+                        .utf8
+                )
+            )
             throw ExitCode(2)
         }
     }
 
     private func render(_ report: HeartbeatReport) -> String {
         func f(_ value: Double, _ digits: Int = 3) -> String { String(format: "%.\(digits)f", value) }
-        let clock = clockOptions.clock == .virtual
-            ? "virtual" : "real (libevent, \(report.loops) loops, \(clockOptions.timerBackend), scale \(clockOptions.timeScale))"
+        let clock =
+            clockOptions.clock == .virtual
+            ? "virtual"
+            : "real (libevent, \(report.loops) loops, \(clockOptions.timerBackend), scale \(clockOptions.timeScale))"
         return """
             roomlink heartbeats — \(report.clients) clients, every \(period), for \(duration) of scenario time
               clock            \(clock)

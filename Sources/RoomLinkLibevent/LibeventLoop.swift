@@ -62,12 +62,15 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         if configuration.usesPreciseTimer {
             try Libevent.check(
                 "event_config_set_flag(PRECISE_TIMER)",
-                event_config_set_flag(config, Int32(EVENT_BASE_FLAG_PRECISE_TIMER.rawValue)))
+                event_config_set_flag(config, Int32(EVENT_BASE_FLAG_PRECISE_TIMER.rawValue))
+            )
         }
         base = try Libevent.unwrap("event_base_new_with_config", event_base_new_with_config(config))
         let now = Libevent.monotonicNanoseconds() &- epoch
         wheelTimers = TimerTable(
-            queue: TimerWheel(tickShift: configuration.wheelTickShift, start: now), timeScale: timeScale)
+            queue: TimerWheel(tickShift: configuration.wheelTickShift, start: now),
+            timeScale: timeScale
+        )
 
         // The events carry this loop unretained: they are freed on the loop thread before the loop can go away
         // (the thread's closure holds the loop until then).
@@ -83,9 +86,14 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         if timerBackend != .wheel {
             eventTimers = TimerTable(
                 queue: LibeventTimerQueue(
-                    base: base, epoch: epoch, usesCommonTimeouts: timerBackend == .libeventCommonTimeout,
-                    callback: loopEventTimerCallback, callbackArgument: context),
-                timeScale: timeScale)
+                    base: base,
+                    epoch: epoch,
+                    usesCommonTimeouts: timerBackend == .libeventCommonTimeout,
+                    callback: loopEventTimerCallback,
+                    callbackArgument: context
+                ),
+                timeScale: timeScale
+            )
         }
         do {
             thread = try ServiceThread.start(name: "roomlink-loop-\(index)") { [self] in threadMain() }
@@ -103,7 +111,11 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     public var isInServiceThread: Bool { thread.isCurrent }
 
-    public func scheduleTimer(at deadline: RuntimeInstant, period: Duration?, handler: some TimerHandler)
+    public func scheduleTimer(
+        at deadline: RuntimeInstant,
+        period: Duration?,
+        handler: some TimerHandler
+    )
         throws(RuntimeError) -> TimerHandle
     {
         if let period, period <= .zero { throw .invalidPeriod(period) }

@@ -1,7 +1,8 @@
+@_spi(RoomLinkInternals) public import RoomLinkRuntime
+
 #if canImport(Glibc)
 import Glibc
 #endif
-@_spi(RoomLinkInternals) public import RoomLinkRuntime
 
 /// The libevent loops of a process: by default one per core, sharing one clock.
 ///
@@ -35,8 +36,11 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
 
         /// Creates a configuration; every parameter has the documented default.
         public init(
-            loopCount: Int = LibeventLoopGroup.coreCount, timerBackend: TimerBackend = .wheel,
-            wheelTickShift: UInt64 = 19, timeScale: Double = 1, usesPreciseTimer: Bool = true
+            loopCount: Int = LibeventLoopGroup.coreCount,
+            timerBackend: TimerBackend = .wheel,
+            wheelTickShift: UInt64 = 19,
+            timeScale: Double = 1,
+            usesPreciseTimer: Bool = true
         ) {
             self.loopCount = loopCount
             self.timerBackend = timerBackend
@@ -67,13 +71,16 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
     public init(configuration: Configuration = Configuration()) throws(RuntimeError) {
         guard (1...Self.maximumLoopCount).contains(configuration.loopCount) else {
             throw .invalidConfiguration(
-                "loopCount must be from 1 to \(Self.maximumLoopCount), got \(configuration.loopCount)")
+                "loopCount must be from 1 to \(Self.maximumLoopCount), got \(configuration.loopCount)"
+            )
         }
         guard configuration.timeScale.isFinite, configuration.timeScale > 0 else {
             throw .invalidConfiguration("timeScale must be a positive number, got \(configuration.timeScale)")
         }
         guard configuration.wheelTickShift <= 30 else {
-            throw .invalidConfiguration("wheelTickShift must be at most 30 (≈ 1 s), got \(configuration.wheelTickShift)")
+            throw .invalidConfiguration(
+                "wheelTickShift must be at most 30 (≈ 1 s), got \(configuration.wheelTickShift)"
+            )
         }
         self.configuration = configuration
         self.epoch = Libevent.monotonicNanoseconds()
@@ -92,7 +99,8 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
 
     /// Runs `body` with a new group and shuts the group down afterwards, whether `body` returns or throws.
     public static func withLoopGroup<T>(
-        configuration: Configuration = Configuration(), _ body: (LibeventLoopGroup) async throws -> T
+        configuration: Configuration = Configuration(),
+        _ body: (LibeventLoopGroup) async throws -> T
     ) async throws -> T {
         let group = try LibeventLoopGroup(configuration: configuration)
         do {

@@ -33,7 +33,10 @@ struct LibeventTimerQueue: TimerQueue {
     private(set) var count = 0
 
     init(
-        base: OpaquePointer, epoch: UInt64, usesCommonTimeouts: Bool, callback: CLibevent_callback,
+        base: OpaquePointer,
+        epoch: UInt64,
+        usesCommonTimeouts: Bool,
+        callback: CLibevent_callback,
         callbackArgument: UnsafeMutableRawPointer
     ) {
         self.base = base

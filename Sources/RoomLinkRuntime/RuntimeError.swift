@@ -81,7 +81,9 @@ public struct RuntimeError: Error, Hashable, Sendable, CustomStringConvertible {
             code: .simulationStalled,
             message: "the simulation's body is waiting at \(now), but nothing is runnable and no timer is pending "
                 + "(did it await work outside the simulation?)",
-            file: file, line: line)
+            file: file,
+            line: line
+        )
     }
 
     package static func simulationTimeLimit(_ limit: RuntimeInstant, file: String = #fileID, line: Int = #line) -> Self
@@ -89,7 +91,9 @@ public struct RuntimeError: Error, Hashable, Sendable, CustomStringConvertible {
         Self(
             code: .simulationTimeLimit,
             message: "the simulation's body had not finished when virtual time reached its limit \(limit)",
-            file: file, line: line)
+            file: file,
+            line: line
+        )
     }
 
     package static func simulationBusy(file: String = #fileID, line: Int = #line) -> Self {

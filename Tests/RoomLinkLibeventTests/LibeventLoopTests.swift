@@ -1,8 +1,8 @@
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkLibevent
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
-import RoomLinkTestSupport
 
 /// An actor pinned to a libevent loop that records where its jobs and timer callbacks ran.
 actor PinnedRecorder: TimerHandler {
@@ -75,7 +75,9 @@ struct LibeventLoopTests {
                             let loop = group.eventLoops[i % 2]
                             let delay = Duration.microseconds(Int.random(in: 0...3_000, using: &random))
                             let handle = try loop.schedule(
-                                after: delay, handler: RecordingHandler(id: i, log: log, service: loop))
+                                after: delay,
+                                handler: RecordingHandler(id: i, log: log, service: loop)
+                            )
                             if Bool.random(using: &random) {
                                 if Bool.random(using: &random) { await Task.yield() }
                                 loop.cancel(handle)
@@ -108,7 +110,10 @@ struct LibeventLoopTests {
                 for id in 0..<2_000 {
                     let victimAt = base.advanced(by: .microseconds(Int64.random(in: 0...2_000, using: &random)))
                     let cancelAt = base.advanced(by: .microseconds(Int64.random(in: 0...2_000, using: &random)))
-                    let victim = try loop.schedule(at: victimAt, handler: RecordingHandler(id: id, log: log, service: loop))
+                    let victim = try loop.schedule(
+                        at: victimAt,
+                        handler: RecordingHandler(id: id, log: log, service: loop)
+                    )
                     try loop.schedule(at: cancelAt) {
                         let answer = loop.cancel(victim)
                         answered.withLock { $0[id] = answer }
@@ -124,7 +129,10 @@ struct LibeventLoopTests {
                 let fired = state.fired[id, default: 0]
                 let cancelled = state.cancelled[id, default: 0]
                 #expect(fired + cancelled == 1, "timer \(id): fired \(fired) cancelled \(cancelled)")
-                #expect((answer[id] == .cancelled) == (cancelled == 1), "timer \(id): cancel said \(String(describing: answer[id]))")
+                #expect(
+                    (answer[id] == .cancelled) == (cancelled == 1),
+                    "timer \(id): cancel said \(String(describing: answer[id]))"
+                )
             }
             #expect(!state.fired.isEmpty && !state.cancelled.isEmpty, "the race should go both ways")
         }
@@ -137,7 +145,10 @@ struct LibeventLoopTests {
             let log = OutcomeLog()
             let start = loop.now.advanced(by: .milliseconds(2))
             let handle = try loop.schedulePeriodic(
-                every: .milliseconds(3), startingAt: start, handler: RecordingHandler(id: 0, log: log, service: loop))
+                every: .milliseconds(3),
+                startingAt: start,
+                handler: RecordingHandler(id: 0, log: log, service: loop)
+            )
             await log.waitForOutcomes(20)
             loop.cancel(handle)
             await log.waitUntil { $0.cancelled[0] != nil }
@@ -185,7 +196,9 @@ struct LibeventLoopTests {
         #expect(zeroScale?.message.contains("timeScale") == true)
         let group = try LibeventLoopGroup(configuration: .init(loopCount: 1))
         defer { group.shutdown() }
-        #expect(throws: RuntimeError.invalidDelay(.zero)) { try group.eventLoops[0].schedule(after: .milliseconds(-1)) {} }
+        #expect(throws: RuntimeError.invalidDelay(.zero)) {
+            try group.eventLoops[0].schedule(after: .milliseconds(-1)) {}
+        }
     }
 
     @Test

@@ -1,7 +1,7 @@
+import RoomLinkTestSupport
 import Testing
 
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
-import RoomLinkTestSupport
 
 /// An actor pinned to a runtime loop that counts heartbeats from a periodic timer.
 actor Heart: TimerHandler {
@@ -46,14 +46,19 @@ struct SimulationRuntimeTests {
             try await sim.run {
                 for (id, ms) in deadlines.enumerated() {
                     try sim.schedule(
-                        at: .zero.advanced(by: .milliseconds(ms)), handler: RecordingHandler(id: id, log: log, service: sim))
+                        at: .zero.advanced(by: .milliseconds(ms)),
+                        handler: RecordingHandler(id: id, log: log, service: sim)
+                    )
                 }
                 try await sim.sleep(for: .seconds(1))
             }
             let state = log.snapshot
             #expect(state.order == [4, 1, 3, 2, 5, 0])
             for (id, ms) in deadlines.enumerated() {
-                #expect(state.times[id] == [.zero.advanced(by: .milliseconds(ms))], "timer \(id) fired off its deadline")
+                #expect(
+                    state.times[id] == [.zero.advanced(by: .milliseconds(ms))],
+                    "timer \(id) fired off its deadline"
+                )
             }
         }
     }
@@ -155,11 +160,17 @@ struct SimulationRuntimeTests {
         try await SimulationRuntime.withSimulation { sim in
             let log = OutcomeLog()
             let outcomes = try await sim.run { () -> [TimerCancellation] in
-                let handle = try sim.schedule(after: .seconds(1), handler: RecordingHandler(id: 1, log: log, service: sim))
+                let handle = try sim.schedule(
+                    after: .seconds(1),
+                    handler: RecordingHandler(id: 1, log: log, service: sim)
+                )
                 let first = sim.cancel(handle)
                 let second = sim.cancel(handle)
                 try await sim.sleep(for: .seconds(2))
-                let fired = try sim.schedule(after: .seconds(1), handler: RecordingHandler(id: 2, log: log, service: sim))
+                let fired = try sim.schedule(
+                    after: .seconds(1),
+                    handler: RecordingHandler(id: 2, log: log, service: sim)
+                )
                 try await sim.sleep(for: .seconds(2))
                 return [first, second, sim.cancel(fired)]
             }
@@ -295,7 +306,10 @@ struct SimulationRuntimeTests {
         let log = OutcomeLog()
         try await sim.run {
             for id in 0..<100 {
-                try sim.schedule(after: .seconds(Int64(id + 1)), handler: RecordingHandler(id: id, log: log, service: sim))
+                try sim.schedule(
+                    after: .seconds(Int64(id + 1)),
+                    handler: RecordingHandler(id: id, log: log, service: sim)
+                )
             }
         }
         sim.shutdown()
@@ -311,7 +325,9 @@ struct SimulationRuntimeTests {
             let log = OutcomeLog()
             var handles: [TimerHandle] = []
             for id in 0..<1_000 {
-                handles.append(try sim.schedule(after: .seconds(1), handler: RecordingHandler(id: id, log: log, service: sim)))
+                handles.append(
+                    try sim.schedule(after: .seconds(1), handler: RecordingHandler(id: id, log: log, service: sim))
+                )
             }
             for handle in handles.enumerated() where handle.offset.isMultiple(of: 2) {
                 #expect(sim.cancel(handle.element) == .requested)

@@ -1,7 +1,7 @@
+import RoomLinkTestSupport
 import Testing
 
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
-import RoomLinkTestSupport
 
 struct TimerWheelTests {
     @Test(arguments: [UInt64(0), 10, 19])
@@ -124,4 +124,3 @@ struct TimerWheelTests {
         #expect(capacity < 8 * 2_000, "buckets keep \(capacity) slots of capacity for 2,000 timers")
     }
 }
-

@@ -11,17 +11,30 @@ struct EventLogTests {
     @Test
     func zegoEventsWriteTheSpecsLinesExactly() {
         #expect(
-            Self.line(.roomStateChanged(roomID: "r1", reason: .logined, errorCode: .success, extendedData: [:]), user: "A", ms: 120)
-                == #"{"t_ms":120.0,"user":"A","room":"r1","type":"roomState","reason":"logined","code":0}"#)
+            Self.line(
+                .roomStateChanged(roomID: "r1", reason: .logined, errorCode: .success, extendedData: [:]),
+                user: "A",
+                ms: 120
+            )
+                == #"{"t_ms":120.0,"user":"A","room":"r1","type":"roomState","reason":"logined","code":0}"#
+        )
         #expect(
             Self.line(.roomUserUpdate(roomID: "r1", update: .add, users: ["A"]), user: "B", ms: 220)
-                == #"{"t_ms":220.0,"user":"B","room":"r1","type":"userUpdate","update":"add","users":["A"]}"#)
+                == #"{"t_ms":220.0,"user":"B","room":"r1","type":"userUpdate","update":"add","users":["A"]}"#
+        )
         #expect(
             Self.line(
                 .roomStateChanged(
-                    roomID: "r1", reason: .reconnecting, errorCode: .connectionInterrupted,
-                    extendedData: ["room_session_id": "s-1", "a": "b"]), user: "A", ms: 10_000)
-                == #"{"t_ms":10000.0,"user":"A","room":"r1","type":"roomState","reason":"reconnecting","code":1002051,"extendedData":{"a":"b","room_session_id":"s-1"}}"#)
+                    roomID: "r1",
+                    reason: .reconnecting,
+                    errorCode: .connectionInterrupted,
+                    extendedData: ["room_session_id": "s-1", "a": "b"]
+                ),
+                user: "A",
+                ms: 10_000
+            )
+                == #"{"t_ms":10000.0,"user":"A","room":"r1","type":"roomState","reason":"reconnecting","code":1002051,"extendedData":{"a":"b","room_session_id":"s-1"}}"#
+        )
     }
 
     @Test
@@ -36,7 +49,9 @@ struct EventLogTests {
 
     @Test
     func theWriterKeepsEveryLineAndEachClientsOrderAcrossThreads() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("roomlink-events-\(UInt64.random(in: 0...UInt64.max)).jsonl").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roomlink-events-\(UInt64.random(in: 0...UInt64.max)).jsonl"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let writer = try EventLogWriter<ZegoEvent>(path: path)
         await withTaskGroup(of: Void.self) { group in
@@ -45,8 +60,13 @@ struct EventLogTests {
                     for sequence in 0..<5_000 {
                         let event = ZegoEvent.roomUserUpdate(roomID: "r", update: .add, users: ["\(sequence)"])
                         writer.record(
-                            Stamped(time: .zero.advanced(by: .milliseconds(Int64(sequence))), sequence: UInt64(sequence), event: event),
-                            from: "c\(client)")
+                            Stamped(
+                                time: .zero.advanced(by: .milliseconds(Int64(sequence))),
+                                sequence: UInt64(sequence),
+                                event: event
+                            ),
+                            from: "c\(client)"
+                        )
                     }
                 }
             }

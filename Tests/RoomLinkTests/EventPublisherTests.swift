@@ -29,7 +29,8 @@ struct EventPublisherTests {
                 Stamped(time: Self.at(0), sequence: 0, event: "logining"),
                 Stamped(time: Self.at(120), sequence: 1, event: "logined"),
                 Stamped(time: Self.at(10_000), sequence: 2, event: "reconnecting"),
-            ])
+            ]
+        )
         #expect(publisher.droppedCount == 0)
     }
 

@@ -68,8 +68,13 @@ struct RetryPolicyTests {
         // LiveKit client-sdk-js: 10 attempts, U[0, 1 s] jitter from the third.
         let seconds: [Double] = [0, 0.3, 1.2, 2.7, 4.8, 7, 7, 7, 7, 7]
         let policy = try RetryPolicy(
-            schedule: .fixed(seconds.map { .milliseconds(Int64($0 * 1_000)) }, jitter: .seconds(1), jitterFromAttempt: 3),
-            maxAttempts: 10)
+            schedule: .fixed(
+                seconds.map { .milliseconds(Int64($0 * 1_000)) },
+                jitter: .seconds(1),
+                jitterFromAttempt: 3
+            ),
+            maxAttempts: 10
+        )
         let delays = Self.delays(policy, count: 11)
         #expect(delays[0] == .zero && delays[1] == .milliseconds(300))
         for attempt in 3...10 {
@@ -83,7 +88,9 @@ struct RetryPolicyTests {
     @Test
     func maxElapsedGivesUpRatherThanStartAnAttemptAtOrPastTheLimit() throws {
         let policy = try RetryPolicy(
-            schedule: .exponential(base: Self.base, cap: Self.cap, jitter: .none), maxElapsed: .seconds(20 * 60))
+            schedule: .exponential(base: Self.base, cap: Self.cap, jitter: .none),
+            maxElapsed: .seconds(20 * 60)
+        )
         var iterator = policy.makeIterator(random: SeededRandom(seed: 1))
         #expect(iterator.next(elapsed: .seconds(1_000)) == .zero)
         #expect(iterator.next(elapsed: .seconds(1_198)) == .seconds(1))  // attempt at 1,199 s
@@ -103,9 +110,14 @@ struct RetryPolicyTests {
         let cases: [(String, () throws -> RetryPolicy)] = [
             ("retry.base", { try RetryPolicy(schedule: .exponential(base: .zero, cap: .seconds(1), jitter: .full)) }),
             ("retry.cap", { try RetryPolicy(schedule: .decorrelatedJitter(base: .seconds(2), cap: .seconds(1))) }),
-            ("retry.multiplier", {
-                try RetryPolicy(schedule: .exponential(base: .seconds(1), cap: .seconds(2), multiplier: 0.5, jitter: .none))
-            }),
+            (
+                "retry.multiplier",
+                {
+                    try RetryPolicy(
+                        schedule: .exponential(base: .seconds(1), cap: .seconds(2), multiplier: 0.5, jitter: .none)
+                    )
+                }
+            ),
             ("retry.delays", { try RetryPolicy(schedule: .fixed([])) }),
             ("retry.delays", { try RetryPolicy(schedule: .fixed([.seconds(-1)])) }),
             ("retry.jitter", { try RetryPolicy(schedule: .fixed([.seconds(1)], jitter: .seconds(-1))) }),

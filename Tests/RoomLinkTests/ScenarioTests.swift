@@ -25,7 +25,8 @@ struct ScenarioTests {
               ],
               "end": "30m"
             }
-            """)
+            """
+        )
         #expect(scenario.dialect == .zego && scenario.seed == 42)
         #expect(scenario.network.latency == .milliseconds(50) && scenario.network.loss == 0)
         #expect(scenario.users.map(\.id) == ["A", "B"])
@@ -39,7 +40,8 @@ struct ScenarioTests {
                 .init(at: .zero, target: .user("B"), action: .login(room: "r1", token: nil)),
                 .init(at: .seconds(10), target: .user("A"), action: .networkDown),
                 .init(at: .seconds(70), target: .user("A"), action: .networkUp),
-            ])
+            ]
+        )
     }
 
     @Test
@@ -50,7 +52,8 @@ struct ScenarioTests {
                 { "at": "20s", "user": "A", "action": "networkUp" },
                 { "at": "5s", "user": "B", "action": "login", "room": "r" },
                 { "at": "5s", "user": "A", "action": "login", "room": "r" } ] }
-            """)
+            """
+        )
         #expect(scenario.timeline.map(\.target) == [.user("B"), .user("A"), .user("A")])
     }
 
@@ -61,7 +64,8 @@ struct ScenarioTests {
             { "population": {"clients": 1000, "rooms": 10}, "end": "30m", "timeline": [
                 { "at": "1m", "user": "*", "action": "blackhole", "fraction": 0.3, "over": "10s" },
                 { "at": "2m", "user": "*", "action": "networkUp" } ] }
-            """)
+            """
+        )
         #expect(scenario.timeline[0].target == .population(fraction: 0.3, over: .seconds(10)))
         #expect(scenario.timeline[1].target == .population(fraction: 1, over: .zero))
     }
@@ -73,13 +77,16 @@ struct ScenarioTests {
             { "dialect": "zego", "end": "1m",
               "timings": { "pingInterval": "5s", "serverHeartbeatTimeout": "30s" },
               "retry": { "strategy": "exponential", "base": "500ms", "cap": "8s", "jitter": "equal", "maxElapsed": "5m" } }
-            """)
+            """
+        )
         #expect(scenario.timings == ["serverHeartbeatTimeout": .seconds(30)])
         #expect(
             scenario.retry
                 == (try RetryPolicy(
                     schedule: .exponential(base: .milliseconds(500), cap: .seconds(8), jitter: .equal),
-                    maxElapsed: .seconds(300))))
+                    maxElapsed: .seconds(300)
+                ))
+        )
     }
 
     static let badScenarios: [(String, String)] = [
@@ -96,30 +103,72 @@ struct ScenarioTests {
         ("{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\"}, {\"id\": \"A\"} ] }", "users[1].id:"),
         ("{ \"end\": \"1m\", \"users\": [ {\"name\": \"A\"} ] }", "users[0].name:"),
         ("{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\", \"roomMode\": \"triple\"} ] }", "users[0].roomMode:"),
-        ("{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\", \"userStatusNotify\": \"yes\"} ] }", "users[0].userStatusNotify:"),
+        (
+            "{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\", \"userStatusNotify\": \"yes\"} ] }",
+            "users[0].userStatusNotify:"
+        ),
         ("{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\", \"maxMemberCount\": 0} ] }", "users[0].maxMemberCount:"),
         ("{ \"end\": \"1m\", \"population\": { \"clients\": 10, \"rooms\": 0 } }", "population.rooms:"),
         ("{ \"end\": \"1m\", \"timings\": { \"bogus\": \"1s\" } }", "timings.bogus:"),
-        ("{ \"end\": \"1m\", \"timings\": { \"serverHeartbeatTimeout\": \"ninety\" } }", "timings.serverHeartbeatTimeout:"),
+        (
+            "{ \"end\": \"1m\", \"timings\": { \"serverHeartbeatTimeout\": \"ninety\" } }",
+            "timings.serverHeartbeatTimeout:"
+        ),
         ("{ \"end\": \"1m\", \"retry\": { \"strategy\": \"linear\" } }", "retry.strategy:"),
-        ("{ \"end\": \"1m\", \"retry\": { \"strategy\": \"decorrelated\", \"base\": \"2s\", \"cap\": \"1s\" } }", "retry.cap:"),
+        (
+            "{ \"end\": \"1m\", \"retry\": { \"strategy\": \"decorrelated\", \"base\": \"2s\", \"cap\": \"1s\" } }",
+            "retry.cap:"
+        ),
         ("{ \"end\": \"1m\", \"retry\": { \"preset\": \"fastest\" } }", "retry.preset:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"soon\", \"user\": \"A\", \"action\": \"networkUp\"} ] }", "timeline[0].at:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"2m\", \"user\": \"A\", \"action\": \"networkUp\"} ] }", "timeline[0].at:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"Z\", \"action\": \"networkUp\"} ] }", "timeline[0].user:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"dance\"} ] }", "timeline[0].action:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"login\"} ] }", "timeline[0].room:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"switchRoom\", \"from\": \"r1\"} ] }", "timeline[0].to:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkUp\", \"fraction\": 0.5} ] }", "timeline[0].fraction:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"*\", \"action\": \"networkUp\"} ] }", "timeline[0].user:"),
-        ("{ \"end\": \"1m\", \"population\": {\"clients\": 5, \"rooms\": 1}, \"timeline\": [ {\"at\": \"1s\", \"user\": \"*\", \"action\": \"networkUp\", \"fraction\": 1.5} ] }", "timeline[0].fraction:"),
-        ("{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkUp\", \"when\": \"now\"} ] }", "timeline[0].when:"),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"soon\", \"user\": \"A\", \"action\": \"networkUp\"} ] }",
+            "timeline[0].at:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"2m\", \"user\": \"A\", \"action\": \"networkUp\"} ] }",
+            "timeline[0].at:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"Z\", \"action\": \"networkUp\"} ] }",
+            "timeline[0].user:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"dance\"} ] }",
+            "timeline[0].action:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"login\"} ] }",
+            "timeline[0].room:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"switchRoom\", \"from\": \"r1\"} ] }",
+            "timeline[0].to:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkUp\", \"fraction\": 0.5} ] }",
+            "timeline[0].fraction:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"*\", \"action\": \"networkUp\"} ] }",
+            "timeline[0].user:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"population\": {\"clients\": 5, \"rooms\": 1}, \"timeline\": [ {\"at\": \"1s\", \"user\": \"*\", \"action\": \"networkUp\", \"fraction\": 1.5} ] }",
+            "timeline[0].fraction:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkUp\", \"when\": \"now\"} ] }",
+            "timeline[0].when:"
+        ),
     ]
 
     @Test(arguments: badScenarios)
     func aMalformedScenarioNamesTheFieldAndWhatWasExpected(json: String, path: String) {
         let error = #expect(throws: RoomLinkError.self) { try Self.parse(json) }
-        #expect(error?.message.hasPrefix(path) == true, "expected an error at \(path), got: \(String(describing: error?.message))")
+        #expect(
+            error?.message.hasPrefix(path) == true,
+            "expected an error at \(path), got: \(String(describing: error?.message))"
+        )
         #expect(error?.message.contains("expected") == true)
     }
 }

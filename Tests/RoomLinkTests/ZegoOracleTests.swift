@@ -14,7 +14,9 @@ struct ZegoOracleTests {
                     { "at": "0s", "user": "A", "action": "login", "room": "r1" },
                     { "at": "0s", "user": "B", "action": "login", "room": "r1" },
                     { "at": "10s", "user": "A", "action": "networkDown" }\(up) ] }
-                """.utf8))
+                """.utf8
+            )
+        )
     }
 
     static func state(_ ms: Double, _ user: String, _ reason: String, _ code: Int) -> String {
@@ -39,25 +41,30 @@ struct ZegoOracleTests {
 
     @Test
     func situationOneARecoversWithinNinetySecondsAndBSeesNothing() throws {
-        let log = Self.loggedIn + [Self.state(10_000, "A", "reconnecting", 1_002_051), Self.state(70_050, "A", "reconnected", 0)]
+        let log =
+            Self.loggedIn + [
+                Self.state(10_000, "A", "reconnecting", 1_002_051), Self.state(70_050, "A", "reconnected", 0),
+            ]
         #expect(try Self.check(Self.scenario(upAt: "70s"), log) == [])
     }
 
     @Test
     func situationTwoBSeesDeleteAtNinetySecondsAndAddAfterTheReconnect() throws {
-        let log = Self.loggedIn + [
-            Self.state(10_000, "A", "reconnecting", 1_002_051), Self.update(100_100, "B", "delete", "A"),
-            Self.state(200_050, "A", "reconnected", 0), Self.update(200_150, "B", "add", "A"),
-        ]
+        let log =
+            Self.loggedIn + [
+                Self.state(10_000, "A", "reconnecting", 1_002_051), Self.update(100_100, "B", "delete", "A"),
+                Self.state(200_050, "A", "reconnected", 0), Self.update(200_150, "B", "add", "A"),
+            ]
         #expect(try Self.check(Self.scenario(upAt: "200s"), log) == [])
     }
 
     @Test
     func situationThreeAGivesUpAtTwentyMinutes() throws {
-        let log = Self.loggedIn + [
-            Self.state(10_000, "A", "reconnecting", 1_002_051), Self.update(100_100, "B", "delete", "A"),
-            Self.state(1_210_000, "A", "reconnectFailed", 1_002_053),
-        ]
+        let log =
+            Self.loggedIn + [
+                Self.state(10_000, "A", "reconnecting", 1_002_051), Self.update(100_100, "B", "delete", "A"),
+                Self.state(1_210_000, "A", "reconnectFailed", 1_002_053),
+            ]
         #expect(try Self.check(Self.scenario(upAt: nil), log) == [])
     }
 
@@ -66,21 +73,33 @@ struct ZegoOracleTests {
     static let badLogs: [(String, String?, [String])] = [
         ("transition", "70s", [state(0, "A", "logined", 0)]),
         ("code", "70s", loggedIn + [state(10_000, "A", "reconnecting", 0)]),
-        ("retryTimeout", nil, loggedIn + [
-            state(10_000, "A", "reconnecting", 1_002_051), update(100_100, "B", "delete", "A"),
-            state(1_000_000, "A", "reconnectFailed", 1_002_053),
-        ]),
+        (
+            "retryTimeout", nil,
+            loggedIn + [
+                state(10_000, "A", "reconnecting", 1_002_051), update(100_100, "B", "delete", "A"),
+                state(1_000_000, "A", "reconnectFailed", 1_002_053),
+            ]
+        ),
         ("afterEnd", "70s", loggedIn + [state(5_000, "A", "kickOut", 1_002_055), state(6_000, "A", "reconnected", 0)]),
         ("afterEnd", "70s", loggedIn + [state(5_000, "B", "kickOut", 1_002_050), update(6_000, "B", "add", "C")]),
-        ("presence", "70s", loggedIn + [
-            state(10_000, "A", "reconnecting", 1_002_051), update(40_000, "B", "delete", "A"),
-            state(70_050, "A", "reconnected", 0),
-        ]),
-        ("presence", "200s", loggedIn + [state(10_000, "A", "reconnecting", 1_002_051), state(200_050, "A", "reconnected", 0)]),
-        ("rejoin", "200s", loggedIn + [
-            state(10_000, "A", "reconnecting", 1_002_051), update(100_100, "B", "delete", "A"),
-            state(200_050, "A", "reconnected", 0),
-        ]),
+        (
+            "presence", "70s",
+            loggedIn + [
+                state(10_000, "A", "reconnecting", 1_002_051), update(40_000, "B", "delete", "A"),
+                state(70_050, "A", "reconnected", 0),
+            ]
+        ),
+        (
+            "presence", "200s",
+            loggedIn + [state(10_000, "A", "reconnecting", 1_002_051), state(200_050, "A", "reconnected", 0)]
+        ),
+        (
+            "rejoin", "200s",
+            loggedIn + [
+                state(10_000, "A", "reconnecting", 1_002_051), update(100_100, "B", "delete", "A"),
+                state(200_050, "A", "reconnected", 0),
+            ]
+        ),
     ]
 
     @Test(arguments: badLogs)

@@ -77,10 +77,12 @@ enum ActorDispatchCase {
             _ = deadline.record(UInt64(max(0, d)))
         }
         return ActorDispatchResult(
-            name: name, samples: delays.count,
+            name: name,
+            samples: delays.count,
             handlerToMethodP50Us: Double(handler.valueAtPercentile(50)) / 1e3,
             handlerToMethodP99Us: Double(handler.valueAtPercentile(99)) / 1e3,
             deadlineToMethodP50Us: Double(deadline.valueAtPercentile(50)) / 1e3,
-            deadlineToMethodP99Us: Double(deadline.valueAtPercentile(99)) / 1e3)
+            deadlineToMethodP99Us: Double(deadline.valueAtPercentile(99)) / 1e3
+        )
     }
 }

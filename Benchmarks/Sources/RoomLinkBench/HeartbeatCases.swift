@@ -15,14 +15,25 @@ enum HeartbeatCases {
         ("roomlink-wheel/actor-clients", { try await actorClients($0, $1, $2) }),
     ]
 
-    static func rawC(common: Bool, precise: Bool, _ clients: Int, _ period: Duration, _ window: Double) throws
+    static func rawC(
+        common: Bool,
+        precise: Bool,
+        _ clients: Int,
+        _ period: Duration,
+        _ window: Double
+    ) throws
         -> HeartbeatCaseResult
     {
         let result = CRawLibevent_heartbeat(common ? 1 : 0, precise ? 1 : 0, clients, period.nanosecondsClamped, window)
         return HeartbeatCaseResult(
-            name: "", clients: clients, periodSeconds: period.seconds, windowSeconds: result.window_seconds,
-            fires: Int(result.fires), cpuPerFireNs: result.cpu_seconds / result.fires * 1e9,
-            coreSharePercent: result.cpu_seconds / result.window_seconds * 100)
+            name: "",
+            clients: clients,
+            periodSeconds: period.seconds,
+            windowSeconds: result.window_seconds,
+            fires: Int(result.fires),
+            cpuPerFireNs: result.cpu_seconds / result.fires * 1e9,
+            coreSharePercent: result.cpu_seconds / result.window_seconds * 100
+        )
     }
 
     /// Counts heartbeats; touched only on its loop's thread.
@@ -36,7 +47,12 @@ enum HeartbeatCases {
         func timerFired(_ timer: TimerHandle) { counter.fires += 1 }
     }
 
-    static func roomLink(_ backend: TimerBackend, _ clients: Int, _ period: Duration, _ window: Double) async throws
+    static func roomLink(
+        _ backend: TimerBackend,
+        _ clients: Int,
+        _ period: Duration,
+        _ window: Double
+    ) async throws
         -> HeartbeatCaseResult
     {
         let group = try LibeventLoopGroup(configuration: .init(loopCount: 1, timerBackend: backend))
@@ -47,7 +63,11 @@ enum HeartbeatCases {
         try await Task(executorPreference: loop) {
             for i in 0..<clients {
                 let offset = Duration.nanoseconds(period.nanosecondsClamped / Int64(clients) * Int64(i))
-                try loop.schedulePeriodic(every: period, startingAt: start.advanced(by: offset), handler: Beat(counter: counter))
+                try loop.schedulePeriodic(
+                    every: period,
+                    startingAt: start.advanced(by: offset),
+                    handler: Beat(counter: counter)
+                )
             }
         }.value
         try await loop.sleep(until: start.advanced(by: period))
@@ -59,21 +79,35 @@ enum HeartbeatCases {
         let cpu = Double(ProcessCPU.now() - cpuStart)
         let wall = Double(Monotonic.now() - wallStart)
         return HeartbeatCaseResult(
-            name: "", clients: clients, periodSeconds: period.seconds, windowSeconds: wall / 1e9, fires: fires,
-            cpuPerFireNs: cpu / Double(fires), coreSharePercent: cpu / wall * 100)
+            name: "",
+            clients: clients,
+            periodSeconds: period.seconds,
+            windowSeconds: wall / 1e9,
+            fires: fires,
+            cpuPerFireNs: cpu / Double(fires),
+            coreSharePercent: cpu / wall * 100
+        )
     }
 
     /// The realistic client: RoomLink's `HeartbeatLoad` (an actor per client, lateness recorded per beat).
     static func actorClients(_ clients: Int, _ period: Duration, _ window: Double) async throws -> HeartbeatCaseResult {
         let load = try HeartbeatLoad(
-            clients: clients, period: period, duration: period * 2 + .milliseconds(Int64(window * 1_000)))
+            clients: clients,
+            period: period,
+            duration: period * 2 + .milliseconds(Int64(window * 1_000))
+        )
         let report = try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) {
             try await load.run(on: $0)
         }
         let steadyWall = report.steadyCPUSeconds / max(report.coreShare, 1e-9)
         return HeartbeatCaseResult(
-            name: "", clients: clients, periodSeconds: period.seconds, windowSeconds: steadyWall,
+            name: "",
+            clients: clients,
+            periodSeconds: period.seconds,
+            windowSeconds: steadyWall,
             fires: Int((report.steadyCPUSeconds / report.cpuPerFireMicroseconds * 1e6).rounded()),
-            cpuPerFireNs: report.cpuPerFireMicroseconds * 1e3, coreSharePercent: report.coreShare * 100)
+            cpuPerFireNs: report.cpuPerFireMicroseconds * 1e3,
+            coreSharePercent: report.coreShare * 100
+        )
     }
 }

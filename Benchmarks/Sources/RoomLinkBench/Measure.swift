@@ -71,10 +71,15 @@ final class FireStats: @unchecked Sendable {
 
     /// Lateness percentiles in microseconds.
     func latenessMicroseconds() -> (p50: Double, p99: Double, max: Double) {
-        var histogram = Histogram<UInt64>(highestTrackableValue: 600_000_000_000, numberOfSignificantValueDigits: .three)
+        var histogram = Histogram<UInt64>(
+            highestTrackableValue: 600_000_000_000,
+            numberOfSignificantValueDigits: .three
+        )
         for value in lateness { _ = histogram.record(UInt64(max(0, value))) }
-        return (Double(histogram.valueAtPercentile(50)) / 1e3, Double(histogram.valueAtPercentile(99)) / 1e3,
-                Double(histogram.max) / 1e3)
+        return (
+            Double(histogram.valueAtPercentile(50)) / 1e3, Double(histogram.valueAtPercentile(99)) / 1e3,
+            Double(histogram.max) / 1e3
+        )
     }
 }
 

@@ -49,7 +49,9 @@ struct Timers: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard parsedCounts != nil else { throw ValidationError("--counts must be positive integers separated by commas, got '\(counts)'") }
+        guard parsedCounts != nil else {
+            throw ValidationError("--counts must be positive integers separated by commas, got '\(counts)'")
+        }
         guard cancelSample > 0 else { throw ValidationError("--cancel-sample must be positive, got \(cancelSample)") }
         guard heartbeatClients >= 0, heartbeatPeriod > 0, heartbeatWindow > 0 else {
             throw ValidationError("--heartbeat-clients must be ≥ 0 and --heartbeat-period, --heartbeat-window positive")
@@ -67,7 +69,11 @@ struct Timers: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if !json { print("roomlink-bench timers — \(ProcessInfo.processInfo.activeProcessorCount) cores; figures are medians of one run, compare within the run\n") }
+        if !json {
+            print(
+                "roomlink-bench timers — \(ProcessInfo.processInfo.activeProcessorCount) cores; figures are medians of one run, compare within the run\n"
+            )
+        }
         for n in parsedCounts! {
             let workload = TimerWorkload(n: n, cancelSample: cancelSample, wheelTickShift: wheelTickShift)
             if !json { print(TimerTable.header(n: n)) }
@@ -82,7 +88,10 @@ struct Timers: AsyncParsableCommand {
             if !json { print(TimerTable.heartbeatHeader(clients: heartbeatClients, period: heartbeatPeriod)) }
             for heartbeatCase in selected(HeartbeatCases.all) {
                 var result = try await heartbeatCase.run(
-                    heartbeatClients, .milliseconds(Int64(heartbeatPeriod * 1_000)), heartbeatWindow)
+                    heartbeatClients,
+                    .milliseconds(Int64(heartbeatPeriod * 1_000)),
+                    heartbeatWindow
+                )
                 result.name = heartbeatCase.name
                 emit(result, row: TimerTable.heartbeatRow(result))
             }

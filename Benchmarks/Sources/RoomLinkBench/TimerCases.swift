@@ -27,13 +27,24 @@ enum TimerCases {
     static func rawC(common: Bool, _ workload: TimerWorkload) async throws -> TimerCaseResult {
         let stats = FireStats(count: workload.n)
         let result = CRawLibevent_timers(
-            common ? 1 : 0, workload.n, workload.baseDelayNanoseconds, stats.lateness.baseAddress,
-            workload.cancelSample)
+            common ? 1 : 0,
+            workload.n,
+            workload.baseDelayNanoseconds,
+            stats.lateness.baseAddress,
+            workload.cancelSample
+        )
         let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: common ? "c-libevent-common" : "c-libevent-heap", n: workload.n, scheduleNs: result.schedule_ns,
-            fireCpuNs: result.fire_cpu_ns, cancelNs: result.cancel_ns, latenessP50Us: late.p50,
-            latenessP99Us: late.p99, latenessMaxUs: late.max, wallSeconds: result.wall_seconds)
+            name: common ? "c-libevent-common" : "c-libevent-heap",
+            n: workload.n,
+            scheduleNs: result.schedule_ns,
+            fireCpuNs: result.fire_cpu_ns,
+            cancelNs: result.cancel_ns,
+            latenessP50Us: late.p50,
+            latenessP99Us: late.p99,
+            latenessMaxUs: late.max,
+            wallSeconds: result.wall_seconds
+        )
     }
 
     // MARK: - RoomLink
@@ -44,12 +55,17 @@ enum TimerCases {
         func timerFired(_ timer: TimerHandle) { stats.fire(index) }
     }
 
-    static func roomLink(_ backend: TimerBackend, onLoop: Bool, _ workload: TimerWorkload) async throws
+    static func roomLink(
+        _ backend: TimerBackend,
+        onLoop: Bool,
+        _ workload: TimerWorkload
+    ) async throws
         -> TimerCaseResult
     {
         let started = Monotonic.now()
         let group = try LibeventLoopGroup(
-            configuration: .init(loopCount: 1, timerBackend: backend, wheelTickShift: workload.wheelTickShift))
+            configuration: .init(loopCount: 1, timerBackend: backend, wheelTickShift: workload.wheelTickShift)
+        )
         defer { group.shutdown() }
         let loop = group.eventLoops[0]
         let stats = FireStats(count: workload.n)
@@ -82,20 +98,31 @@ enum TimerCases {
                 handles.append(
                     try loop.schedule(
                         at: far.advanced(by: .nanoseconds(workload.farDelayNanoseconds(index))),
-                        handler: ClosureTimerHandler(onFire: {})))
+                        handler: ClosureTimerHandler(onFire: {})
+                    )
+                )
             }
             return timeCancels(workload.cancelIndices) { loop.cancel(handles[$0]) }
         }
         let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "", n: workload.n, scheduleNs: scheduleNs, fireCpuNs: fireCpuNs, cancelNs: cancelNs,
-            latenessP50Us: late.p50, latenessP99Us: late.p99, latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9)
+            name: "",
+            n: workload.n,
+            scheduleNs: scheduleNs,
+            fireCpuNs: fireCpuNs,
+            cancelNs: cancelNs,
+            latenessP50Us: late.p50,
+            latenessP99Us: late.p99,
+            latenessMaxUs: late.max,
+            wallSeconds: Double(Monotonic.now() - started) / 1e9
+        )
     }
 
     /// Runs `body` on the loop's thread (as a task preferring the loop) or on the calling task's thread.
     static func onLoopOrHere<T: Sendable>(
-        _ loop: LibeventLoop, _ onLoop: Bool, _ body: @escaping @Sendable () throws -> T
+        _ loop: LibeventLoop,
+        _ onLoop: Bool,
+        _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         if onLoop {
             return try await Task(executorPreference: loop) { try body() }.value
@@ -144,9 +171,16 @@ enum TimerCases {
         }
         let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "", n: workload.n, scheduleNs: scheduleNs, fireCpuNs: fireCpuNs, cancelNs: cancelNs,
-            latenessP50Us: late.p50, latenessP99Us: late.p99, latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9)
+            name: "",
+            n: workload.n,
+            scheduleNs: scheduleNs,
+            fireCpuNs: fireCpuNs,
+            cancelNs: cancelNs,
+            latenessP50Us: late.p50,
+            latenessP99Us: late.p99,
+            latenessMaxUs: late.max,
+            wallSeconds: Double(Monotonic.now() - started) / 1e9
+        )
     }
 
     /// The sources of the dispatch case; used only inside `queue.sync` blocks of one serial queue.
@@ -171,7 +205,8 @@ enum TimerCases {
                 Task {
                     try? await Task.sleep(until: deadline, tolerance: .zero, clock: .continuous)
                     stats.fire(index)
-                })
+                }
+            )
         }
         let scheduleNs = Double(Monotonic.now() - start) / Double(workload.n)
         try await Task.sleep(for: .nanoseconds(workload.baseDelayNanoseconds - 200_000_000))
@@ -189,9 +224,16 @@ enum TimerCases {
         for task in tasks { await task.value }
         let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "", n: workload.n, scheduleNs: scheduleNs, fireCpuNs: fireCpuNs, cancelNs: cancelNs,
-            latenessP50Us: late.p50, latenessP99Us: late.p99, latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9)
+            name: "",
+            n: workload.n,
+            scheduleNs: scheduleNs,
+            fireCpuNs: fireCpuNs,
+            cancelNs: cancelNs,
+            latenessP50Us: late.p50,
+            latenessP99Us: late.p99,
+            latenessMaxUs: late.max,
+            wallSeconds: Double(Monotonic.now() - started) / 1e9
+        )
     }
 
     // MARK: - SwiftNIO
@@ -226,8 +268,15 @@ enum TimerCases {
         try await group.shutdownGracefully()
         let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "", n: workload.n, scheduleNs: scheduleNs, fireCpuNs: fireCpuNs, cancelNs: cancelNs,
-            latenessP50Us: late.p50, latenessP99Us: late.p99, latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9)
+            name: "",
+            n: workload.n,
+            scheduleNs: scheduleNs,
+            fireCpuNs: fireCpuNs,
+            cancelNs: cancelNs,
+            latenessP50Us: late.p50,
+            latenessP99Us: late.p99,
+            latenessMaxUs: late.max,
+            wallSeconds: Double(Monotonic.now() - started) / 1e9
+        )
     }
 }

@@ -30,7 +30,11 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
     public init(path: String) throws(RoomLinkError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw .invalidArgument("--events", "a file that can be written", got: "\(path) (\(String(cString: strerror(errno))))")
+            throw .invalidArgument(
+                "--events",
+                "a file that can be written",
+                got: "\(path) (\(String(cString: strerror(errno))))"
+            )
         }
         state = LockedBox(State(descriptor: descriptor, ownsDescriptor: true))
     }
@@ -61,7 +65,11 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
             return state.writeError
         }
         if let error {
-            throw .invalidArgument("--events", "a destination that accepts the log", got: "a write error (\(String(cString: strerror(error))))")
+            throw .invalidArgument(
+                "--events",
+                "a destination that accepts the log",
+                got: "a write error (\(String(cString: strerror(error))))"
+            )
         }
     }
 

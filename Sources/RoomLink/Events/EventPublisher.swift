@@ -28,7 +28,8 @@ public struct EventPublisher<Event: Sendable> {
     ///   - bufferingPolicy: How the stream buffers for a slow consumer; default `.unbounded`.
     ///   - sink: Where every event also goes, whether or not anyone iterates the stream.
     public init(
-        client: String, bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy = .unbounded,
+        client: String,
+        bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy = .unbounded,
         sink: (any EventSink<Event>)? = nil
     ) {
         self.client = client

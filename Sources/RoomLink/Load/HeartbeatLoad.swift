@@ -46,8 +46,12 @@ public struct HeartbeatLoad: Sendable {
         let t0 = group.now
         let populations = try await onEachLoop(loops) { index, loop in
             try HeartbeatPopulation(
-                loop: loop, clientIndices: Array(stride(from: index, to: clients, by: loops.count)), load: self, t0: t0,
-                end: t0.advanced(by: duration))
+                loop: loop,
+                clientIndices: Array(stride(from: index, to: clients, by: loops.count)),
+                load: self,
+                t0: t0,
+                end: t0.advanced(by: duration)
+            )
         }
         let steadyFrom = t0.advanced(by: period * 2)
         try await loops[0].sleep(until: steadyFrom)
@@ -63,7 +67,10 @@ public struct HeartbeatLoad: Sendable {
         let stats = try await onEachLoop(loops) { index, _ in populations[index].stop() }
         let wall = ContinuousClock.now - wallStart
 
-        var lateness = Histogram<UInt64>(highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+        var lateness = Histogram<UInt64>(
+            highestTrackableValue: 3_600_000_000_000,
+            numberOfSignificantValueDigits: .three
+        )
         var fires = 0
         for item in stats {
             lateness.add(item.lateness)
@@ -73,13 +80,22 @@ public struct HeartbeatLoad: Sendable {
         let cpu = usageEnd.cpuSeconds - usageStart.cpuSeconds
         func ms(_ percentile: Double) -> Double { Double(lateness.valueAtPercentile(percentile)) / 1e6 }
         return HeartbeatReport(
-            clients: clients, loops: loops.count, periodSeconds: period.seconds, scenarioSeconds: duration.seconds,
-            fires: fires, expectedFires: expectedFires(), latenessP50Milliseconds: ms(50), latenessP99Milliseconds: ms(99),
-            latenessP999Milliseconds: ms(99.9), latenessMaxMilliseconds: Double(lateness.max) / 1e6,
-            wallSeconds: wall.seconds, steadyCPUSeconds: cpu,
+            clients: clients,
+            loops: loops.count,
+            periodSeconds: period.seconds,
+            scenarioSeconds: duration.seconds,
+            fires: fires,
+            expectedFires: expectedFires(),
+            latenessP50Milliseconds: ms(50),
+            latenessP99Milliseconds: ms(99),
+            latenessP999Milliseconds: ms(99.9),
+            latenessMaxMilliseconds: Double(lateness.max) / 1e6,
+            wallSeconds: wall.seconds,
+            steadyCPUSeconds: cpu,
             cpuPerFireMicroseconds: steadyFires > 0 ? cpu / Double(steadyFires) * 1e6 : 0,
             coreShare: steadyWall > .zero ? cpu / steadyWall.seconds : 0,
-            peakRSSBytes: usageEnd.peakRSSBytes)
+            peakRSSBytes: usageEnd.peakRSSBytes
+        )
     }
 
     /// Beats due before the end (strictly), summed over clients.
@@ -103,7 +119,8 @@ public struct HeartbeatLoad: Sendable {
     /// Runs `body` on every loop's own thread (as a task preferring that loop) and returns the results in loop
     /// order.
     private func onEachLoop<T: Sendable>(
-        _ loops: [any RuntimeLoop], _ body: @escaping @Sendable (Int, any RuntimeLoop) throws -> T
+        _ loops: [any RuntimeLoop],
+        _ body: @escaping @Sendable (Int, any RuntimeLoop) throws -> T
     ) async throws -> [T] {
         try await withThrowingTaskGroup(of: (Int, T).self) { group in
             for (index, loop) in loops.enumerated() {

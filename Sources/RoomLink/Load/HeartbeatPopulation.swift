@@ -10,7 +10,10 @@ final class HeartbeatPopulation: @unchecked Sendable {
 
     struct Stats: Sendable {
         var fires = 0
-        var lateness = Histogram<UInt64>(highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: .three)
+        var lateness = Histogram<UInt64>(
+            highestTrackableValue: 3_600_000_000_000,
+            numberOfSignificantValueDigits: .three
+        )
     }
 
     let loop: any RuntimeLoop
@@ -21,13 +24,23 @@ final class HeartbeatPopulation: @unchecked Sendable {
     /// Beats due from here on are not counted.
     let end: RuntimeInstant
 
-    init(loop: any RuntimeLoop, clientIndices: [Int], load: HeartbeatLoad, t0: RuntimeInstant, end: RuntimeInstant) throws {
+    init(
+        loop: any RuntimeLoop,
+        clientIndices: [Int],
+        load: HeartbeatLoad,
+        t0: RuntimeInstant,
+        end: RuntimeInstant
+    ) throws {
         self.loop = loop
         self.end = end
         clients.reserveCapacity(clientIndices.count)
         timers.reserveCapacity(clientIndices.count)
         for i in clientIndices {
-            let client = HeartbeatClient(population: self, firstDue: t0.advanced(by: load.firstDueOffset(client: i)), period: load.period)
+            let client = HeartbeatClient(
+                population: self,
+                firstDue: t0.advanced(by: load.firstDueOffset(client: i)),
+                period: load.period
+            )
             clients.append(client)
             timers.append(try loop.schedulePeriodic(every: load.period, startingAt: client.firstDue, handler: client))
         }

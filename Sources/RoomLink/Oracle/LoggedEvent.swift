@@ -15,8 +15,13 @@ public struct LoggedEvent: Sendable, Equatable {
     public var lists: [String: [String]]
 
     public init(
-        time: Double, user: String, room: String?, type: String, strings: [String: String] = [:],
-        integers: [String: Int64] = [:], lists: [String: [String]] = [:]
+        time: Double,
+        user: String,
+        room: String?,
+        type: String,
+        strings: [String: String] = [:],
+        integers: [String: Int64] = [:],
+        lists: [String: [String]] = [:]
     ) {
         self.time = time
         self.user = user
@@ -43,9 +48,15 @@ public struct LoggedEvent: Sendable, Equatable {
             } catch {
                 throw .invalidArgument(path, "a JSON object", got: "text that is not JSON")
             }
-            guard case .object(let fields) = value else { throw .invalidArgument(path, "a JSON object", got: value.summary) }
+            guard case .object(let fields) = value else {
+                throw .invalidArgument(path, "a JSON object", got: value.summary)
+            }
             guard case .number(let time)? = fields["t_ms"] else {
-                throw .invalidArgument("\(path).t_ms", "milliseconds as a number", got: fields["t_ms"]?.summary ?? "nothing")
+                throw .invalidArgument(
+                    "\(path).t_ms",
+                    "milliseconds as a number",
+                    got: fields["t_ms"]?.summary ?? "nothing"
+                )
             }
             guard case .string(let user)? = fields["user"] else {
                 throw .invalidArgument("\(path).user", "a string", got: fields["user"]?.summary ?? "nothing")

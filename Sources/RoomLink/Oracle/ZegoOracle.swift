@@ -84,7 +84,9 @@ public struct ZegoOracle: Sendable {
             let key = Key(user: event.user, room: room)
             let current = state[key] ?? "logout"
             func violation(_ rule: String, _ message: String) {
-                violations.append(Violation(rule: rule, time: event.time, user: event.user, room: room, message: message))
+                violations.append(
+                    Violation(rule: rule, time: event.time, user: event.user, room: room, message: message)
+                )
             }
             switch event.type {
             case "roomState":
@@ -92,7 +94,9 @@ public struct ZegoOracle: Sendable {
                     violation("transition", "a roomState line without a reason")
                     continue
                 }
-                if let allowedCodes = Self.codes[reason], let code = event.integers["code"], !allowedCodes.contains(code) {
+                if let allowedCodes = Self.codes[reason], let code = event.integers["code"],
+                    !allowedCodes.contains(code)
+                {
                     violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
                 }
                 if reason == "logoutFailed" { continue }  // a failed call, not a change of state
@@ -105,7 +109,10 @@ public struct ZegoOracle: Sendable {
                 if reason == "reconnectFailed", let start = episodeStart[key] {
                     let expected = start + retryTimeout.milliseconds
                     if abs(event.time - expected) > tolerance.milliseconds {
-                        violation("retryTimeout", "reconnectFailed at \(event.time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)")
+                        violation(
+                            "retryTimeout",
+                            "reconnectFailed at \(event.time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)"
+                        )
                     }
                 }
                 if reason == "logined" { stays[key, default: []].append((event.time, .infinity)) }
@@ -126,7 +133,8 @@ public struct ZegoOracle: Sendable {
     }
 
     /// The `presence` and `rejoin` rules, from the scenario's outages of named users.
-    private func presenceViolations(_ events: [LoggedEvent], stays: [Key: [(from: Double, to: Double)]]) -> [Violation] {
+    private func presenceViolations(_ events: [LoggedEvent], stays: [Key: [(from: Double, to: Double)]]) -> [Violation]
+    {
         var violations: [Violation] = []
         let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
         let notified = Set(scenario.users.filter(\.userStatusNotify).map(\.id))
@@ -146,7 +154,8 @@ public struct ZegoOracle: Sendable {
                     guard stays[peerKey]?.contains(where: { $0.from <= outage.start && $0.to > outage.start }) ?? false
                     else { continue }
                     let deletes = events.filter {
-                        $0.user == peer && $0.room == key.room && $0.type == "userUpdate" && $0.strings["update"] == "delete"
+                        $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
+                            && $0.strings["update"] == "delete"
                             && ($0.lists["users"] ?? []).contains(userID) && $0.time >= outage.start
                             && $0.time <= outage.end + slack
                     }
@@ -154,29 +163,48 @@ public struct ZegoOracle: Sendable {
                         for delete in deletes {
                             violations.append(
                                 Violation(
-                                    rule: "presence", time: delete.time, user: peer, room: key.room,
-                                    message: "saw \(userID) deleted, but the outage lasted \(length) ms, under the \(timeout) ms heartbeat timeout"))
+                                    rule: "presence",
+                                    time: delete.time,
+                                    user: peer,
+                                    room: key.room,
+                                    message:
+                                        "saw \(userID) deleted, but the outage lasted \(length) ms, under the \(timeout) ms heartbeat timeout"
+                                )
+                            )
                         }
                     } else if length > timeout + slack {
                         if !deletes.contains(where: { $0.time >= earliest && $0.time <= latest }) {
                             violations.append(
                                 Violation(
-                                    rule: "presence", time: latest, user: peer, room: key.room,
-                                    message: "expected \(userID) deleted between \(earliest) and \(latest) ms (outage of \(length) ms)"))
+                                    rule: "presence",
+                                    time: latest,
+                                    user: peer,
+                                    room: key.room,
+                                    message:
+                                        "expected \(userID) deleted between \(earliest) and \(latest) ms (outage of \(length) ms)"
+                                )
+                            )
                         } else if let back = events.first(where: {
                             $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
                                 && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
                         }) {
                             let added = events.contains {
-                                $0.user == peer && $0.room == key.room && $0.type == "userUpdate" && $0.strings["update"] == "add"
+                                $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
+                                    && $0.strings["update"] == "add"
                                     && ($0.lists["users"] ?? []).contains(userID) && $0.time >= back.time - slack
                                     && $0.time <= back.time + slack
                             }
                             if !added {
                                 violations.append(
                                     Violation(
-                                        rule: "rejoin", time: back.time, user: peer, room: key.room,
-                                        message: "\(userID) reconnected at \(back.time) ms after being deleted, but no add followed"))
+                                        rule: "rejoin",
+                                        time: back.time,
+                                        user: peer,
+                                        room: key.room,
+                                        message:
+                                            "\(userID) reconnected at \(back.time) ms after being deleted, but no add followed"
+                                    )
+                                )
                             }
                         }
                     }

@@ -27,12 +27,22 @@ extension RetryPolicy {
         private let kind: Kind
 
         /// Exponential backoff: attempt `n ≥ 2` waits `min(cap, base × multiplier^(n−2))`, jittered.
-        public static func exponential(base: Duration, cap: Duration, multiplier: Double = 2, jitter: Jitter)
+        public static func exponential(
+            base: Duration,
+            cap: Duration,
+            multiplier: Double = 2,
+            jitter: Jitter
+        )
             -> Schedule
         {
             Schedule(
                 kind: .exponential(
-                    base: base.nanosecondsClamped, cap: cap.nanosecondsClamped, multiplier: multiplier, jitter: jitter))
+                    base: base.nanosecondsClamped,
+                    cap: cap.nanosecondsClamped,
+                    multiplier: multiplier,
+                    jitter: jitter
+                )
+            )
         }
 
         /// Decorrelated jitter (AWS): attempt `n ≥ 2` waits `min(cap, uniform(base, previous × 3))`, starting from
@@ -44,13 +54,20 @@ extension RetryPolicy {
         /// Fixed delays: attempt `n` waits `delays[n−1]` (the last one repeats), plus `uniform(0, jitter)` from
         /// attempt `jitterFromAttempt` on. LiveKit's client-sdk-js default is
         /// `.fixed([0, 0.3, 1.2, 2.7, 4.8, 7, 7, 7, 7, 7] s, jitter: 1 s, jitterFromAttempt: 3)` with 10 attempts.
-        public static func fixed(_ delays: [Duration], jitter: Duration = .zero, jitterFromAttempt: Int = 1)
+        public static func fixed(
+            _ delays: [Duration],
+            jitter: Duration = .zero,
+            jitterFromAttempt: Int = 1
+        )
             -> Schedule
         {
             Schedule(
                 kind: .fixed(
-                    delays: delays.map(\.nanosecondsClamped), jitter: jitter.nanosecondsClamped,
-                    jitterFromAttempt: jitterFromAttempt))
+                    delays: delays.map(\.nanosecondsClamped),
+                    jitter: jitter.nanosecondsClamped,
+                    jitterFromAttempt: jitterFromAttempt
+                )
+            )
         }
 
         func validate() throws(RoomLinkError) {
@@ -65,10 +82,18 @@ extension RetryPolicy {
             case .fixed(let delays, let jitter, let jitterFromAttempt):
                 guard !delays.isEmpty else { throw .invalidArgument("retry.delays", "at least one delay", got: "[]") }
                 if let negative = delays.first(where: { $0 < 0 }) {
-                    throw .invalidArgument("retry.delays", "durations of zero or more", got: "\(Duration.nanoseconds(negative))")
+                    throw .invalidArgument(
+                        "retry.delays",
+                        "durations of zero or more",
+                        got: "\(Duration.nanoseconds(negative))"
+                    )
                 }
                 guard jitter >= 0 else {
-                    throw .invalidArgument("retry.jitter", "a duration of zero or more", got: "\(Duration.nanoseconds(jitter))")
+                    throw .invalidArgument(
+                        "retry.jitter",
+                        "a duration of zero or more",
+                        got: "\(Duration.nanoseconds(jitter))"
+                    )
                 }
                 guard jitterFromAttempt >= 1 else {
                     throw .invalidArgument("retry.jitterFromAttempt", "at least 1", got: "\(jitterFromAttempt)")
@@ -82,8 +107,10 @@ extension RetryPolicy {
             }
             guard cap >= base else {
                 throw .invalidArgument(
-                    "retry.cap", "a duration of at least the base (\(Duration.nanoseconds(base)))",
-                    got: "\(Duration.nanoseconds(cap))")
+                    "retry.cap",
+                    "a duration of at least the base (\(Duration.nanoseconds(base)))",
+                    got: "\(Duration.nanoseconds(cap))"
+                )
             }
         }
 
@@ -105,7 +132,8 @@ extension RetryPolicy {
                 switch jitter {
                 case .none: return .nanoseconds(capped)
                 case .full: return .nanoseconds(Int64.random(in: 0...capped, using: &random))
-                case .equal: return .nanoseconds(capped / 2 + Int64.random(in: 0...(capped - capped / 2), using: &random))
+                case .equal:
+                    return .nanoseconds(capped / 2 + Int64.random(in: 0...(capped - capped / 2), using: &random))
                 }
             case .decorrelated(let base, let cap):
                 guard attempt >= 2 else { return .zero }

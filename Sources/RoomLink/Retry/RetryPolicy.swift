@@ -47,7 +47,8 @@ public struct RetryPolicy: Sendable, Hashable {
     /// outage, and a 30 s cap so a recovered network is noticed within half a minute.
     public static let zegoDefault = try! RetryPolicy(
         schedule: .exponential(base: .seconds(1), cap: .seconds(30), multiplier: 2, jitter: .equal),
-        maxElapsed: .seconds(20 * 60))
+        maxElapsed: .seconds(20 * 60)
+    )
 
     /// An iterator over this policy's delays, drawing jitter from `random`.
     public func makeIterator(random: SeededRandom) -> Iterator {

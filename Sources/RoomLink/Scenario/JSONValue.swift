@@ -36,7 +36,10 @@ enum JSONValue: Sendable, Equatable, Decodable {
         } catch let DecodingError.dataCorrupted(context) {
             let reason = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
             throw .invalidArgument(
-                "scenario", "a JSON document", got: "text that is not JSON (\(reason ?? context.debugDescription))")
+                "scenario",
+                "a JSON document",
+                got: "text that is not JSON (\(reason ?? context.debugDescription))"
+            )
         } catch {
             throw .invalidArgument("scenario", "a JSON document", got: "text that is not JSON (\(error))")
         }

@@ -48,8 +48,12 @@ public struct Scenario: Sendable, Equatable {
 
         /// Creates a user whose server identity defaults to `id`.
         public init(
-            id: String, userID: String? = nil, token: String? = nil, roomMode: RoomMode = .single,
-            userStatusNotify: Bool = false, maxMemberCount: Int? = nil
+            id: String,
+            userID: String? = nil,
+            token: String? = nil,
+            roomMode: RoomMode = .single,
+            userStatusNotify: Bool = false,
+            maxMemberCount: Int? = nil
         ) {
             self.id = id
             self.userID = userID ?? id

@@ -5,8 +5,12 @@ struct ScenarioReader {
     private static let topLevelKeys: Set<String> = [
         "dialect", "seed", "network", "users", "population", "auth", "timings", "retry", "timeline", "end",
     ]
-    private static let userKeys: Set<String> = ["id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount"]
-    private static let entryKeys: Set<String> = ["at", "user", "action", "room", "token", "from", "to", "fraction", "over"]
+    private static let userKeys: Set<String> = [
+        "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount",
+    ]
+    private static let entryKeys: Set<String> = [
+        "at", "user", "action", "room", "token", "from", "to", "fraction", "over",
+    ]
     private static let retryKeys: Set<String> = [
         "preset", "strategy", "base", "cap", "multiplier", "jitter", "delays", "jitterFromAttempt", "maxAttempts",
         "maxElapsed",
@@ -32,7 +36,10 @@ struct ScenarioReader {
         }
         for (index, entry) in scenario.timeline.enumerated() where entry.at > scenario.end {
             throw .invalidArgument(
-                "timeline[\(index)].at", "a time no later than end (\(scenario.end))", got: "\(entry.at)")
+                "timeline[\(index)].at",
+                "a time no later than end (\(scenario.end))",
+                got: "\(entry.at)"
+            )
         }
         // Sort by time; a stable sort keeps the file's order for entries at the same time.
         scenario.timeline = scenario.timeline.enumerated()
@@ -71,8 +78,12 @@ struct ScenarioReader {
             var user = Scenario.User(id: id)
             if let userID = fields["userID"] { user.userID = try nonEmptyString(userID, at: "\(path).userID") }
             if let token = fields["token"] { user.token = try string(token, at: "\(path).token") }
-            if let mode = fields["roomMode"] { user.roomMode = try oneOf(mode, at: "\(path).roomMode", Scenario.RoomMode.self) }
-            if let notify = fields["userStatusNotify"] { user.userStatusNotify = try bool(notify, at: "\(path).userStatusNotify") }
+            if let mode = fields["roomMode"] {
+                user.roomMode = try oneOf(mode, at: "\(path).roomMode", Scenario.RoomMode.self)
+            }
+            if let notify = fields["userStatusNotify"] {
+                user.userStatusNotify = try bool(notify, at: "\(path).userStatusNotify")
+            }
             if let cap = fields["maxMemberCount"] {
                 user.maxMemberCount = try integer(cap, at: "\(path).maxMemberCount", minimum: 1)
             }
@@ -109,7 +120,11 @@ struct ScenarioReader {
         var timings: [String: Duration] = [:]
         for name in fields.keys.sorted() {
             guard known.contains(name) else {
-                throw .invalidArgument("timings.\(name)", "a timing one of the dialects knows (\(mine.sorted().joined(separator: ", ")) for \(dialect.rawValue))", got: "an unknown name")
+                throw .invalidArgument(
+                    "timings.\(name)",
+                    "a timing one of the dialects knows (\(mine.sorted().joined(separator: ", ")) for \(dialect.rawValue))",
+                    got: "an unknown name"
+                )
             }
             let timing = try duration(fields[name]!, at: "timings.\(name)")
             // A timing another dialect reads is accepted and ignored here (SPEC §7).
@@ -132,12 +147,18 @@ struct ScenarioReader {
             schedule = .exponential(
                 base: try duration(required(fields, "base", at: "retry"), at: "retry.base"),
                 cap: try duration(required(fields, "cap", at: "retry"), at: "retry.cap"),
-                multiplier: try fields["multiplier"].map { v throws(RoomLinkError) in try number(v, at: "retry.multiplier") } ?? 2,
-                jitter: try fields["jitter"].map { v throws(RoomLinkError) in try oneOf(v, at: "retry.jitter", RetryPolicy.Jitter.self) } ?? .full)
+                multiplier: try fields["multiplier"].map { v throws(RoomLinkError) in
+                    try number(v, at: "retry.multiplier")
+                } ?? 2,
+                jitter: try fields["jitter"].map { v throws(RoomLinkError) in
+                    try oneOf(v, at: "retry.jitter", RetryPolicy.Jitter.self)
+                } ?? .full
+            )
         case "decorrelated":
             schedule = .decorrelatedJitter(
                 base: try duration(required(fields, "base", at: "retry"), at: "retry.base"),
-                cap: try duration(required(fields, "cap", at: "retry"), at: "retry.cap"))
+                cap: try duration(required(fields, "cap", at: "retry"), at: "retry.cap")
+            )
         case "fixed":
             var delays: [Duration] = []
             for (index, item) in try array(required(fields, "delays", at: "retry"), at: "retry.delays").enumerated() {
@@ -145,20 +166,31 @@ struct ScenarioReader {
             }
             schedule = .fixed(
                 delays,
-                jitter: try fields["jitter"].map { v throws(RoomLinkError) in try duration(v, at: "retry.jitter") } ?? .zero,
+                jitter: try fields["jitter"].map { v throws(RoomLinkError) in try duration(v, at: "retry.jitter") }
+                    ?? .zero,
                 jitterFromAttempt: try fields["jitterFromAttempt"].map { v throws(RoomLinkError) in
                     try integer(v, at: "retry.jitterFromAttempt", minimum: 1)
-                } ?? 1)
+                } ?? 1
+            )
         default:
             throw .invalidArgument("retry.strategy", "one of: exponential, decorrelated, fixed", got: "\"\(strategy)\"")
         }
         return try RetryPolicy(
             schedule: schedule,
-            maxAttempts: try fields["maxAttempts"].map { v throws(RoomLinkError) in try integer(v, at: "retry.maxAttempts", minimum: 1) },
-            maxElapsed: try fields["maxElapsed"].map { v throws(RoomLinkError) in try duration(v, at: "retry.maxElapsed") })
+            maxAttempts: try fields["maxAttempts"].map { v throws(RoomLinkError) in
+                try integer(v, at: "retry.maxAttempts", minimum: 1)
+            },
+            maxElapsed: try fields["maxElapsed"].map { v throws(RoomLinkError) in
+                try duration(v, at: "retry.maxElapsed")
+            }
+        )
     }
 
-    private func timeline(_ value: JSONValue, users: [Scenario.User], hasPopulation: Bool) throws(RoomLinkError)
+    private func timeline(
+        _ value: JSONValue,
+        users: [Scenario.User],
+        hasPopulation: Bool
+    ) throws(RoomLinkError)
         -> [Scenario.Entry]
     {
         let known = Set(users.map(\.id))
@@ -171,23 +203,36 @@ struct ScenarioReader {
             let target: Scenario.Target
             if who == "*" {
                 guard hasPopulation else {
-                    throw .invalidArgument("\(path).user", "a user listed in users (\"*\" needs a population)", got: "\"*\"")
+                    throw .invalidArgument(
+                        "\(path).user",
+                        "a user listed in users (\"*\" needs a population)",
+                        got: "\"*\""
+                    )
                 }
                 var fraction = 1.0
                 if let value = fields["fraction"] {
                     fraction = try number(value, at: "\(path).fraction")
                     guard fraction > 0, fraction <= 1 else {
-                        throw .invalidArgument("\(path).fraction", "a share greater than 0 and at most 1", got: value.summary)
+                        throw .invalidArgument(
+                            "\(path).fraction",
+                            "a share greater than 0 and at most 1",
+                            got: value.summary
+                        )
                     }
                 }
-                let over = try fields["over"].map { v throws(RoomLinkError) in try duration(v, at: "\(path).over") } ?? .zero
+                let over =
+                    try fields["over"].map { v throws(RoomLinkError) in try duration(v, at: "\(path).over") } ?? .zero
                 target = .population(fraction: fraction, over: over)
             } else {
                 guard known.contains(who) else {
                     throw .invalidArgument("\(path).user", "a user listed in users, or \"*\"", got: "\"\(who)\"")
                 }
                 for key in ["fraction", "over"] where fields[key] != nil {
-                    throw .invalidArgument("\(path).\(key)", "no \(key) for a single user (only with \"user\": \"*\")", got: fields[key]!.summary)
+                    throw .invalidArgument(
+                        "\(path).\(key)",
+                        "no \(key) for a single user (only with \"user\": \"*\")",
+                        got: fields[key]!.summary
+                    )
                 }
                 target = .user(who)
             }
@@ -218,29 +263,44 @@ struct ScenarioReader {
             throw .invalidArgument(
                 "\(path).action",
                 "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, kick, expireToken, renewToken",
-                got: "\"\(name)\"")
+                got: "\"\(name)\""
+            )
         }
     }
 
     // MARK: - Values
 
-    private func object(_ value: JSONValue, at path: String, keys: Set<String>) throws(RoomLinkError)
+    private func object(
+        _ value: JSONValue,
+        at path: String,
+        keys: Set<String>
+    ) throws(RoomLinkError)
         -> [String: JSONValue]
     {
         guard case .object(let fields) = value else { throw .invalidArgument(path, "an object", got: value.summary) }
         if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
             throw .invalidArgument(
                 path == "scenario" ? unknown : "\(path).\(unknown)",
-                "one of the fields \(keys.sorted().joined(separator: ", "))", got: "a field no dialect knows")
+                "one of the fields \(keys.sorted().joined(separator: ", "))",
+                got: "a field no dialect knows"
+            )
         }
         return fields
     }
 
-    private func required(_ fields: [String: JSONValue], _ key: String, at path: String) throws(RoomLinkError)
+    private func required(
+        _ fields: [String: JSONValue],
+        _ key: String,
+        at path: String
+    ) throws(RoomLinkError)
         -> JSONValue
     {
         guard let value = fields[key] else {
-            throw .invalidArgument(path == "scenario" ? key : "\(path).\(key)", "a value", got: "nothing (it is required)")
+            throw .invalidArgument(
+                path == "scenario" ? key : "\(path).\(key)",
+                "a value",
+                got: "nothing (it is required)"
+            )
         }
         return value
     }
@@ -290,7 +350,9 @@ struct ScenarioReader {
     }
 
     private func oneOf<Choice: RawRepresentable & CaseIterable>(
-        _ value: JSONValue, at path: String, _ type: Choice.Type
+        _ value: JSONValue,
+        at path: String,
+        _ type: Choice.Type
     ) throws(RoomLinkError) -> Choice where Choice.RawValue == String {
         let names = Choice.allCases.map(\.rawValue)
         guard case .string(let text) = value, let choice = Choice(rawValue: text) else {

@@ -15,7 +15,8 @@ public struct ProcessUsage: Sendable {
     public static func current() -> ProcessUsage {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         // Prefer the address space's own high-water mark: ru_maxrss survives execve, so under `swift run` it would
         // report SwiftPM's peak instead of ours. (Linux reports ru_maxrss in kilobytes.)

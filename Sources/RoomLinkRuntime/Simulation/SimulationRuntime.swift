@@ -81,7 +81,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     /// Runs `body` with a new simulation and shuts it down afterwards.
     public static func withSimulation<T: Sendable>(
-        seed: UInt64 = 0, _ body: (SimulationRuntime) async throws -> T
+        seed: UInt64 = 0,
+        _ body: (SimulationRuntime) async throws -> T
     ) async rethrows -> T {
         let simulation = SimulationRuntime(seed: seed)
         defer { simulation.shutdown() }
@@ -111,7 +112,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// - Throws: What `body` throws; ``RuntimeError/Code/simulationTimeLimit`` when `limit` passes first;
     ///   ``RuntimeError/Code/simulationStalled`` when the body waits on nothing the simulation can deliver.
     public func run<T: Sendable>(
-        limit: Duration? = nil, _ body: @escaping @Sendable () async throws -> T
+        limit: Duration? = nil,
+        _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         let result = LockedBox<Result<T, any Error>?>(nil)
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -122,7 +124,9 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 return shared.nextRunID
             }
             guard let id else {
-                continuation.resume(throwing: isShutdown ? RuntimeError.loopShutDown("the simulation") : .simulationBusy())
+                continuation.resume(
+                    throwing: isShutdown ? RuntimeError.loopShutDown("the simulation") : .simulationBusy()
+                )
                 return
             }
             Task(executorPreference: self) {
@@ -151,7 +155,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// Stops the simulation thread. Pending timers are cancelled (their handlers are told); jobs already sent run
     /// first. Later timers throw ``RuntimeError/Code/loopShutDown``.
     public func shutdown() {
-        shared.withLock { $0.isShutdown = true; $0.wakeups &+= 1 }
+        shared.withLock {
+            $0.isShutdown = true
+            $0.wakeups &+= 1
+        }
         shared.broadcast()
         thread.join()
     }
@@ -164,7 +171,11 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     public var isInServiceThread: Bool { thread.isCurrent }
 
-    public func scheduleTimer(at deadline: RuntimeInstant, period: Duration?, handler: some TimerHandler)
+    public func scheduleTimer(
+        at deadline: RuntimeInstant,
+        period: Duration?,
+        handler: some TimerHandler
+    )
         throws(RuntimeError) -> TimerHandle
     {
         if let period, period <= .zero { throw .invalidPeriod(period) }
@@ -265,7 +276,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             case .advance(let time):
                 fireTimers(at: time)
             case .wait(let seen):
-                shared.wait(until: { $0.wakeups != seen }) { $0.isThreadWaiting = false }
+                shared.wait(until: { $0.wakeups != seen }, then: { $0.isThreadWaiting = false })
             case .stalled(let run):
                 runState = .idle
                 run.continuation.resume(throwing: RuntimeError.simulationStalled(at: now))
@@ -349,7 +360,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 runSynchronously(job)
             }
         } while shared.withLock({ !$0.inbox.isEmpty })
-        let run = shared.withLock { shared -> ActiveRun? in defer { shared.run = nil }; return shared.run }
+        let run = shared.withLock { shared -> ActiveRun? in
+            defer { shared.run = nil }
+            return shared.run
+        }
         run?.continuation.resume(throwing: RuntimeError.loopShutDown("the simulation"))
     }
 }

@@ -1,7 +1,8 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// An OS thread owned by a loop or a simulation, which knows whether it is the calling thread.
 package final class ServiceThread: Sendable {
@@ -13,7 +14,10 @@ package final class ServiceThread: Sendable {
     /// Starts a thread that runs `body`; `name` identifies it in diagnostics.
     ///
     /// - Throws: ``RuntimeError/Code/invalidConfiguration`` when the system refuses another thread.
-    package static func start(name: String, _ body: @escaping @Sendable () -> Void) throws(RuntimeError)
+    package static func start(
+        name: String,
+        _ body: @escaping @Sendable () -> Void
+    ) throws(RuntimeError)
         -> ServiceThread
     {
         let thread = ServiceThread()
@@ -22,13 +26,16 @@ package final class ServiceThread: Sendable {
         let argument = Unmanaged.passRetained(context).toOpaque()
         var tid = pthread_t()
         let result = pthread_create(
-            &tid, nil,
+            &tid,
+            nil,
             { argument in
                 let context = Unmanaged<Context>.fromOpaque(argument!).takeRetainedValue()
                 context.thread.threadID.store(UInt(pthread_self()), ordering: .releasing)
                 context.body()
                 return nil
-            }, argument)
+            },
+            argument
+        )
         guard result == 0 else {
             Unmanaged<Context>.fromOpaque(argument).release()
             throw .invalidConfiguration("could not start thread \(name): pthread_create returned \(result)")
@@ -44,7 +51,12 @@ package final class ServiceThread: Sendable {
 
     /// Waits for the thread to end. From the thread itself it returns at once (the thread is detached instead).
     package func join() {
-        guard let tid = handle.withLock({ value -> pthread_t? in defer { value = nil }; return value }) else { return }
+        guard
+            let tid = handle.withLock({ value -> pthread_t? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         if isCurrent {
             pthread_detach(tid)
         } else {

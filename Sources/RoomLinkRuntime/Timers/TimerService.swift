@@ -23,7 +23,11 @@ public protocol TimerService: AnyObject, Sendable {
     ///
     /// - Throws: ``RuntimeError/Code/loopShutDown`` after shutdown, ``RuntimeError/Code/invalidPeriod`` for a
     ///   period that is not positive.
-    func scheduleTimer(at deadline: RuntimeInstant, period: Duration?, handler: some TimerHandler) throws(RuntimeError)
+    func scheduleTimer(
+        at deadline: RuntimeInstant,
+        period: Duration?,
+        handler: some TimerHandler
+    ) throws(RuntimeError)
         -> TimerHandle
 
     /// Cancels a timer, if it has not fired yet.
@@ -52,7 +56,10 @@ extension TimerService {
 
     /// Runs `body` once, `delay` from now.
     @discardableResult
-    public func schedule(after delay: Duration, _ body: @escaping @Sendable () -> Void) throws(RuntimeError)
+    public func schedule(
+        after delay: Duration,
+        _ body: @escaping @Sendable () -> Void
+    ) throws(RuntimeError)
         -> TimerHandle
     {
         try schedule(after: delay, handler: ClosureTimerHandler(onFire: body))
@@ -60,7 +67,10 @@ extension TimerService {
 
     /// Runs `body` once at `deadline`.
     @discardableResult
-    public func schedule(at deadline: RuntimeInstant, _ body: @escaping @Sendable () -> Void) throws(RuntimeError)
+    public func schedule(
+        at deadline: RuntimeInstant,
+        _ body: @escaping @Sendable () -> Void
+    ) throws(RuntimeError)
         -> TimerHandle
     {
         try schedule(at: deadline, handler: ClosureTimerHandler(onFire: body))
@@ -69,7 +79,9 @@ extension TimerService {
     /// Calls `handler` every `period`, the first time at `start` (default: one period from now).
     @discardableResult
     public func schedulePeriodic(
-        every period: Duration, startingAt start: RuntimeInstant? = nil, handler: some TimerHandler
+        every period: Duration,
+        startingAt start: RuntimeInstant? = nil,
+        handler: some TimerHandler
     ) throws(RuntimeError) -> TimerHandle {
         guard period > .zero else { throw .invalidPeriod(period) }
         return try scheduleTimer(at: start ?? now.advanced(by: period), period: period, handler: handler)

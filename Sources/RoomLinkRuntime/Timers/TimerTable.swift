@@ -38,11 +38,17 @@
     /// Arms a timer and returns its handle. `remoteID` is the handle already given out off-thread, if any.
     @inlinable
     @_spi(RoomLinkInternals) public mutating func arm(
-        deadline: RuntimeInstant, period: Duration?, handler: any TimerHandler, remoteID: UInt64? = nil
+        deadline: RuntimeInstant,
+        period: Duration?,
+        handler: any TimerHandler,
+        remoteID: UInt64? = nil
     ) -> TimerHandle {
         var record = TimerRecord(
-            handler: handler, deadline: deadline.nanoseconds, period: period?.nanosecondsClamped ?? 0,
-            publicID: remoteID ?? 0)
+            handler: handler,
+            deadline: deadline.nanoseconds,
+            period: period?.nanosecondsClamped ?? 0,
+            publicID: remoteID ?? 0
+        )
         let id = queue.insert(deadline: realNanoseconds(deadline.nanoseconds), payload: record)
         if let remoteID {
             remoteIDs[remoteID] = id
@@ -61,7 +67,9 @@
 
     /// Cancels a timer. Returns the outcome and, when it is `.cancelled` now, the handler to tell.
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func cancel(_ handle: TimerHandle) -> (TimerCancellation, (any TimerHandler)?) {
+    @_spi(RoomLinkInternals) public mutating func cancel(
+        _ handle: TimerHandle
+    ) -> (TimerCancellation, (any TimerHandler)?) {
         guard let id = wheelID(handle) else { return (.notPending, nil) }
         if let record = queue.remove(id) {
             forgetRemote(record.publicID)
@@ -104,7 +112,10 @@
     /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
     /// during the firing.
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func endFiring(_ id: TimerQueueID, now: UInt64) -> (any TimerHandler, TimerHandle)? {
+    @_spi(RoomLinkInternals) public mutating func endFiring(
+        _ id: TimerQueueID,
+        now: UInt64
+    ) -> (any TimerHandler, TimerHandle)? {
         firing = nil
         guard var record = queue.payload(id), queue.isDetached(id) else { return nil }
         if record.period > 0, !record.isCancelRequested {
@@ -128,7 +139,9 @@
     @inlinable
     @_spi(RoomLinkInternals) public mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
-        return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, TimerHandle(rawValue: $0.1.publicID)) }
+        return queue.removeAll().filter { !$0.1.isCancelled }.map {
+            ($0.1.handler, TimerHandle(rawValue: $0.1.publicID))
+        }
     }
 
     /// Drops the mapping of a handle given out off-thread; local handles have none (and skip the hashing).
@@ -151,7 +164,10 @@ extension TimerTable where Queue == TimerWheel<TimerRecord> {
 
     /// Moves to real time `now` and appends every due timer to `due`, in deadline order.
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func expire(at now: UInt64, into due: inout [TimerWheel<TimerRecord>.Expired]) {
+    @_spi(RoomLinkInternals) public mutating func expire(
+        at now: UInt64,
+        into due: inout [TimerWheel<TimerRecord>.Expired]
+    ) {
         queue.advance(to: now, into: &due)
     }
 }

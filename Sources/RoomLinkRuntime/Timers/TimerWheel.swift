@@ -223,8 +223,11 @@
                     count -= 1
                     expired.append(
                         Expired(
-                            deadline: entries[index].deadline, sequence: entries[index].sequence,
-                            id: ID(index: slot.index, generation: entries[index].generation)))
+                            deadline: entries[index].deadline,
+                            sequence: entries[index].sequence,
+                            id: ID(index: slot.index, generation: entries[index].generation)
+                        )
+                    )
                 } else {
                     // Cascading moves the slot alone (stale ones too): no entry is read.
                     append(slot, to: bucketIndex(for: slot.expiryTick))

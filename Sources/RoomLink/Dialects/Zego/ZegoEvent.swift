@@ -1,8 +1,12 @@
 /// What a ZEGO client's callbacks deliver: `onRoomStateChanged` and `onRoomUserUpdate` (SPEC §2).
 public enum ZegoEvent: Sendable, Equatable {
     /// `onRoomStateChanged(roomID, reason, errorCode, extendedData)`.
-    case roomStateChanged(roomID: String, reason: ZegoRoomStateChangedReason, errorCode: ZegoErrorCode,
-                          extendedData: [String: String])
+    case roomStateChanged(
+        roomID: String,
+        reason: ZegoRoomStateChangedReason,
+        errorCode: ZegoErrorCode,
+        extendedData: [String: String]
+    )
     /// `onRoomUserUpdate(roomID, updateType, userList)`; only for users who logged in with `isUserStatusNotify`.
     case roomUserUpdate(roomID: String, update: ZegoUpdateType, users: [String])
 }
@@ -23,7 +27,10 @@ extension ZegoEvent: EventLogRepresentable {
             return EventLogLine(type: "roomState", room: roomID, fields: fields)
         case .roomUserUpdate(let roomID, let update, let users):
             return EventLogLine(
-                type: "userUpdate", room: roomID, fields: [("update", .string(update.rawValue)), ("users", .strings(users))])
+                type: "userUpdate",
+                room: roomID,
+                fields: [("update", .string(update.rawValue)), ("users", .strings(users))]
+            )
         }
     }
 }
