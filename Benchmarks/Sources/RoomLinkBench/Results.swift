@@ -15,6 +15,24 @@ struct TimerCaseResult: Codable, Sendable {
     var wallSeconds: Double
 }
 
+extension TimerCaseResult {
+    /// A case's result from its costs, the lateness its timers recorded, and when it started (the runner names it).
+    init(n: Int, scheduleNs: Double, fireCpuNs: Double, cancelNs: Double, stats: FireStats, startedAt started: Int64) {
+        let late = stats.latenessMicroseconds()
+        self.init(
+            name: "",
+            n: n,
+            scheduleNs: scheduleNs,
+            fireCpuNs: fireCpuNs,
+            cancelNs: cancelNs,
+            latenessP50Us: late.p50,
+            latenessP99Us: late.p99,
+            latenessMaxUs: late.max,
+            wallSeconds: Double(Monotonic.now() - started) / 1e9
+        )
+    }
+}
+
 /// One heartbeat case: every client re-arms a periodic timer.
 struct HeartbeatCaseResult: Codable, Sendable {
     var kind = "heartbeat"

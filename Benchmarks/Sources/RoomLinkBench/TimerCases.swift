@@ -104,17 +104,13 @@ enum TimerCases {
             }
             return timeCancels(workload.cancelIndices) { loop.cancel(handles[$0]) }
         }
-        let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "",
             n: workload.n,
             scheduleNs: scheduleNs,
             fireCpuNs: fireCpuNs,
             cancelNs: cancelNs,
-            latenessP50Us: late.p50,
-            latenessP99Us: late.p99,
-            latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9
+            stats: stats,
+            startedAt: started
         )
     }
 
@@ -169,17 +165,13 @@ enum TimerCases {
             sources.items.removeAll()
             return cost
         }
-        let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "",
             n: workload.n,
             scheduleNs: scheduleNs,
             fireCpuNs: fireCpuNs,
             cancelNs: cancelNs,
-            latenessP50Us: late.p50,
-            latenessP99Us: late.p99,
-            latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9
+            stats: stats,
+            startedAt: started
         )
     }
 
@@ -222,17 +214,13 @@ enum TimerCases {
         let cancelNs = timeCancels(workload.cancelIndices) { tasks[$0].cancel() }
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
-        let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "",
             n: workload.n,
             scheduleNs: scheduleNs,
             fireCpuNs: fireCpuNs,
             cancelNs: cancelNs,
-            latenessP50Us: late.p50,
-            latenessP99Us: late.p99,
-            latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9
+            stats: stats,
+            startedAt: started
         )
     }
 
@@ -266,17 +254,13 @@ enum TimerCases {
             return timeCancels(workload.cancelIndices) { scheduled[$0].cancel() }
         }.get()
         try await group.shutdownGracefully()
-        let late = stats.latenessMicroseconds()
         return TimerCaseResult(
-            name: "",
             n: workload.n,
             scheduleNs: scheduleNs,
             fireCpuNs: fireCpuNs,
             cancelNs: cancelNs,
-            latenessP50Us: late.p50,
-            latenessP99Us: late.p99,
-            latenessMaxUs: late.max,
-            wallSeconds: Double(Monotonic.now() - started) / 1e9
+            stats: stats,
+            startedAt: started
         )
     }
 }
