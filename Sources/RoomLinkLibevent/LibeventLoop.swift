@@ -83,7 +83,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
             freeLibevent()
             throw error
         }
-        if timerBackend != .wheel {
+        if !usesWheel {
             eventTimers = TimerTable(
                 queue: LibeventTimerQueue(
                     base: base,
@@ -121,10 +121,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         if let period, period <= .zero { throw .invalidPeriod(period) }
         if isInServiceThread {
             if isStopped { throw .loopShutDown("loop \(index)") }
-            if usesWheel {
-                return wheelTimers.arm(deadline: deadline, period: period, handler: handler)
-            }
-            return eventTimers!.arm(deadline: deadline, period: period, handler: handler)
+            return armHere(deadline: deadline, period: period, handler: handler, remoteID: nil)
         }
         let remoteID = remoteIDs.next()
         guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: handler)) else {
@@ -140,14 +137,8 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         }
         // A handle given out off-thread whose arm message is still in the inbox: take the inbox first, so the
         // cancel finds the timer instead of answering `.notPending` and letting it fire later.
-        if RemoteTimerIDs.isRemote(timer.rawValue),
-            usesWheel ? wheelTimers.isUnknownRemote(timer) : eventTimers!.isUnknownRemote(timer)
-        {
-            takeInbox()
-        }
-        let (outcome, handler) = usesWheel ? wheelTimers.cancel(timer) : eventTimers!.cancel(timer)
-        handler?.timerCancelled(timer)
-        return outcome
+        if usesWheel ? wheelTimers.isUnknownRemote(timer) : eventTimers!.isUnknownRemote(timer) { takeInbox() }
+        return cancelHere(timer)
     }
 
     /// Timers waiting on this loop. Call on the loop thread.
@@ -199,6 +190,27 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     // MARK: - Loop thread
 
+    /// Arms a timer in this backend's table. Call on the loop thread.
+    private func armHere(
+        deadline: RuntimeInstant,
+        period: Duration?,
+        handler: any TimerHandler,
+        remoteID: UInt64?
+    ) -> TimerHandle {
+        if usesWheel {
+            return wheelTimers.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
+        }
+        return eventTimers!.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
+    }
+
+    /// Cancels a timer in this backend's table and tells its handler. Call on the loop thread; it never takes the
+    /// inbox, so `takeInbox` can use it without reordering messages.
+    private func cancelHere(_ timer: TimerHandle) -> TimerCancellation {
+        let (outcome, handler) = usesWheel ? wheelTimers.cancel(timer) : eventTimers!.cancel(timer)
+        handler?.timerCancelled(timer)
+        return outcome
+    }
+
     private func realNow() -> UInt64 {
         Libevent.monotonicNanoseconds() &- epoch
     }
@@ -238,14 +250,11 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
             case .arm(let remoteID, let deadline, let period, let handler):
                 if isStopped {
                     handler.timerCancelled(TimerHandle(rawValue: remoteID))
-                } else if eventTimers != nil {
-                    _ = eventTimers!.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
                 } else {
-                    _ = wheelTimers.arm(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
+                    _ = armHere(deadline: deadline, period: period, handler: handler, remoteID: remoteID)
                 }
             case .cancel(let handle):
-                let (_, handler) = eventTimers != nil ? eventTimers!.cancel(handle) : wheelTimers.cancel(handle)
-                handler?.timerCancelled(handle)
+                _ = cancelHere(handle)
             }
         }
     }
@@ -303,7 +312,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     /// Arms the wheel's one libevent timer for the wheel's next expiry, if that changed.
     private func armDriver() {
-        guard eventTimers == nil, !isStopped else { return }
+        guard usesWheel, !isStopped else { return }
         let next = wheelTimers.nextRealDeadline
         guard next != armedDriverDeadline else { return }
         armedDriverDeadline = next
@@ -323,7 +332,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         guard !isStopped else { return }
         isStopped = true
         event_del(driver)
-        let cancelled = eventTimers != nil ? eventTimers!.removeAll() : wheelTimers.removeAll()
+        let cancelled = usesWheel ? wheelTimers.removeAll() : eventTimers!.removeAll()
         for (handler, handle) in cancelled { handler.timerCancelled(handle) }
         // Run what was already sent, so no task awaiting an actor here hangs; later jobs go to the retired
         // executor because `send` now refuses them.

@@ -136,7 +136,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 let outcome: Result<T, any Error>
                 do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
                 result.withLock { $0 = outcome }
-                self.endRun(id, error: nil)
+                self.endRun(id)
             }
         }
         guard let outcome = result.withLock({ $0 }) else {
@@ -339,7 +339,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         runState = .running(id: id, horizon: horizon)
     }
 
-    private func endRun(_ id: UInt64, error: (any Error)?) {
+    private func endRun(_ id: UInt64) {
         guard case .running(let current, _) = runState, current == id else { return }
         runState = .idle
         let run = shared.withLock { shared -> ActiveRun? in
@@ -347,7 +347,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             defer { shared.run = nil }
             return shared.run
         }
-        if let error { run?.continuation.resume(throwing: error) } else { run?.continuation.resume() }
+        run?.continuation.resume()  // the body's value or error travels in `run`'s result box
     }
 
     private func shutDownOnThread() {

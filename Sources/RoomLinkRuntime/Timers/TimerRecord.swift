@@ -5,18 +5,18 @@
     @_spi(RoomLinkInternals) public var deadline: Int64
     /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
     @_spi(RoomLinkInternals) public var period: Int64
-    /// The handle's raw value given to the user.
-    @_spi(RoomLinkInternals) public var publicID: UInt64
+    /// The handle given out off the service thread, or 0 for a timer armed on it (whose handle is its queue ID).
+    @_spi(RoomLinkInternals) public var remoteID: UInt64
     /// A periodic timer was cancelled by its own handler while firing; the handler is told after it returns.
     @_spi(RoomLinkInternals) public var isCancelRequested = false
     /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
     @_spi(RoomLinkInternals) public var isCancelled = false
 
     @inlinable
-    public init(handler: any TimerHandler, deadline: Int64, period: Int64, publicID: UInt64) {
+    public init(handler: any TimerHandler, deadline: Int64, period: Int64, remoteID: UInt64) {
         self.handler = handler
         self.deadline = deadline
         self.period = period
-        self.publicID = publicID
+        self.remoteID = remoteID
     }
 }

@@ -43,20 +43,21 @@
         handler: any TimerHandler,
         remoteID: UInt64? = nil
     ) -> TimerHandle {
-        var record = TimerRecord(
+        let record = TimerRecord(
             handler: handler,
             deadline: deadline.nanoseconds,
             period: period?.nanosecondsClamped ?? 0,
-            publicID: remoteID ?? 0
+            remoteID: remoteID ?? 0
         )
         let id = queue.insert(deadline: realNanoseconds(deadline.nanoseconds), payload: record)
-        if let remoteID {
-            remoteIDs[remoteID] = id
-        } else {
-            record.publicID = id.rawValue
-            queue.setPayload(id, record)
-        }
-        return TimerHandle(rawValue: record.publicID)
+        if let remoteID { remoteIDs[remoteID] = id }
+        return handle(for: record, id)
+    }
+
+    /// The handle the user holds for a timer: the one given out off-thread, or else the queue ID.
+    @inlinable
+    @_spi(RoomLinkInternals) public func handle(for record: TimerRecord, _ id: TimerQueueID) -> TimerHandle {
+        TimerHandle(rawValue: record.remoteID != 0 ? record.remoteID : id.rawValue)
     }
 
     /// Whether `handle` was given out off-thread and its arm message has not been processed yet.
@@ -72,7 +73,7 @@
     ) -> (TimerCancellation, (any TimerHandler)?) {
         guard let id = wheelID(handle) else { return (.notPending, nil) }
         if let record = queue.remove(id) {
-            forgetRemote(record.publicID)
+            forgetRemote(record.remoteID)
             return (.cancelled, record.handler)
         }
         // Detached: the timer is due in the batch being fired, or firing right now.
@@ -101,11 +102,11 @@
         guard queue.isDetached(id), let record = queue.payload(id) else { return nil }
         if record.isCancelled {
             queue.free(id)
-            forgetRemote(record.publicID)
+            forgetRemote(record.remoteID)
             return nil
         }
         firing = id
-        return (record.handler, TimerHandle(rawValue: record.publicID))
+        return (record.handler, handle(for: record, id))
     }
 
     /// Finishes a firing: re-arms a periodic timer on its absolute schedule (skipping periods that have wholly
@@ -131,23 +132,21 @@
             return nil
         }
         queue.free(id)
-        forgetRemote(record.publicID)
-        return record.isCancelRequested ? (record.handler, TimerHandle(rawValue: record.publicID)) : nil
+        forgetRemote(record.remoteID)
+        return record.isCancelRequested ? (record.handler, handle(for: record, id)) : nil
     }
 
     /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.
     @inlinable
     @_spi(RoomLinkInternals) public mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
-        return queue.removeAll().filter { !$0.1.isCancelled }.map {
-            ($0.1.handler, TimerHandle(rawValue: $0.1.publicID))
-        }
+        return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, handle(for: $0.1, $0.0)) }
     }
 
-    /// Drops the mapping of a handle given out off-thread; local handles have none (and skip the hashing).
+    /// Drops the mapping of a handle given out off-thread; local timers have none (and skip the hashing).
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func forgetRemote(_ publicID: UInt64) {
-        if RemoteTimerIDs.isRemote(publicID) { remoteIDs.removeValue(forKey: publicID) }
+    @_spi(RoomLinkInternals) public mutating func forgetRemote(_ remoteID: UInt64) {
+        if remoteID != 0 { remoteIDs.removeValue(forKey: remoteID) }
     }
 
     @inlinable
