@@ -67,15 +67,13 @@ public struct HeartbeatLoad: Sendable {
         let stats = try await onEachLoop(loops) { index, _ in populations[index].stop() }
         let wall = ContinuousClock.now - wallStart
 
-        var lateness = Histogram<UInt64>(
-            highestTrackableValue: 3_600_000_000_000,
-            numberOfSignificantValueDigits: .three
-        )
-        var fires = 0
-        for item in stats {
-            lateness.add(item.lateness)
-            fires += item.fires
+        // Merge into a fresh `Stats`, so the histogram's range is set in one place.
+        let total = stats.reduce(into: HeartbeatPopulation.Stats()) {
+            $0.fires += $1.fires
+            $0.lateness.add($1.lateness)
         }
+        let fires = total.fires
+        let lateness = total.lateness
         let steadyFires = fires - firesAtSteadyStart.reduce(0, +)
         let cpu = usageEnd.cpuSeconds - usageStart.cpuSeconds
         func ms(_ percentile: Double) -> Double { Double(lateness.valueAtPercentile(percentile)) / 1e6 }
