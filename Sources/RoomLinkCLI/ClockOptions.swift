@@ -13,8 +13,8 @@ struct ClockOptions: ParsableArguments {
     @Option(help: "Real seconds per scenario second on the real clock (0.01 runs 20 min in 12 s).")
     var timeScale: Double = 1
 
-    @Option(help: "Seed of the virtual clock's random streams.")
-    var seed: UInt64 = 0
+    @Option(help: "Seed of the random streams (default 0, or the scenario's seed for `run`).")
+    var seed: UInt64?
 
     @Option(help: "libevent loops (threads) on the real clock; default one per core.")
     var loops: Int = LibeventLoopGroup.coreCount
@@ -38,7 +38,7 @@ struct ClockOptions: ParsableArguments {
     func withRuntime<T: Sendable>(_ body: (any RuntimeLoopGroup) async throws -> T) async throws -> T {
         switch clock {
         case .virtual:
-            return try await SimulationRuntime.withSimulation(seed: seed) { try await body($0) }
+            return try await SimulationRuntime.withSimulation(seed: seed ?? 0) { try await body($0) }
         case .real:
             let configuration = LibeventLoopGroup.Configuration(
                 loopCount: loops,

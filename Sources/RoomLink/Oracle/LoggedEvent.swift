@@ -32,6 +32,19 @@ public struct LoggedEvent: Sendable, Equatable {
         self.lists = lists
     }
 
+    /// The event an ``EventLogLine`` describes, as reading its JSON line back would give it (without the text).
+    public init(line: EventLogLine, user: String, time: Double) {
+        self.init(time: time, user: user, room: line.room, type: line.type)
+        for (key, value) in line.fields {
+            switch value {
+            case .string(let text): strings[key] = text
+            case .integer(let number): integers[key] = number
+            case .strings(let list): lists[key] = list
+            case .object: break  // not checked, as when read from text
+            }
+        }
+    }
+
     /// Reads JSON Lines text; blank lines are skipped.
     ///
     /// - Throws: ``RoomLinkError`` naming the line (`events line 12`) and what was wrong with it.

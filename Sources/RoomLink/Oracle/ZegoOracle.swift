@@ -43,9 +43,11 @@ public struct ZegoOracle: Sendable {
     public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(10), tolerance: Duration = .seconds(2)) {
         self.scenario = scenario
         self.serverHeartbeatTimeout = scenario.timings["serverHeartbeatTimeout"] ?? .seconds(90)
-        self.retryTimeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
+        let timeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
+        self.retryTimeout = min(timeout, scenario.retry?.maxElapsed ?? timeout)
         self.heartbeatInterval = scenario.timings["heartbeatInterval"] ?? heartbeatInterval
         self.tolerance = tolerance
+        self.namedUsers = Set(scenario.users.map(\.id))
     }
 
     private static let allowed: [String: Set<String>] = [
@@ -62,7 +64,7 @@ public struct ZegoOracle: Sendable {
     private static let codes: [String: Set<Int64>] = [
         "logining": [0], "logined": [0], "reconnected": [0], "logout": [0],
         "loginFailed": [1_002_001, 1_002_011, 1_002_033, 1_002_034, 1_002_053],
-        "reconnecting": [1_002_051], "reconnectFailed": [1_002_053],
+        "reconnecting": [1_002_051], "reconnectFailed": [1_002_034, 1_002_053],
         "kickOut": [1_002_050, 1_002_055, 1_002_056], "logoutFailed": [1_002_002],
     ]
 
@@ -71,65 +73,83 @@ public struct ZegoOracle: Sendable {
         var room: String
     }
 
+    /// Whether a line reports a refused call (`loginFailed` 1002001 / 1002011) rather than a change of state.
+    private static func isCallError(_ reason: String, _ code: Int64?) -> Bool {
+        reason == "loginFailed" && (code == 1_002_001 || code == 1_002_011)
+    }
+
+    private let namedUsers: Set<String>
+    private var state: [Key: String] = [:]
+    private var episodeStart: [Key: Double] = [:]
+    /// When each named (user, room) was in the room (logined … end), for the presence rules.
+    private var stays: [Key: [(from: Double, to: Double)]] = [:]
+    private var namedEvents: [LoggedEvent] = []
+    private var violations: [Violation] = []
+
     /// Every violation in `events`, in log order (presence expectations at the time they were due).
     public func check(_ events: [LoggedEvent]) -> [Violation] {
-        var violations: [Violation] = []
-        var state: [Key: String] = [:]
-        var episodeStart: [Key: Double] = [:]
-        /// When each (user, room) was in the room (logined … end), for the presence rules.
-        var stays: [Key: [(from: Double, to: Double)]] = [:]
+        var oracle = self
+        for event in events { oracle.observe(event) }
+        return oracle.finish()
+    }
 
-        for event in events {
-            guard let room = event.room else { continue }
-            let key = Key(user: event.user, room: room)
-            let current = state[key] ?? "logout"
-            func violation(_ rule: String, _ message: String) {
-                violations.append(
-                    Violation(rule: rule, time: event.time, user: event.user, room: room, message: message)
-                )
-            }
-            switch event.type {
-            case "roomState":
-                guard let reason = event.strings["reason"] else {
-                    violation("transition", "a roomState line without a reason")
-                    continue
-                }
-                if let allowedCodes = Self.codes[reason], let code = event.integers["code"],
-                    !allowedCodes.contains(code)
-                {
-                    violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
-                }
-                if reason == "logoutFailed" { continue }  // a failed call, not a change of state
-                if Self.terminal.contains(current), reason != "logining" {
-                    violation("afterEnd", "\(reason) after \(current): only a new login may follow")
-                } else if !(Self.allowed[current]?.contains(reason) ?? false) {
-                    violation("transition", "\(current) → \(reason) is not a ZEGO state sequence")
-                }
-                if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = event.time }
-                if reason == "reconnectFailed", let start = episodeStart[key] {
-                    let expected = start + retryTimeout.milliseconds
-                    if abs(event.time - expected) > tolerance.milliseconds {
-                        violation(
-                            "retryTimeout",
-                            "reconnectFailed at \(event.time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)"
-                        )
-                    }
-                }
-                if reason == "logined" { stays[key, default: []].append((event.time, .infinity)) }
-                if ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
-                    stays[key]![last].to = event.time
-                }
-                state[key] = reason
-            case "userUpdate":
-                if Self.terminal.contains(current) {
-                    violation("afterEnd", "a user update after \(current)")
-                }
-            default:
-                continue
-            }
+    /// Checks one more event of the log, in log order. Per-(user, room) rules are checked at once with a few
+    /// bytes per pair; the events of the scenario's named users are kept for the presence rules of ``finish()``.
+    public mutating func observe(_ event: LoggedEvent) {
+        guard let room = event.room else { return }
+        let key = Key(user: event.user, room: room)
+        let current = state[key] ?? "logout"
+        let named = namedUsers.contains(event.user)
+        if named { namedEvents.append(event) }
+        func violation(_ rule: String, _ message: String) {
+            violations.append(Violation(rule: rule, time: event.time, user: event.user, room: room, message: message))
         }
-        violations += presenceViolations(events, stays: stays)
-        return violations.sorted { $0.time < $1.time }
+        switch event.type {
+        case "roomState":
+            guard let reason = event.strings["reason"] else {
+                violation("transition", "a roomState line without a reason")
+                return
+            }
+            let code = event.integers["code"]
+            if let allowedCodes = Self.codes[reason], let code, !allowedCodes.contains(code) {
+                violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
+            }
+            if reason == "logoutFailed" { return }  // a failed call, not a change of state
+            if Self.terminal.contains(current), reason != "logining", !Self.isCallError(reason, code) {
+                violation("afterEnd", "\(reason) after \(current): only a new login may follow")
+            } else if !(Self.allowed[current]?.contains(reason) ?? false), !Self.isCallError(reason, code) {
+                violation("transition", "\(current) → \(reason) is not a ZEGO state sequence")
+            }
+            if Self.isCallError(reason, code) { return }  // a refused call leaves the room's state alone
+            if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = event.time }
+            if reason == "reconnectFailed", code == 1_002_053, let start = episodeStart[key] {
+                let expected = start + retryTimeout.milliseconds
+                // A policy with an attempt limit may give up before the timeout, never after it.
+                let early = scenario.retry?.maxAttempts != nil
+                if event.time > expected + tolerance.milliseconds
+                    || (!early && event.time < expected - tolerance.milliseconds)
+                {
+                    violation(
+                        "retryTimeout",
+                        "reconnectFailed at \(event.time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)"
+                    )
+                }
+            }
+            if named, reason == "logined" { stays[key, default: []].append((event.time, .infinity)) }
+            if named, ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
+                stays[key]![last].to = event.time
+            }
+            state[key] = reason
+        case "userUpdate":
+            if Self.terminal.contains(current) { violation("afterEnd", "a user update after \(current)") }
+        default:
+            return
+        }
+    }
+
+    /// The violations found, in time order, after checking the presence rules over the whole log.
+    public func finish() -> [Violation] {
+        (violations + presenceViolations(namedEvents, stays: stays)).sorted { $0.time < $1.time }
     }
 
     /// The `presence` and `rejoin` rules, from the scenario's outages of named users.

@@ -65,14 +65,26 @@ public struct Scenario: Sendable, Equatable {
     }
 
     /// Generated users: `clients` users spread evenly over `rooms` rooms.
+    ///
+    /// User `i` is named `u<i>` (its ID and user ID) and belongs to room `room-<i mod rooms>`: a population `login`
+    /// without a `room` logs each user in to its own room.
     public struct Population: Sendable, Equatable {
         public var clients: Int
         public var rooms: Int
+        /// Whether the generated users ask for user-status notification (ZEGO `isUserStatusNotify`).
+        public var userStatusNotify: Bool
 
-        public init(clients: Int, rooms: Int) {
+        public init(clients: Int, rooms: Int, userStatusNotify: Bool = false) {
             self.clients = clients
             self.rooms = rooms
+            self.userStatusNotify = userStatusNotify
         }
+
+        /// The name (and user ID) of population user `index`.
+        public static func userName(_ index: Int) -> String { "u\(index)" }
+
+        /// The room of population user `index`.
+        public func room(ofUser index: Int) -> String { "room-\(index % rooms)" }
     }
 
     /// Which users an entry acts on.
@@ -86,7 +98,8 @@ public struct Scenario: Sendable, Equatable {
 
     /// What happens.
     public enum Action: Sendable, Equatable {
-        case login(room: String, token: String?)
+        /// Log in to `room`; a population entry without a room logs each user in to its own room.
+        case login(room: String?, token: String?)
         case logout(room: String?)
         case switchRoom(from: String, to: String)
         /// The connection drops and the client knows at once.
@@ -134,8 +147,8 @@ public struct Scenario: Sendable, Equatable {
     /// ignored; a name no dialect knows is an error.
     public static let timingNames: [Dialect: Set<String>] = [
         .zego: [
-            "loginLatency", "userUpdateDelay", "serverHeartbeatTimeout", "retryTimeout", "heartbeatInterval",
-            "blackholeDetection",
+            "loginProcessing", "userUpdateDelay", "serverHeartbeatTimeout", "tokenRenewalGrace", "heartbeatInterval",
+            "blackholeDetection", "attemptTimeout", "loginTimeout", "retryTimeout",
         ],
         .agora: [
             "joinLatency", "peerJoinDelay", "interruptedAfter", "lostAfter", "peerOfflineAfter", "retryTimeout",

@@ -93,13 +93,17 @@ struct ScenarioReader {
     }
 
     private func population(_ value: JSONValue) throws(RoomLinkError) -> Scenario.Population {
-        let fields = try object(value, at: "population", keys: ["clients", "rooms"])
+        let fields = try object(value, at: "population", keys: ["clients", "rooms", "userStatusNotify"])
         let clients = try integer(required(fields, "clients", at: "population"), at: "population.clients", minimum: 0)
         let rooms = try integer(required(fields, "rooms", at: "population"), at: "population.rooms", minimum: 0)
         if clients > 0, rooms == 0 {
             throw .invalidArgument("population.rooms", "at least 1 room for \(clients) clients", got: "0")
         }
-        return Scenario.Population(clients: clients, rooms: rooms)
+        var population = Scenario.Population(clients: clients, rooms: rooms)
+        if let notify = fields["userStatusNotify"] {
+            population.userStatusNotify = try bool(notify, at: "population.userStatusNotify")
+        }
+        return population
     }
 
     private func auth(_ value: JSONValue) throws(RoomLinkError) -> [String: String] {
@@ -236,12 +240,19 @@ struct ScenarioReader {
                 }
                 target = .user(who)
             }
-            entries.append(Scenario.Entry(at: at, target: target, action: try action(fields, at: path)))
+            let isPopulation = if case .population = target { true } else { false }
+            entries.append(
+                Scenario.Entry(at: at, target: target, action: try action(fields, at: path, population: isPopulation))
+            )
         }
         return entries
     }
 
-    private func action(_ fields: [String: JSONValue], at path: String) throws(RoomLinkError) -> Scenario.Action {
+    private func action(
+        _ fields: [String: JSONValue],
+        at path: String,
+        population: Bool
+    ) throws(RoomLinkError) -> Scenario.Action {
         let name = try string(required(fields, "action", at: path), at: "\(path).action")
         func text(_ key: String) throws(RoomLinkError) -> String {
             try nonEmptyString(required(fields, key, at: path), at: "\(path).\(key)")
@@ -250,7 +261,12 @@ struct ScenarioReader {
             try fields[key].map { v throws(RoomLinkError) in try nonEmptyString(v, at: "\(path).\(key)") }
         }
         switch name {
-        case "login": return .login(room: try text("room"), token: try optionalText("token"))
+        case "login":
+            // A population user has a room of its own; a named user must say which room.
+            return .login(
+                room: population ? try optionalText("room") : try text("room"),
+                token: try optionalText("token")
+            )
         case "logout": return .logout(room: try optionalText("room"))
         case "switchRoom": return .switchRoom(from: try text("from"), to: try text("to"))
         case "networkDown": return .networkDown

@@ -9,6 +9,9 @@ public enum ZegoEvent: Sendable, Equatable {
     )
     /// `onRoomUserUpdate(roomID, updateType, userList)`; only for users who logged in with `isUserStatusNotify`.
     case roomUserUpdate(roomID: String, update: ZegoUpdateType, users: [String])
+    /// `onRoomTokenWillExpire(roomID, remainTimeInSecond)`: renew the token with `renewToken` within this time or
+    /// be kicked out (1002056). Logged as type `tokenWillExpire` with `remainingSeconds`.
+    case roomTokenWillExpire(roomID: String, remainingSeconds: Int)
 }
 
 /// Whether peers joined or left (`ZegoUpdateType`).
@@ -30,6 +33,12 @@ extension ZegoEvent: EventLogRepresentable {
                 type: "userUpdate",
                 room: roomID,
                 fields: [("update", .string(update.rawValue)), ("users", .strings(users))]
+            )
+        case .roomTokenWillExpire(let roomID, let remainingSeconds):
+            return EventLogLine(
+                type: "tokenWillExpire",
+                room: roomID,
+                fields: [("remainingSeconds", .integer(Int64(remainingSeconds)))]
             )
         }
     }

@@ -1,0 +1,60 @@
+/// What a client sends to the server of one room.
+///
+/// The protocol is RoomLink's own, shared by every dialect: a dialect's client maps its calls onto these messages and
+/// the server's replies (``ServerMessage``) back onto its vendor's callbacks.
+public enum ClientMessage: Sendable, Equatable {
+    /// Join the room (a first login, or a reconnection of an existing session).
+    case login(LoginRequest)
+    /// "I am still here": refreshes the member's heartbeat deadline; the server answers ``ServerMessage/heartbeatAck(session:)``.
+    case heartbeat(userID: String, session: SessionID)
+    /// Leave the room.
+    case logout(userID: String, session: SessionID)
+    /// Replace the session's token before it expires.
+    case renewToken(userID: String, session: SessionID, token: String)
+    /// The connection carrying the session closed under the client (its network went down). Sent by the client
+    /// when its link drops; a transport delivers it whatever the link state, as the server's view of the socket
+    /// closing. The server starts the member's heartbeat timeout from it and keeps the member meanwhile.
+    case connectionClosed(userID: String, session: SessionID)
+}
+
+/// Identifies one login of one client device: a new login makes a new session, a reconnection keeps it.
+public struct SessionID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+
+    public init(rawValue: UInt64) {
+        self.rawValue = rawValue
+    }
+
+    public var description: String { String(rawValue, radix: 16) }
+}
+
+/// A login or reconnection request.
+public struct LoginRequest: Sendable, Equatable {
+    /// The identity the server knows the user by; two devices with one user ID are one user.
+    public var userID: String
+    public var session: SessionID
+    /// The token the server checks against its authentication table, if it has one.
+    public var token: String?
+    /// Whether the member wants to hear about peers joining and leaving.
+    public var userStatusNotify: Bool
+    /// The member cap the first member of a room sets; ignored once the room exists.
+    public var maxMemberCount: Int?
+    /// A reconnection of `session` after its connection was lost, rather than a new login.
+    public var isReconnect: Bool
+
+    public init(
+        userID: String,
+        session: SessionID,
+        token: String? = nil,
+        userStatusNotify: Bool = false,
+        maxMemberCount: Int? = nil,
+        isReconnect: Bool = false
+    ) {
+        self.userID = userID
+        self.session = session
+        self.token = token
+        self.userStatusNotify = userStatusNotify
+        self.maxMemberCount = maxMemberCount
+        self.isReconnect = isReconnect
+    }
+}

@@ -1,0 +1,102 @@
+/// The server side of every room: rooms as actors spread over a loop group, the authentication table, and the
+/// business server's admin calls (kick, token expiry).
+///
+/// A room is created on first use and placed on `group.loop(for: roomID)`, so a room and the clients the load
+/// generator places by room share a loop and talk without crossing threads.
+public final class RoomServer: RoomDirectory {
+    public let group: any RuntimeLoopGroup
+    public let transport: any RoomTransport
+    public let timings: ServerTimings
+    private let rooms = LockedBox<[String: ServerRoom]>([:])
+    private let tokens: LockedBox<TokenTable>
+
+    private struct TokenTable {
+        /// The valid token of each user ID; `nil` when the server checks no tokens.
+        var auth: [String: String]?
+        /// Tokens that expired, by user ID ("" for a login without a token).
+        var expired: [String: Set<String>] = [:]
+    }
+
+    /// Creates a server.
+    ///
+    /// - Parameters:
+    ///   - group: Where the rooms run.
+    ///   - transport: How rooms reach clients; a ``SimulatedNetwork`` is attached to this server.
+    ///   - timings: The dialect's server timings.
+    ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
+    public init(
+        group: any RuntimeLoopGroup,
+        transport: any RoomTransport,
+        timings: ServerTimings = .zego,
+        auth: [String: String]? = nil
+    ) {
+        self.group = group
+        self.transport = transport
+        self.timings = timings
+        self.tokens = LockedBox(TokenTable(auth: auth))
+        (transport as? SimulatedNetwork)?.attach(self)
+    }
+
+    public func room(_ roomID: String) -> any RoomEndpoint {
+        serverRoom(roomID)
+    }
+
+    /// The room called `roomID`, created on first use.
+    public func serverRoom(_ roomID: String) -> ServerRoom {
+        rooms.withLock { rooms in
+            if let room = rooms[roomID] { return room }
+            let room = ServerRoom(roomID: roomID, loop: group.loop(for: roomID), server: self)
+            rooms[roomID] = room
+            return room
+        }
+    }
+
+    /// The rooms created so far.
+    public var roomCount: Int { rooms.withLock { $0.count } }
+
+    /// Kicks users out of a room (the business server's kick API); their clients are told why and do not reconnect,
+    /// and the room's other members see them leave.
+    public func kickOut(roomID: String, userIDs: [String]) {
+        let room = serverRoom(roomID)
+        onLoop(of: room) { room in for userID in userIDs { room.kick(userID, reason: .admin) } }
+    }
+
+    /// Expires the current token of `userID`: later logins with it are refused, and the user's members in `roomIDs`
+    /// (every room when `nil`) are warned and kicked out after the renewal grace unless they renew.
+    public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {
+        tokens.withLock { table in
+            let current = table.auth?[userID] ?? ""
+            table.expired[userID, default: []].insert(current)
+        }
+        let targets =
+            roomIDs.map { $0.map(serverRoom) } ?? rooms.withLock { $0.keys.sorted().map { $0 } }.map(serverRoom)
+        for room in targets { onLoop(of: room) { $0.tokenExpired(userID) } }
+    }
+
+    /// Whether `token` lets `userID` log in: it has not expired, and it matches the authentication table if there
+    /// is one.
+    func tokenIsValid(_ token: String?, for userID: String) -> Bool {
+        tokens.withLock { table in
+            if table.expired[userID]?.contains(token ?? "") ?? false { return false }
+            guard let auth = table.auth else { return true }
+            return auth[userID] == token
+        }
+    }
+
+    /// Accepts a renewed token unless it has expired; it becomes the user's valid token.
+    func renewToken(_ token: String, for userID: String) -> Bool {
+        tokens.withLock { table in
+            if table.expired[userID]?.contains(token) ?? false { return false }
+            table.auth?[userID] = token
+            return true
+        }
+    }
+
+    private func onLoop(of room: ServerRoom, _ body: @escaping @Sendable (isolated ServerRoom) -> Void) {
+        if room.loop.isInServiceThread {
+            room.assumeIsolated { body($0) }
+        } else {
+            _ = try? room.loop.schedule(after: .zero) { room.assumeIsolated { body($0) } }
+        }
+    }
+}

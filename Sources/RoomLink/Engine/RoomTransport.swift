@@ -1,0 +1,51 @@
+/// Carries messages between clients and the servers of their rooms.
+///
+/// RoomLink's first transport is ``SimulatedNetwork`` (latency, jitter, loss and per-client outages); a real network
+/// transport implements the same protocol. A transport delivers each message by calling the receiver's `deliver`
+/// on the receiver's own loop, so that an actor pinned there handles it with no further hop.
+public protocol RoomTransport: AnyObject, Sendable {
+    /// Sends `message` from `client` to the server of `room`.
+    ///
+    /// - Returns: ``SendOutcome/refused`` when the client's connection is down (the client knows at once);
+    ///   otherwise ``SendOutcome/sent``, whether or not the message arrives.
+    func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: String) -> SendOutcome
+
+    /// Sends `message` from the server of `room` to `client`. Messages to a client whose connection is down are lost.
+    func send(_ message: ServerMessage, from room: String, to client: any ClientEndpoint)
+}
+
+/// Whether a transport took a message.
+public enum SendOutcome: Sendable, Hashable {
+    /// The message left; it may still be lost on the way.
+    case sent
+    /// The sender's connection is down.
+    case refused
+}
+
+/// A client as a transport sees it: where to deliver server messages and link changes.
+public protocol ClientEndpoint: AnyObject, Sendable {
+    /// The client's network identity: the key of its link state and of its random stream.
+    var endpointID: String { get }
+    /// The loop the client runs on; deliveries are made there.
+    var loop: any RuntimeLoop { get }
+    /// Handles a message from the server of `room`. Called on ``loop``'s thread.
+    func deliver(_ message: ServerMessage, from room: String)
+    /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
+    /// blackhole looks like an up link). Called on ``loop``'s thread.
+    func linkChanged(to state: LinkState)
+}
+
+/// The server side of one room, as a transport sees it.
+public protocol RoomEndpoint: AnyObject, Sendable {
+    var roomID: String { get }
+    /// The loop the room runs on; deliveries are made there.
+    var loop: any RuntimeLoop { get }
+    /// Handles a message from `client`. Called on ``loop``'s thread.
+    func deliver(_ message: ClientMessage, from client: any ClientEndpoint)
+}
+
+/// Finds, or opens, the server side of a room by its ID.
+public protocol RoomDirectory: AnyObject, Sendable {
+    /// The room called `roomID`, created on first use.
+    func room(_ roomID: String) -> any RoomEndpoint
+}

@@ -1,0 +1,43 @@
+/// What the server of a room sends to a client.
+public enum ServerMessage: Sendable, Equatable {
+    /// The login (or reconnection) of `session` succeeded. `roomSessionID` identifies the room's current life on the
+    /// server; `present` lists the other users already in the room when the member asked for user-status
+    /// notification (the first `add` it reports), and is empty otherwise.
+    case loginAccepted(session: SessionID, roomSessionID: String, present: [String])
+    /// The login of `session` was refused and must not be retried.
+    case loginRejected(session: SessionID, reason: LoginRejection)
+    /// The server heard the heartbeat of `session`.
+    case heartbeatAck(session: SessionID)
+    /// A heartbeat named a session the server no longer has (its heartbeat timeout passed): the client must
+    /// reconnect to be a member again.
+    case sessionUnknown(session: SessionID)
+    /// Peers joined or left (only to members that asked for user-status notification).
+    case userUpdate(PresenceChange, users: [String])
+    /// The server removed `session` from the room; the client must not reconnect.
+    case kicked(session: SessionID, reason: KickReason)
+    /// The session's token expires in `remaining` unless renewed.
+    case tokenWillExpire(session: SessionID, remaining: Duration)
+}
+
+/// Whether peers joined or left a room.
+public enum PresenceChange: String, Sendable, Hashable, CaseIterable {
+    case add, delete
+}
+
+/// Why a server refused a login.
+public enum LoginRejection: String, Sendable, Hashable, CaseIterable {
+    /// The token is wrong, or has expired.
+    case tokenInvalid
+    /// The room is at its member cap.
+    case memberCapReached
+}
+
+/// Why a server removed a member.
+public enum KickReason: String, Sendable, Hashable, CaseIterable {
+    /// The same user ID logged in to the room from another device; the newer login wins.
+    case duplicateLogin
+    /// The business server's kick API.
+    case admin
+    /// The member's token expired and was not renewed in time.
+    case tokenExpired
+}

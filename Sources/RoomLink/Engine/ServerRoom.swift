@@ -1,0 +1,83 @@
+/// The server side of one room: an actor pinned to a loop of the server's group, driving a ``ServerRoomState``.
+///
+/// Messages from clients arrive on its loop (``RoomTransport`` delivers them there) and are handled at once, except
+/// logins, which are answered after the server's `loginProcessing` time. Its timers (heartbeat deadlines, token
+/// deadlines, user-update batches) fire on the same loop and call it with no hop.
+public actor ServerRoom: RoomEndpoint {
+    public nonisolated let roomID: String
+    public nonisolated let loop: any RuntimeLoop
+    // Unowned: the server owns its rooms and outlives them.
+    private unowned let server: RoomServer
+    private var state: ServerRoomState
+
+    init(roomID: String, loop: any RuntimeLoop, server: RoomServer) {
+        self.roomID = roomID
+        self.loop = loop
+        self.server = server
+        self.state = ServerRoomState(roomID: roomID, timings: server.timings)
+    }
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    /// The user IDs of the members, sorted.
+    public var memberIDs: [String] { state.members.keys.sorted() }
+
+    /// The current member with `userID`, if any.
+    public func member(_ userID: String) -> ServerRoomState.Member? { state.members[userID] }
+
+    public nonisolated func deliver(_ message: ClientMessage, from client: any ClientEndpoint) {
+        assumeIsolated { $0.receive(message, from: client) }
+    }
+
+    private func receive(_ message: ClientMessage, from client: any ClientEndpoint) {
+        let now = loop.now
+        switch message {
+        case .login(let request):
+            at(now.advanced(by: state.timings.loginProcessing)) { room in
+                let valid = room.server.tokenIsValid(request.token, for: request.userID)
+                room.apply(room.state.login(request, from: client, tokenValid: valid, now: room.loop.now))
+            }
+        case .heartbeat(let userID, let session):
+            apply(state.heartbeat(userID: userID, session: session, from: client, now: now))
+        case .logout(let userID, let session):
+            apply(state.logout(userID: userID, session: session, now: now))
+        case .renewToken(let userID, let session, let token):
+            if server.renewToken(token, for: userID) { state.tokenRenewed(userID: userID, session: session) }
+        case .connectionClosed(let userID, let session):
+            state.connectionClosed(userID: userID, session: session, now: now)
+        }
+    }
+
+    /// Kicks `userID` out on behalf of the business server.
+    func kick(_ userID: String, reason: KickReason) {
+        apply(state.kick(userID: userID, reason: reason, now: loop.now))
+    }
+
+    /// The token of `userID` expired.
+    func tokenExpired(_ userID: String) {
+        apply(state.tokenExpired(userID: userID, now: loop.now))
+    }
+
+    private func apply(_ effects: [ServerRoomState.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .send(let message, let client):
+                server.transport.send(message, from: roomID, to: client)
+            case .armDeadline(let userID, let token, let deadline):
+                at(deadline) { room in
+                    room.apply(room.state.deadlinePassed(userID: userID, token: token, now: room.loop.now))
+                }
+            case .armTokenDeadline(let userID, let deadline):
+                at(deadline) { room in room.apply(room.state.tokenDeadlinePassed(userID: userID, now: room.loop.now)) }
+            case .armFlush(let deadline):
+                at(deadline) { room in room.apply(room.state.flushUpdates(now: room.loop.now)) }
+            }
+        }
+    }
+
+    /// Runs `body` on this room at `deadline`. A timer that cannot be armed (the loop shut down) is dropped: the
+    /// run is over.
+    private func at(_ deadline: RuntimeInstant, _ body: @escaping @Sendable (isolated ServerRoom) -> Void) {
+        _ = try? loop.schedule(at: deadline) { [self] in assumeIsolated { body($0) } }
+    }
+}

@@ -1,0 +1,234 @@
+/// The server side of one room as a plain value: members, their heartbeat deadlines, pending user updates, kicks.
+///
+/// ``ServerRoom`` (an actor) drives it: it feeds in what arrives and what time it is, and carries out the
+/// ``Effect``s that come back (send a message, arm a timer). Keeping the decisions here lets tests drive a room
+/// without a network or a clock.
+///
+/// Rules (SPEC §2, dialect-neutral):
+/// - A member is kept while heard from: a heartbeat, or its connection closing, restarts its heartbeat timeout; when
+///   the timeout passes in silence the member is removed and the others are told `delete`.
+/// - A login with the user ID of a member from another session replaces it: the older session is kicked
+///   (``KickReason/duplicateLogin``) and the others see nothing, since the user never left.
+/// - A reconnection of a session the room still holds resumes it silently; of one it dropped, re-adds it.
+/// - Joins and leaves reach the members that asked for user-status notification `userUpdateDelay` after the change,
+///   in order, batched per kind; a member never hears of changes made before it joined (its first list has them).
+/// - The first member of an empty room sets its member cap.
+public struct ServerRoomState {
+    /// A member of the room.
+    public struct Member {
+        public var userID: String
+        public var session: SessionID
+        public var client: any ClientEndpoint
+        public var userStatusNotify: Bool
+        /// When the server last heard from the member.
+        public var lastHeard: RuntimeInstant
+        /// When the member's token expires unless renewed; `nil` when it is not expiring.
+        public var tokenDeadline: RuntimeInstant?
+        /// The number of changes the room had made when the member joined.
+        var joinedAtChange: UInt64
+        /// Names the member's armed heartbeat-deadline timer, so that a timer of an earlier membership is ignored.
+        var deadlineToken: UInt64
+    }
+
+    /// What the room's actor must do.
+    public enum Effect {
+        case send(ServerMessage, to: any ClientEndpoint)
+        /// Call ``ServerRoomState/deadlinePassed(userID:token:now:)`` with `token` at the given time.
+        case armDeadline(userID: String, token: UInt64, at: RuntimeInstant)
+        /// Call ``ServerRoomState/tokenDeadlinePassed(userID:now:)`` at the given time.
+        case armTokenDeadline(userID: String, at: RuntimeInstant)
+        /// Call ``ServerRoomState/flushUpdates(now:)`` at the given time.
+        case armFlush(at: RuntimeInstant)
+    }
+
+    private struct PendingChange {
+        var change: PresenceChange
+        var userID: String
+        var sequence: UInt64
+    }
+
+    public let roomID: String
+    public let timings: ServerTimings
+    /// Members by user ID.
+    public private(set) var members: [String: Member] = [:]
+    /// The member cap set by the first member of the room's current life.
+    public private(set) var maxMemberCount: Int?
+    /// Identifies the room's current life (from its first member to its last); changes when it empties and refills.
+    public private(set) var roomSessionID: String
+    private var lives: UInt64 = 0
+    private var changeCount: UInt64 = 0
+    private var timerTokens: UInt64 = 0
+    private var pending: [PendingChange] = []
+
+    public init(roomID: String, timings: ServerTimings) {
+        self.roomID = roomID
+        self.timings = timings
+        self.roomSessionID = Self.sessionID(roomID, life: 0)
+    }
+
+    /// Handles a login whose token the server has already checked (`tokenValid`).
+    public mutating func login(
+        _ request: LoginRequest,
+        from client: any ClientEndpoint,
+        tokenValid: Bool,
+        now: RuntimeInstant
+    ) -> [Effect] {
+        guard tokenValid else {
+            return [.send(.loginRejected(session: request.session, reason: .tokenInvalid), to: client)]
+        }
+        var effects: [Effect] = []
+        if let existing = members[request.userID] {
+            if existing.session != request.session {
+                // The newer login wins; the user stays present, so peers hear nothing.
+                effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.client))
+            }
+            var member = existing
+            member.session = request.session
+            member.client = client
+            member.userStatusNotify = request.userStatusNotify
+            member.lastHeard = now
+            if existing.session != request.session { member.tokenDeadline = nil }
+            members[request.userID] = member
+        } else {
+            if members.isEmpty {
+                lives += 1
+                roomSessionID = Self.sessionID(roomID, life: lives)
+                maxMemberCount = request.maxMemberCount
+            } else if let cap = maxMemberCount, members.count >= cap {
+                return [.send(.loginRejected(session: request.session, reason: .memberCapReached), to: client)]
+            }
+            members[request.userID] = Member(
+                userID: request.userID,
+                session: request.session,
+                client: client,
+                userStatusNotify: request.userStatusNotify,
+                lastHeard: now,
+                tokenDeadline: nil,
+                joinedAtChange: changeCount + 1,
+                deadlineToken: nextToken()
+            )
+            effects.append(
+                .armDeadline(
+                    userID: request.userID,
+                    token: timerTokens,
+                    at: now.advanced(by: timings.heartbeatTimeout)
+                )
+            )
+            effects += recordChange(.add, of: request.userID, now: now)
+        }
+        let present =
+            request.userStatusNotify ? members.keys.filter { $0 != request.userID }.sorted() : []
+        effects.append(
+            .send(.loginAccepted(session: request.session, roomSessionID: roomSessionID, present: present), to: client)
+        )
+        return effects
+    }
+
+    /// Handles a heartbeat: refreshes the member, or tells the client the session is gone.
+    public mutating func heartbeat(
+        userID: String,
+        session: SessionID,
+        from client: any ClientEndpoint,
+        now: RuntimeInstant
+    )
+        -> [Effect]
+    {
+        guard members[userID]?.session == session else {
+            return [.send(.sessionUnknown(session: session), to: client)]
+        }
+        members[userID]!.lastHeard = now
+        return [.send(.heartbeatAck(session: session), to: client)]
+    }
+
+    /// The member's connection closed: its heartbeat timeout runs from now, and it stays a member meanwhile.
+    public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) {
+        guard members[userID]?.session == session else { return }
+        members[userID]!.lastHeard = now
+    }
+
+    /// The member leaves.
+    public mutating func logout(userID: String, session: SessionID, now: RuntimeInstant) -> [Effect] {
+        guard members[userID]?.session == session else { return [] }
+        return remove(userID, now: now)
+    }
+
+    /// A heartbeat-deadline timer fired: removes the member if it has been silent for the whole timeout, or arms
+    /// the next deadline.
+    public mutating func deadlinePassed(userID: String, token: UInt64, now: RuntimeInstant) -> [Effect] {
+        guard let member = members[userID], member.deadlineToken == token else { return [] }
+        let due = member.lastHeard.advanced(by: timings.heartbeatTimeout)
+        if now >= due { return remove(userID, now: now) }
+        members[userID]!.deadlineToken = nextToken()
+        return [.armDeadline(userID: userID, token: timerTokens, at: due)]
+    }
+
+    /// The business server kicks `userID` out.
+    public mutating func kick(userID: String, reason: KickReason, now: RuntimeInstant) -> [Effect] {
+        guard let member = members[userID] else { return [] }
+        return [.send(.kicked(session: member.session, reason: reason), to: member.client)] + remove(userID, now: now)
+    }
+
+    /// The token of `userID` expired: warn the member and kick it after the grace period unless it renews.
+    public mutating func tokenExpired(userID: String, now: RuntimeInstant) -> [Effect] {
+        guard let member = members[userID], member.tokenDeadline == nil else { return [] }
+        let deadline = now.advanced(by: timings.tokenRenewalGrace)
+        members[userID]!.tokenDeadline = deadline
+        return [
+            .send(.tokenWillExpire(session: member.session, remaining: timings.tokenRenewalGrace), to: member.client),
+            .armTokenDeadline(userID: userID, at: deadline),
+        ]
+    }
+
+    /// The member renewed its token with one the server accepted.
+    public mutating func tokenRenewed(userID: String, session: SessionID) {
+        guard members[userID]?.session == session else { return }
+        members[userID]!.tokenDeadline = nil
+    }
+
+    /// A token-deadline timer fired: kicks the member if it did not renew.
+    public mutating func tokenDeadlinePassed(userID: String, now: RuntimeInstant) -> [Effect] {
+        guard let deadline = members[userID]?.tokenDeadline, now >= deadline else { return [] }
+        return kick(userID: userID, reason: .tokenExpired, now: now)
+    }
+
+    /// Sends the user updates that are due, in order, each run of one kind as one update.
+    public mutating func flushUpdates(now: RuntimeInstant) -> [Effect] {
+        guard !pending.isEmpty else { return [] }
+        let changes = pending
+        pending.removeAll()
+        var effects: [Effect] = []
+        let listeners = members.values.filter(\.userStatusNotify).sorted { $0.userID < $1.userID }
+        for listener in listeners {
+            var batch: (change: PresenceChange, users: [String])?
+            for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listener.userID {
+                if let current = batch, current.change != change.change {
+                    effects.append(.send(.userUpdate(current.change, users: current.users), to: listener.client))
+                    batch = nil
+                }
+                batch = (change.change, (batch?.users ?? []) + [change.userID])
+            }
+            if let batch { effects.append(.send(.userUpdate(batch.change, users: batch.users), to: listener.client)) }
+        }
+        return effects
+    }
+
+    private mutating func remove(_ userID: String, now: RuntimeInstant) -> [Effect] {
+        members[userID] = nil
+        return recordChange(.delete, of: userID, now: now)
+    }
+
+    private mutating func recordChange(_ change: PresenceChange, of userID: String, now: RuntimeInstant) -> [Effect] {
+        changeCount += 1
+        pending.append(PendingChange(change: change, userID: userID, sequence: changeCount))
+        return pending.count == 1 ? [.armFlush(at: now.advanced(by: timings.userUpdateDelay))] : []
+    }
+
+    private mutating func nextToken() -> UInt64 {
+        timerTokens += 1
+        return timerTokens
+    }
+
+    private static func sessionID(_ roomID: String, life: UInt64) -> String {
+        String(StableHash.fnv1a("\(roomID)#\(life)") >> 12)
+    }
+}

@@ -1,0 +1,30 @@
+/// What a scenario run produced (SPEC §7's `--report`): counts of events, the spec oracle's verdict, and cost.
+public struct RunReport: Sendable, Codable, Equatable {
+    public var dialect: String
+    public var clock: String
+    public var seed: UInt64
+    /// Clients (named users plus the population).
+    public var clients: Int
+    /// Rooms the server opened.
+    public var rooms: Int
+    /// Events delivered (lines of the event log).
+    public var events: Int
+    /// Events by log `type`.
+    public var eventsByType: [String: Int]
+    /// `roomState` events by `reason`.
+    public var eventsByReason: [String: Int]
+    /// `roomState` events by error `code`.
+    public var eventsByCode: [String: Int]
+    /// How many spec checks failed; the CLI exits non-zero when this is not 0.
+    public var violations: Int
+    /// The first violations found (at most 20), one line each.
+    public var violationSample: [String]
+    /// Events a bounded stream buffer dropped (0: the runner records through a sink, which never drops).
+    public var droppedEvents: Int
+    public var wallSeconds: Double
+    public var scenarioSeconds: Double
+    public var eventsPerWallSecond: Double
+    public var peakRSSBytes: Int
+    /// Peak RSS divided by clients: an upper bound of the memory per client.
+    public var peakRSSBytesPerClient: Int
+}

@@ -1,0 +1,210 @@
+internal import Foundation
+
+/// Runs a ``Scenario``: creates its clients and rooms on a loop group, plays its timeline, records every event, and
+/// checks the log with the spec oracle.
+///
+/// On a ``SimulationRuntime`` the run is in virtual time and deterministic: the same scenario and seed give the
+/// same event log, byte for byte. On a ``LibeventLoopGroup`` it runs in real (optionally scaled) time.
+///
+/// Placement: a named user's client runs on `group.loop(for: id)`; a population user's on its room's loop, so a
+/// room and most of its members share a loop. Population entries (`"user": "*"`) pick a `fraction` from one seeded
+/// shuffle of the population, so a smaller fraction is always a subset of a larger one (a `networkUp` with the
+/// fraction of an earlier `networkDown` restores exactly those users), and spread the picked users evenly over
+/// `over`.
+public struct ScenarioRunner: Sendable {
+    public let scenario: Scenario
+
+    /// Prepares a run.
+    ///
+    /// - Throws: ``RoomLinkError`` naming `dialect` for a dialect this version cannot run yet.
+    public init(scenario: Scenario) throws(RoomLinkError) {
+        guard scenario.dialect == .zego else {
+            throw .invalidArgument(
+                "dialect",
+                "zego (the only dialect this version runs)",
+                got: "\"\(scenario.dialect)\""
+            )
+        }
+        self.scenario = scenario
+    }
+
+    /// Runs the scenario on `group` and reports what happened.
+    ///
+    /// - Parameter events: Receives every event in delivery order, with times since the scenario's start (an
+    ///   ``EventLogWriter`` writes the event log).
+    public func run(
+        on group: any RuntimeLoopGroup,
+        events: (any EventSink<ZegoEvent>)? = nil
+    ) async throws
+        -> RunReport
+    {
+        if let simulation = group as? SimulationRuntime {
+            return try await simulation.run { try await self.play(on: simulation, events: events) }
+        }
+        return try await play(on: group, events: events)
+    }
+
+    private func play(on group: any RuntimeLoopGroup, events: (any EventSink<ZegoEvent>)?) async throws -> RunReport {
+        let wallStart = ContinuousClock.now
+        let world = World(scenario: scenario, group: group, forward: events)
+        let origin = group.now
+        world.recorder.start(at: origin)
+        for (index, entry) in scenario.timeline.enumerated() {
+            for (participant, offset) in world.targets(of: entry, index: index) {
+                let client = world.participants[participant].client
+                let deadline = origin.advanced(by: entry.at + offset)
+                _ = try client.loop.schedule(at: deadline) {
+                    client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
+                }
+            }
+        }
+        try await group.loops[0].sleep(until: origin.advanced(by: scenario.end))
+        world.recorder.close()
+        let wall = ContinuousClock.now - wallStart
+        let usage = ProcessUsage.current()
+        let summary = world.recorder.summary()
+        let clients = world.participants.count
+        return RunReport(
+            dialect: scenario.dialect.rawValue,
+            clock: group is SimulationRuntime ? "virtual" : "real",
+            seed: scenario.seed,
+            clients: clients,
+            rooms: world.server.roomCount,
+            events: summary.events,
+            eventsByType: summary.byType,
+            eventsByReason: summary.byReason,
+            eventsByCode: summary.byCode,
+            violations: summary.violations.count,
+            violationSample: summary.violations.prefix(20).map(\.description),
+            droppedEvents: 0,
+            wallSeconds: wall.seconds,
+            scenarioSeconds: scenario.end.seconds,
+            eventsPerWallSecond: wall > .zero ? Double(summary.events) / wall.seconds : 0,
+            peakRSSBytes: usage.peakRSSBytes,
+            peakRSSBytesPerClient: clients > 0 ? usage.peakRSSBytes / clients : 0
+        )
+    }
+
+    /// Everything a run's timers touch, immutable once built.
+    private final class World: Sendable {
+        struct Participant: Sendable {
+            let client: ZegoClient
+            /// The room a population `login` without a room goes to.
+            let homeRoom: String?
+            let config: ZegoRoomConfig
+        }
+
+        let recorder: ScenarioRecorder
+        let network: SimulatedNetwork
+        let server: RoomServer
+        let participants: [Participant]
+        /// Participant indices by named user ID.
+        let named: [String: Int]
+        /// Index of the first population participant.
+        let populationStart: Int
+        /// The population in seeded shuffled order (indices into `participants`).
+        let shuffled: [Int]
+
+        init(scenario: Scenario, group: any RuntimeLoopGroup, forward: (any EventSink<ZegoEvent>)?) {
+            recorder = ScenarioRecorder(scenario: scenario, forward: forward)
+            network = SimulatedNetwork(conditions: scenario.network, seed: scenario.seed)
+            let timings = ZegoTimings(overrides: scenario.timings)
+            server = RoomServer(group: group, transport: network, timings: timings.server, auth: scenario.auth)
+            let environment = ZegoClient.Environment(
+                transport: network,
+                timings: timings,
+                retryPolicy: scenario.retry ?? .zegoDefault,
+                sink: recorder
+            )
+            var participants: [Participant] = []
+            var named: [String: Int] = [:]
+            for user in scenario.users {
+                named[user.id] = participants.count
+                participants.append(
+                    Participant(
+                        client: ZegoClient(
+                            id: user.id,
+                            userID: user.userID,
+                            roomMode: user.roomMode,
+                            loop: group.loop(for: user.id),
+                            environment: environment,
+                            seed: scenario.seed
+                        ),
+                        homeRoom: nil,
+                        config: ZegoRoomConfig(
+                            token: user.token,
+                            isUserStatusNotify: user.userStatusNotify,
+                            maxMemberCount: user.maxMemberCount
+                        )
+                    )
+                )
+            }
+            populationStart = participants.count
+            if let population = scenario.population, population.clients > 0 {
+                participants.reserveCapacity(participants.count + population.clients)
+                let config = ZegoRoomConfig(isUserStatusNotify: population.userStatusNotify)
+                for index in 0..<population.clients {
+                    let name = Scenario.Population.userName(index)
+                    let room = population.room(ofUser: index)
+                    participants.append(
+                        Participant(
+                            client: ZegoClient(
+                                id: name,
+                                loop: group.loop(for: room),
+                                environment: environment,
+                                seed: scenario.seed
+                            ),
+                            homeRoom: room,
+                            config: config
+                        )
+                    )
+                }
+            }
+            var random = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("population"))
+            shuffled = Array(populationStart..<participants.count).shuffled(using: &random)
+            self.participants = participants
+            self.named = named
+        }
+
+        /// The participants an entry acts on, each with its offset from the entry's time.
+        func targets(of entry: Scenario.Entry, index: Int) -> [(Int, Duration)] {
+            switch entry.target {
+            case .user(let id):
+                return named[id].map { [($0, .zero)] } ?? []
+            case .population(let fraction, let over):
+                let count = Int((Double(shuffled.count) * fraction).rounded())
+                let picked = shuffled.prefix(count)
+                let step = count > 0 ? over / count : .zero
+                return picked.enumerated().map { ($0.element, step * $0.offset) }
+            }
+        }
+
+        /// Carries out `action` for participant `index`, on its client's loop.
+        func perform(_ action: Scenario.Action, by index: Int, client: isolated ZegoClient) {
+            let participant = participants[index]
+            switch action {
+            case .login(let room, let token):
+                var config = participant.config
+                if let token { config.token = token }
+                guard let room = room ?? participant.homeRoom else { return }
+                client.loginRoom(room, config: config)
+            case .logout(let room):
+                if let room { client.logoutRoom(room) } else { client.logoutRoom() }
+            case .switchRoom(let from, let to):
+                client.switchRoom(from: from, to: to)
+            case .networkDown:
+                network.setLink(.down, for: client)
+            case .networkUp:
+                network.setLink(.up, for: client)
+            case .blackhole:
+                network.setLink(.blackhole, for: client)
+            case .kick(let room):
+                server.kickOut(roomID: room, userIDs: [client.userID])
+            case .expireToken:
+                server.expireToken(userID: client.userID, inRooms: client.roomIDs)
+            case .renewToken(let token):
+                for room in client.roomIDs { client.renewToken(token, roomID: room) }
+            }
+        }
+    }
+}
