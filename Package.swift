@@ -52,6 +52,7 @@ let package = Package(
                 "RoomLinkRuntime",
                 "RoomLinkLibevent",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings

@@ -4,14 +4,18 @@
 /// transport implements the same protocol. A transport delivers each message by calling the receiver's `deliver`
 /// on the receiver's own loop, so that an actor pinned there handles it with no further hop.
 public protocol RoomTransport: AnyObject, Sendable {
+    /// The server of `roomID` as this transport reaches it, or `nil` when it cannot reach one (a client then
+    /// treats its attempts as refused). A client resolves it once per login and sends to it.
+    func room(_ roomID: String) -> (any RoomEndpoint)?
+
     /// Sends `message` from `client` to the server of `room`.
     ///
     /// - Returns: ``SendOutcome/refused`` when the client's connection is down (the client knows at once);
     ///   otherwise ``SendOutcome/sent``, whether or not the message arrives.
-    func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: String) -> SendOutcome
+    func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: any RoomEndpoint) -> SendOutcome
 
     /// Sends `message` from the server of `room` to `client`. Messages to a client whose connection is down are lost.
-    func send(_ message: ServerMessage, from room: String, to client: any ClientEndpoint)
+    func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint)
 }
 
 /// Whether a transport took a message.
@@ -24,8 +28,10 @@ public enum SendOutcome: Sendable, Hashable {
 
 /// A client as a transport sees it: where to deliver server messages and link changes.
 public protocol ClientEndpoint: AnyObject, Sendable {
-    /// The client's network identity: the key of its link state and of its random stream.
+    /// The client's network identity.
     var endpointID: String { get }
+    /// A stable hash of ``endpointID`` (FNV-1a), computed once: a simulated network keys message fates on it.
+    var endpointHash: UInt64 { get }
     /// The loop the client runs on; deliveries are made there.
     var loop: any RuntimeLoop { get }
     /// Handles a message from the server of `room`. Called on ``loop``'s thread.
@@ -38,6 +44,8 @@ public protocol ClientEndpoint: AnyObject, Sendable {
 /// The server side of one room, as a transport sees it.
 public protocol RoomEndpoint: AnyObject, Sendable {
     var roomID: String { get }
+    /// A stable hash of ``roomID`` (FNV-1a), computed once.
+    var roomHash: UInt64 { get }
     /// The loop the room runs on; deliveries are made there.
     var loop: any RuntimeLoop { get }
     /// Handles a message from `client`. Called on ``loop``'s thread.

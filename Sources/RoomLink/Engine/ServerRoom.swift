@@ -5,6 +5,7 @@
 /// deadlines, user-update batches) fire on the same loop and call it with no hop.
 public actor ServerRoom: RoomEndpoint {
     public nonisolated let roomID: String
+    public nonisolated let roomHash: UInt64
     public nonisolated let loop: any RuntimeLoop
     // Unowned: the server owns its rooms and outlives them.
     private unowned let server: RoomServer
@@ -12,6 +13,7 @@ public actor ServerRoom: RoomEndpoint {
 
     init(roomID: String, loop: any RuntimeLoop, server: RoomServer) {
         self.roomID = roomID
+        self.roomHash = StableHash.fnv1a(roomID)
         self.loop = loop
         self.server = server
         self.state = ServerRoomState(roomID: roomID, timings: server.timings)
@@ -19,11 +21,11 @@ public actor ServerRoom: RoomEndpoint {
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
-    /// The user IDs of the members, sorted.
-    public var memberIDs: [String] { state.members.keys.sorted() }
+    /// The user IDs of the members, in the order they joined.
+    public var memberIDs: [String] { state.memberIDs }
 
     /// The current member with `userID`, if any.
-    public func member(_ userID: String) -> ServerRoomState.Member? { state.members[userID] }
+    public func member(_ userID: String) -> ServerRoomState.Member? { state.member(userID) }
 
     public nonisolated func deliver(_ message: ClientMessage, from client: any ClientEndpoint) {
         assumeIsolated { $0.receive(message, from: client) }
@@ -38,7 +40,7 @@ public actor ServerRoom: RoomEndpoint {
                 room.apply(room.state.login(request, from: client, tokenValid: valid, now: room.loop.now))
             }
         case .heartbeat(let userID, let session):
-            apply(state.heartbeat(userID: userID, session: session, from: client, now: now))
+            server.transport.send(state.heartbeat(userID: userID, session: session, now: now), from: self, to: client)
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
         case .renewToken(let userID, let session, let token):
@@ -62,16 +64,42 @@ public actor ServerRoom: RoomEndpoint {
         for effect in effects {
             switch effect {
             case .send(let message, let client):
-                server.transport.send(message, from: roomID, to: client)
+                server.transport.send(message, from: self, to: client)
             case .armDeadline(let userID, let token, let deadline):
-                at(deadline) { room in
-                    room.apply(room.state.deadlinePassed(userID: userID, token: token, now: room.loop.now))
-                }
+                armDeadline(userID, token: token, at: deadline)
             case .armTokenDeadline(let userID, let deadline):
                 at(deadline) { room in room.apply(room.state.tokenDeadlinePassed(userID: userID, now: room.loop.now)) }
             case .armFlush(let deadline):
                 at(deadline) { room in room.apply(room.state.flushUpdates(now: room.loop.now)) }
             }
+        }
+    }
+
+    /// Arms a member's heartbeat deadline. It fires about once per heartbeat timeout per member for the whole run,
+    /// so it has its own handler class (one allocation) rather than a closure.
+    private func armDeadline(_ userID: String, token: UInt64, at deadline: RuntimeInstant) {
+        _ = try? loop.schedule(at: deadline, handler: Deadline(room: self, userID: userID, token: token))
+    }
+
+    private func deadlinePassed(_ userID: String, token: UInt64) {
+        let outcome = state.deadlinePassed(userID: userID, token: token, now: loop.now)
+        if let rearm = outcome.rearm { armDeadline(userID, token: rearm.token, at: rearm.at) }
+        apply(outcome.effects)
+    }
+
+    private final class Deadline: TimerHandler {
+        let room: ServerRoom
+        let userID: String
+        let token: UInt64
+
+        init(room: ServerRoom, userID: String, token: UInt64) {
+            self.room = room
+            self.userID = userID
+            self.token = token
+        }
+
+        func timerFired(_ timer: TimerHandle) {
+            room.assumeIsolated { $0.deadlinePassed(userID, token: token) }
         }
     }
 

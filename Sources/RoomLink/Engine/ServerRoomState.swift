@@ -1,3 +1,5 @@
+internal import OrderedCollections
+
 /// The server side of one room as a plain value: members, their heartbeat deadlines, pending user updates, kicks.
 ///
 /// ``ServerRoom`` (an actor) drives it: it feeds in what arrives and what time it is, and carries out the
@@ -49,8 +51,8 @@ public struct ServerRoomState {
 
     public let roomID: String
     public let timings: ServerTimings
-    /// Members by user ID.
-    public private(set) var members: [String: Member] = [:]
+    /// Members by user ID, in the order they joined (so every run sends in the same order).
+    private var members: OrderedDictionary<String, Member> = [:]
     /// The member cap set by the first member of the room's current life.
     public private(set) var maxMemberCount: Int?
     /// Identifies the room's current life (from its first member to its last); changes when it empties and refills.
@@ -59,6 +61,12 @@ public struct ServerRoomState {
     private var changeCount: UInt64 = 0
     private var timerTokens: UInt64 = 0
     private var pending: [PendingChange] = []
+
+    /// The user IDs of the members, in the order they joined.
+    public var memberIDs: [String] { Array(members.keys) }
+
+    /// The member with `userID`, if any.
+    public func member(_ userID: String) -> Member? { members[userID] }
 
     public init(roomID: String, timings: ServerTimings) {
         self.roomID = roomID
@@ -116,28 +124,21 @@ public struct ServerRoomState {
             )
             effects += recordChange(.add, of: request.userID, now: now)
         }
-        let present =
-            request.userStatusNotify ? members.keys.filter { $0 != request.userID }.sorted() : []
+        let present = request.userStatusNotify ? members.keys.filter { $0 != request.userID } : []
         effects.append(
             .send(.loginAccepted(session: request.session, roomSessionID: roomSessionID, present: present), to: client)
         )
         return effects
     }
 
-    /// Handles a heartbeat: refreshes the member, or tells the client the session is gone.
-    public mutating func heartbeat(
-        userID: String,
-        session: SessionID,
-        from client: any ClientEndpoint,
-        now: RuntimeInstant
-    )
-        -> [Effect]
-    {
-        guard members[userID]?.session == session else {
-            return [.send(.sessionUnknown(session: session), to: client)]
+    /// Handles a heartbeat: refreshes the member and returns the answer for the sender — an acknowledgement, or
+    /// word that the session is gone. (The hottest path of a run: one lookup, no allocation.)
+    public mutating func heartbeat(userID: String, session: SessionID, now: RuntimeInstant) -> ServerMessage {
+        guard let index = members.index(forKey: userID), members.values[index].session == session else {
+            return .sessionUnknown(session: session)
         }
-        members[userID]!.lastHeard = now
-        return [.send(.heartbeatAck(session: session), to: client)]
+        members.values[index].lastHeard = now
+        return .heartbeatAck(session: session)
     }
 
     /// The member's connection closed: its heartbeat timeout runs from now, and it stays a member meanwhile.
@@ -152,14 +153,21 @@ public struct ServerRoomState {
         return remove(userID, now: now)
     }
 
-    /// A heartbeat-deadline timer fired: removes the member if it has been silent for the whole timeout, or arms
-    /// the next deadline.
-    public mutating func deadlinePassed(userID: String, token: UInt64, now: RuntimeInstant) -> [Effect] {
-        guard let member = members[userID], member.deadlineToken == token else { return [] }
-        let due = member.lastHeard.advanced(by: timings.heartbeatTimeout)
-        if now >= due { return remove(userID, now: now) }
-        members[userID]!.deadlineToken = nextToken()
-        return [.armDeadline(userID: userID, token: timerTokens, at: due)]
+    /// A heartbeat-deadline timer fired: removes the member if it has been silent for the whole timeout (the
+    /// returned effects), or asks for the next deadline (`rearm`, with its token) — the common case, which
+    /// allocates nothing.
+    public mutating func deadlinePassed(
+        userID: String,
+        token: UInt64,
+        now: RuntimeInstant
+    ) -> (rearm: (token: UInt64, at: RuntimeInstant)?, effects: [Effect]) {
+        guard let index = members.index(forKey: userID), members.values[index].deadlineToken == token else {
+            return (nil, [])
+        }
+        let due = members.values[index].lastHeard.advanced(by: timings.heartbeatTimeout)
+        if now >= due { return (nil, remove(userID, now: now)) }
+        members.values[index].deadlineToken = nextToken()
+        return ((timerTokens, due), [])
     }
 
     /// The business server kicks `userID` out.
@@ -197,8 +205,7 @@ public struct ServerRoomState {
         let changes = pending
         pending.removeAll()
         var effects: [Effect] = []
-        let listeners = members.values.filter(\.userStatusNotify).sorted { $0.userID < $1.userID }
-        for listener in listeners {
+        for listener in members.values where listener.userStatusNotify {
             var batch: (change: PresenceChange, users: [String])?
             for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listener.userID {
                 if let current = batch, current.change != change.change {
@@ -213,7 +220,7 @@ public struct ServerRoomState {
     }
 
     private mutating func remove(_ userID: String, now: RuntimeInstant) -> [Effect] {
-        members[userID] = nil
+        members.removeValue(forKey: userID)
         return recordChange(.delete, of: userID, now: now)
     }
 

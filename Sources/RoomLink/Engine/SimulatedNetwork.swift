@@ -1,24 +1,29 @@
-/// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss, and a
-/// link state per client) and is delivered as a timer on the receiver's loop.
+/// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss) and a
+/// link state per client, and is delivered as a timer on the receiver's loop.
 ///
 /// Change a client's link with ``setLink(_:for:)``: `down` refuses its messages and tells it at once, `blackhole`
 /// loses them silently (only missed heartbeats reveal it), `up` restores it and tells it. Timers, not threads, carry
 /// the latency, so the same network runs in virtual and in real time.
 ///
-/// Safe to use from any loop: the model is guarded by a lock held only to draw a message's fate.
+/// A message's fate is drawn from the seed, its two endpoints, its direction and its send time, with no state per
+/// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop; a lock guards
+/// only the link states that are not `up`.
 public final class SimulatedNetwork: RoomTransport {
-    private let model: LockedBox<NetworkModel>
-    private let directory: LockedBox<WeakDirectory>
+    private let model: NetworkModel
+    private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
+    private let directory = LockedBox<WeakDirectory>(WeakDirectory())
 
     private struct WeakDirectory {
         weak var value: (any RoomDirectory)?
     }
 
-    /// Creates a network with `conditions`, drawing every message's fate from streams derived from `seed`.
+    /// Creates a network with `conditions`, drawing every message's fate from `seed`.
     public init(conditions: Scenario.Network = .init(), seed: UInt64 = 0) {
-        model = LockedBox(NetworkModel(conditions: conditions, seed: seed))
-        directory = LockedBox(WeakDirectory())
+        model = NetworkModel(conditions: conditions, seed: seed)
     }
+
+    /// The conditions every message meets.
+    public var conditions: Scenario.Network { model.conditions }
 
     /// Connects the network to the servers it carries messages to. A ``RoomServer`` does this when it is created
     /// with this network; the network holds it weakly, so the server's owner decides its lifetime.
@@ -28,15 +33,16 @@ public final class SimulatedNetwork: RoomTransport {
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        model.withLock { $0.link(of: client.endpointID) }
+        links.withLock { $0[ObjectIdentifier(client)] ?? .up }
     }
 
     /// Sets the link of `client` and tells the client (at once when called on its loop, otherwise as soon as its
     /// loop runs). Setting the state it already has does nothing.
     public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
-        let changed = model.withLock { model -> Bool in
-            guard model.link(of: client.endpointID) != state else { return false }
-            model.setLink(state, for: client.endpointID)
+        let changed = links.withLock { links -> Bool in
+            let key = ObjectIdentifier(client)
+            guard (links[key] ?? .up) != state else { return false }
+            links[key] = state == .up ? nil : state
             return true
         }
         guard changed else { return }
@@ -47,27 +53,71 @@ public final class SimulatedNetwork: RoomTransport {
         }
     }
 
-    public func send(_ message: ClientMessage, from client: any ClientEndpoint, to roomID: String) -> SendOutcome {
-        guard let rooms = directory.withLock({ $0.value }) else { return .refused }
+    /// The room `roomID` of the attached server; `nil` when no server is attached (or it is gone), as if the
+    /// network had no route to it.
+    public func room(_ roomID: String) -> (any RoomEndpoint)? {
+        directory.withLock { $0.value }?.room(roomID)
+    }
+
+    public func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: any RoomEndpoint)
+        -> SendOutcome
+    {
         let transit: Transit
         if case .connectionClosed = message {
             // The server sees the socket close: not a message the dead link must carry.
-            transit = .delivered(after: model.withLock { $0.conditions.latency })
+            transit = .delivered(after: model.conditions.latency)
         } else {
-            transit = model.withLock { $0.transit(for: client.endpointID) }
+            transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
         }
         switch transit {
         case .refused: return .refused
         case .lost: return .sent
         case .delivered(let delay):
-            let room = rooms.room(roomID)
-            _ = try? room.loop.schedule(after: delay) { room.deliver(message, from: client) }
+            _ = try? room.loop.schedule(after: delay, handler: ToRoom(message: message, client: client, room: room))
             return .sent
         }
     }
 
-    public func send(_ message: ServerMessage, from roomID: String, to client: any ClientEndpoint) {
-        guard case .delivered(let delay) = model.withLock({ $0.transit(for: client.endpointID) }) else { return }
-        _ = try? client.loop.schedule(after: delay) { client.deliver(message, from: roomID) }
+    public func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+        let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
+        guard case .delivered(let delay) = transit else { return }
+        _ = try? client.loop.schedule(after: delay, handler: ToClient(message: message, roomID: room.roomID, client: client))
+    }
+
+    /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
+    private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
+        let time = UInt64(bitPattern: (upstream ? client.loop : room.loop).now.nanoseconds)
+        return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
+            ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
+    }
+
+    /// A message on its way to a room: one allocation that is both the timer's handler and the message.
+    private final class ToRoom: TimerHandler {
+        let message: ClientMessage
+        let client: any ClientEndpoint
+        let room: any RoomEndpoint
+
+        init(message: ClientMessage, client: any ClientEndpoint, room: any RoomEndpoint) {
+            self.message = message
+            self.client = client
+            self.room = room
+        }
+
+        func timerFired(_ timer: TimerHandle) { room.deliver(message, from: client) }
+    }
+
+    /// A message on its way to a client.
+    private final class ToClient: TimerHandler {
+        let message: ServerMessage
+        let roomID: String
+        let client: any ClientEndpoint
+
+        init(message: ServerMessage, roomID: String, client: any ClientEndpoint) {
+            self.message = message
+            self.roomID = roomID
+            self.client = client
+        }
+
+        func timerFired(_ timer: TimerHandle) { client.deliver(message, from: roomID) }
     }
 }

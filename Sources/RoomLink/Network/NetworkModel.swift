@@ -36,6 +36,25 @@ public struct NetworkModel: Sendable {
         links[client] = state == .up ? nil : state
     }
 
+    /// Decides the fate of one message on a link in state `link`, drawing from a generator seeded by `key` alone.
+    ///
+    /// No state is kept: a message identified by the same `key` (its endpoints, direction and send time) always
+    /// meets the same fate, so a virtual-time run is reproducible however messages interleave, and a transport
+    /// needs no per-client random stream.
+    public func transit(link: LinkState, key: UInt64) -> Transit {
+        switch link {
+        case .down: return .refused
+        case .blackhole: return .lost
+        case .up: break
+        }
+        let jitter = conditions.jitter.nanosecondsClamped
+        guard conditions.loss > 0 || jitter > 0 else { return .delivered(after: conditions.latency) }
+        var random = SeededRandom(seed: seed, stream: key)
+        if conditions.loss > 0, Double.random(in: 0..<1, using: &random) < conditions.loss { return .lost }
+        let extra = jitter > 0 ? Int64.random(in: 0...jitter, using: &random) : 0
+        return .delivered(after: conditions.latency + .nanoseconds(extra))
+    }
+
     /// Decides the fate of one message between `client` and the server, in either direction.
     ///
     /// A `down` link refuses it; a `blackhole` loses it; otherwise it is lost with probability `loss`, or

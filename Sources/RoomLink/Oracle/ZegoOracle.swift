@@ -40,7 +40,7 @@ public struct ZegoOracle: Sendable {
     public var tolerance: Duration
 
     /// Creates an oracle for `scenario`. Timings the scenario overrides are taken from it.
-    public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(10), tolerance: Duration = .seconds(2)) {
+    public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(30), tolerance: Duration = .seconds(2)) {
         self.scenario = scenario
         self.serverHeartbeatTimeout = scenario.timings["serverHeartbeatTimeout"] ?? .seconds(90)
         let timeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
@@ -96,21 +96,57 @@ public struct ZegoOracle: Sendable {
     /// Checks one more event of the log, in log order. Per-(user, room) rules are checked at once with a few
     /// bytes per pair; the events of the scenario's named users are kept for the presence rules of ``finish()``.
     public mutating func observe(_ event: LoggedEvent) {
-        guard let room = event.room else { return }
-        let key = Key(user: event.user, room: room)
-        let current = state[key] ?? "logout"
-        let named = namedUsers.contains(event.user)
-        if named { namedEvents.append(event) }
-        func violation(_ rule: String, _ message: String) {
-            violations.append(Violation(rule: rule, time: event.time, user: event.user, room: room, message: message))
+        if namedUsers.contains(event.user) { namedEvents.append(event) }
+        observe(
+            user: event.user,
+            room: event.room,
+            type: event.type,
+            reason: event.strings["reason"],
+            code: event.integers["code"],
+            time: event.time
+        )
+    }
+
+    /// Checks one more event given as a log line (what its JSON text would say), without building a
+    /// ``LoggedEvent`` unless the presence rules need it: the cheap path for a run's recorder.
+    public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
+        guard namedUsers.contains(user) else {
+            var reason: String?
+            var code: Int64?
+            for (name, value) in line.fields {
+                switch (name, value) {
+                case ("reason", .string(let text)): reason = text
+                case ("code", .integer(let number)): code = number
+                default: continue
+                }
+            }
+            observe(user: user, room: line.room, type: line.type, reason: reason, code: code, time: time)
+            return
         }
-        switch event.type {
+        observe(LoggedEvent(line: line, user: user, time: time))
+    }
+
+    private mutating func observe(
+        user: String,
+        room: String?,
+        type: String,
+        reason: String?,
+        code: Int64?,
+        time: Double
+    ) {
+        guard let room else { return }
+        let key = Key(user: user, room: room)
+        let current = state[key] ?? "logout"
+        let named = namedUsers.contains(user)
+        func violation(_ rule: String, _ message: String) {
+            violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
+        }
+        switch type {
         case "roomState":
-            guard let reason = event.strings["reason"] else {
+            guard let reason else {
                 violation("transition", "a roomState line without a reason")
                 return
             }
-            let code = event.integers["code"]
             if let allowedCodes = Self.codes[reason], let code, !allowedCodes.contains(code) {
                 violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
             }
@@ -121,23 +157,21 @@ public struct ZegoOracle: Sendable {
                 violation("transition", "\(current) → \(reason) is not a ZEGO state sequence")
             }
             if Self.isCallError(reason, code) { return }  // a refused call leaves the room's state alone
-            if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = event.time }
+            if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = time }
             if reason == "reconnectFailed", code == 1_002_053, let start = episodeStart[key] {
                 let expected = start + retryTimeout.milliseconds
                 // A policy with an attempt limit may give up before the timeout, never after it.
                 let early = scenario.retry?.maxAttempts != nil
-                if event.time > expected + tolerance.milliseconds
-                    || (!early && event.time < expected - tolerance.milliseconds)
-                {
+                if time > expected + tolerance.milliseconds || (!early && time < expected - tolerance.milliseconds) {
                     violation(
                         "retryTimeout",
-                        "reconnectFailed at \(event.time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)"
+                        "reconnectFailed at \(time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)"
                     )
                 }
             }
-            if named, reason == "logined" { stays[key, default: []].append((event.time, .infinity)) }
+            if named, reason == "logined" { stays[key, default: []].append((time, .infinity)) }
             if named, ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
-                stays[key]![last].to = event.time
+                stays[key]![last].to = time
             }
             state[key] = reason
         case "userUpdate":

@@ -42,7 +42,7 @@ final class ScenarioRecorder: EventSink, Sendable {
                 state.byReason[reason.description, default: 0] += 1
                 state.byCode[code.description, default: 0] += 1
             }
-            state.oracle.observe(LoggedEvent(line: line, user: client, time: rebased.time.milliseconds))
+            state.oracle.observe(line, user: client, time: rebased.time.milliseconds)
         }
     }
 

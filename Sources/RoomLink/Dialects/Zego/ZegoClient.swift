@@ -47,6 +47,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
 
     /// The device's name on the network and in the event log.
     public nonisolated let endpointID: String
+    public nonisolated let endpointHash: UInt64
     /// The identity the server knows; two clients with one user ID are one user on two devices.
     public nonisolated let userID: String
     public nonisolated let roomMode: Scenario.RoomMode
@@ -74,6 +75,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         seed: UInt64 = 0
     ) {
         self.endpointID = id
+        self.endpointHash = StableHash.fnv1a(id)
         self.userID = userID ?? id
         self.roomMode = roomMode
         self.loop = loop
@@ -161,7 +163,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             return .userNotInRoom
         }
         let room = end(at: index)
-        _ = environment.transport.send(.logout(userID: userID, session: room.session), from: self, to: roomID)
+        send(.logout(userID: userID, session: room.session), to: room)
         publish(.roomStateChanged(roomID: roomID, reason: .logout, errorCode: .success, extendedData: [:]))
         return .success
     }
@@ -205,11 +207,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
     public func renewToken(_ token: String, roomID: String) -> ZegoErrorCode {
         guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return .userNotInRoom }
         rooms[index].config.token = token
-        _ = environment.transport.send(
-            .renewToken(userID: userID, session: rooms[index].session, token: token),
-            from: self,
-            to: roomID
-        )
+        send(.renewToken(userID: userID, session: rooms[index].session, token: token), to: rooms[index])
         return .success
     }
 
@@ -303,17 +301,19 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             return
         }
         let detection = environment.timings.blackholeDetection
-        for roomID in rooms.map(\.roomID) {
-            guard let index = rooms.firstIndex(where: { $0.roomID == roomID }), rooms[index].phase == .logined
-            else { continue }
-            if rooms[index].isSilent(at: now, detection: detection) {
-                connectionLost(at: index, closed: false)
-                continue
+        // By index, without copying the room list (this runs for every client every interval). Losing a
+        // connection can end only the room at hand (a policy allowing a single attempt), so the index stays put then.
+        var index = 0
+        while index < rooms.count {
+            let count = rooms.count
+            if rooms[index].phase == .logined {
+                if rooms[index].isSilent(at: now, detection: detection) {
+                    connectionLost(at: index, closed: false)
+                } else if send(.heartbeat(userID: userID, session: rooms[index].session), to: rooms[index]) == .refused {
+                    connectionLost(at: index, closed: true)
+                }
             }
-            let message = ClientMessage.heartbeat(userID: userID, session: rooms[index].session)
-            if environment.transport.send(message, from: self, to: roomID) == .refused {
-                connectionLost(at: index, closed: true)
-            }
+            if rooms.count == count { index += 1 }
         }
     }
 
@@ -323,13 +323,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
     /// its attempt in flight as failed. `closed` tells the server (the socket closed under it).
     private func connectionLost(at index: Int, closed: Bool) {
         let roomID = rooms[index].roomID
-        if closed {
-            _ = environment.transport.send(
-                .connectionClosed(userID: userID, session: rooms[index].session),
-                from: self,
-                to: roomID
-            )
-        }
+        if closed { send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index]) }
         let now = loop.now
         let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if let event = rooms[index].connectionLost(at: now, retry: retry) {
@@ -355,7 +349,8 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             maxMemberCount: room.config.maxMemberCount,
             isReconnect: room.phase == .reconnecting
         )
-        guard environment.transport.send(.login(request), from: self, to: roomID) == .sent else {
+        if room.server == nil { rooms[index].server = environment.transport.room(roomID) }
+        guard send(.login(request), to: rooms[index]) == .sent else {
             rooms[index].attemptInFlight = true
             attemptFailed(roomID)
             return
@@ -425,6 +420,13 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         if let timer = rooms[index].deadlineTimer { loop.cancel(timer) }
         rooms[index].attemptTimer = nil
         rooms[index].deadlineTimer = nil
+    }
+
+    /// Sends `message` to the server of `room`; refused when the transport cannot reach it.
+    @discardableResult
+    private func send(_ message: ClientMessage, to room: ZegoRoomSession) -> SendOutcome {
+        guard let server = room.server else { return .refused }
+        return environment.transport.send(message, from: self, to: server)
     }
 
     private func publish(_ event: ZegoEvent) {

@@ -1,3 +1,16 @@
+extension Array {
+    /// The first index whose element satisfies `belongs`, for a predicate that is false then true along the array.
+    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if belongs(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+}
+
 /// One room of a ZEGO client as a plain value: its phase, its session, its login or reconnection episode, and the
 /// peers it knows. ``ZegoClient`` drives it and carries out what it decides; tests can drive it alone.
 ///
@@ -37,6 +50,8 @@ public struct ZegoRoomSession: Sendable {
     /// Counts attempts, so that a timer of an earlier attempt is ignored.
     var attempt: UInt32 = 0
     var attemptTimer: TimerHandle?
+    /// The room's server as the transport reaches it, resolved at the first attempt.
+    var server: (any RoomEndpoint)?
     var deadlineTimer: TimerHandle?
 
     /// A session starting its first login at `now`.
@@ -149,18 +164,20 @@ public struct ZegoRoomSession: Sendable {
         return .roomStateChanged(roomID: roomID, reason: .kickOut, errorCode: code, extendedData: [:])
     }
 
-    /// Peers joined or left: the event to report, if the session asked for them and anything changed.
+    /// Peers joined or left: the event to report, if the session asked for them.
     public mutating func userUpdate(_ change: PresenceChange, users: [String]) -> ZegoEvent? {
         guard config.isUserStatusNotify, !users.isEmpty else { return nil }
-        switch change {
-        case .add:
-            peers = (peers + users.filter { !peers.contains($0) }).sorted()
-            return .roomUserUpdate(roomID: roomID, update: .add, users: users)
-        case .delete:
-            let leaving = Set(users)
-            peers.removeAll { leaving.contains($0) }
-            return .roomUserUpdate(roomID: roomID, update: .delete, users: users)
+        // `peers` stays sorted: a binary search per user, not a sort per update (rooms have hundreds of members).
+        for user in users {
+            let index = peers.partitioningIndex { $0 >= user }
+            let present = index < peers.count && peers[index] == user
+            switch change {
+            case .add where !present: peers.insert(user, at: index)
+            case .delete where present: peers.remove(at: index)
+            default: break
+            }
         }
+        return .roomUserUpdate(roomID: roomID, update: change == .add ? .add : .delete, users: users)
     }
 
     /// Whether a logged-in session's server has been silent for `detection` at `now`: the connection is lost.

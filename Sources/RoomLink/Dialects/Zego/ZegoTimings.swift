@@ -2,10 +2,11 @@
 ///
 /// SPEC fixes the server's 90 s heartbeat timeout and the client's 20-minute retry timeout; the rest are
 /// RoomLink's choices, documented in the README:
-/// - The client sends a heartbeat every **10 s** and the server answers each one. A connection that closes is
-///   noticed at once; a silent one (a blackhole) is declared lost at the first heartbeat at which nothing has been
-///   heard from the server for **25 s** — the third unanswered heartbeat, 20–30 s after the silence began, well
-///   inside the server's 90 s.
+/// - The client sends a heartbeat every **30 s** and the server answers each one: the server's 90 s timeout is
+///   three missed heartbeats, the usual ratio. A connection that closes is noticed at once; a silent one (a
+///   blackhole) is declared lost at the first heartbeat at which nothing has been heard from the server for
+///   **45 s** — the second unanswered heartbeat, 30–60 s after the silence began, before the server gives up on
+///   the member (60–90 s after, counted from its last heartbeat).
 /// - A login or reconnection request unanswered for **5 s** counts as failed, and the next one follows the retry
 ///   policy. A first login that has not succeeded **30 s** after `loginRoom` fails with 1002053.
 public struct ZegoTimings: Sendable, Hashable {
@@ -24,8 +25,8 @@ public struct ZegoTimings: Sendable, Hashable {
 
     public init(
         server: ServerTimings = .zego,
-        heartbeatInterval: Duration = .seconds(10),
-        blackholeDetection: Duration = .seconds(25),
+        heartbeatInterval: Duration = .seconds(30),
+        blackholeDetection: Duration = .seconds(45),
         attemptTimeout: Duration = .seconds(5),
         loginTimeout: Duration = .seconds(30),
         retryTimeout: Duration = .seconds(20 * 60)
