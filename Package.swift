@@ -52,6 +52,7 @@ let package = Package(
                 "RoomLinkRuntime",
                 "RoomLinkLibevent",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
             exclude: ["CMakeLists.txt"],

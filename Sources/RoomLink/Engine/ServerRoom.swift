@@ -40,13 +40,15 @@ public actor ServerRoom: RoomEndpoint {
                 room.apply(room.state.login(request, from: client, tokenValid: valid, now: room.loop.now))
             }
         case .heartbeat(let userID, let session):
-            server.transport.send(state.heartbeat(userID: userID, session: session, now: now), from: self, to: client)
+            let (reply, arm) = state.heartbeat(userID: userID, session: session, now: now)
+            server.transport.send(reply, from: self, to: client)
+            if let arm { apply([arm]) }
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
         case .renewToken(let userID, let session, let token):
             if server.renewToken(token, for: userID) { state.tokenRenewed(userID: userID, session: session) }
         case .connectionClosed(let userID, let session):
-            state.connectionClosed(userID: userID, session: session, now: now)
+            if let arm = state.connectionClosed(userID: userID, session: session, now: now) { apply([arm]) }
         }
     }
 
@@ -65,41 +67,13 @@ public actor ServerRoom: RoomEndpoint {
             switch effect {
             case .send(let message, let client):
                 server.transport.send(message, from: self, to: client)
-            case .armDeadline(let userID, let token, let deadline):
-                armDeadline(userID, token: token, at: deadline)
+            case .armDeadline(let deadline):
+                at(deadline) { room in room.apply(room.state.deadlinePassed(now: room.loop.now)) }
             case .armTokenDeadline(let userID, let deadline):
                 at(deadline) { room in room.apply(room.state.tokenDeadlinePassed(userID: userID, now: room.loop.now)) }
             case .armFlush(let deadline):
                 at(deadline) { room in room.apply(room.state.flushUpdates(now: room.loop.now)) }
             }
-        }
-    }
-
-    /// Arms a member's heartbeat deadline. It fires about once per heartbeat timeout per member for the whole run,
-    /// so it has its own handler class (one allocation) rather than a closure.
-    private func armDeadline(_ userID: String, token: UInt64, at deadline: RuntimeInstant) {
-        _ = try? loop.schedule(at: deadline, handler: Deadline(room: self, userID: userID, token: token))
-    }
-
-    private func deadlinePassed(_ userID: String, token: UInt64) {
-        let outcome = state.deadlinePassed(userID: userID, token: token, now: loop.now)
-        if let rearm = outcome.rearm { armDeadline(userID, token: rearm.token, at: rearm.at) }
-        apply(outcome.effects)
-    }
-
-    private final class Deadline: TimerHandler {
-        let room: ServerRoom
-        let userID: String
-        let token: UInt64
-
-        init(room: ServerRoom, userID: String, token: UInt64) {
-            self.room = room
-            self.userID = userID
-            self.token = token
-        }
-
-        func timerFired(_ timer: TimerHandle) {
-            room.assumeIsolated { $0.deadlinePassed(userID, token: token) }
         }
     }
 

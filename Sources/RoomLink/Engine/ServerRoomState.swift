@@ -1,3 +1,4 @@
+internal import DequeModule
 internal import OrderedCollections
 
 /// The server side of one room as a plain value: members, their heartbeat deadlines, pending user updates, kicks.
@@ -8,7 +9,10 @@ internal import OrderedCollections
 ///
 /// Rules (SPEC §2, dialect-neutral):
 /// - A member is kept while heard from: a heartbeat, or its connection closing, restarts its heartbeat timeout; when
-///   the timeout passes in silence the member is removed and the others are told `delete`.
+///   the timeout passes in silence the member is removed and the others are told `delete`. The room keeps one
+///   deadline timer, not one per member: every time a member is heard it joins the back of a queue, and the timer
+///   is armed for the front's deadline (entries superseded by a later heartbeat are skipped), so a room of a hundred
+///   members wakes about once a minute instead of a hundred times per timeout.
 /// - A login with the user ID of a member from another session replaces it: the older session is kicked
 ///   (``KickReason/duplicateLogin``) and the others see nothing, since the user never left.
 /// - A reconnection of a session the room still holds resumes it silently; of one it dropped, re-adds it.
@@ -28,15 +32,13 @@ public struct ServerRoomState {
         public var tokenDeadline: RuntimeInstant?
         /// The number of changes the room had made when the member joined.
         var joinedAtChange: UInt64
-        /// Names the member's armed heartbeat-deadline timer, so that a timer of an earlier membership is ignored.
-        var deadlineToken: UInt64
     }
 
     /// What the room's actor must do.
     public enum Effect {
         case send(ServerMessage, to: any ClientEndpoint)
-        /// Call ``ServerRoomState/deadlinePassed(userID:token:now:)`` with `token` at the given time.
-        case armDeadline(userID: String, token: UInt64, at: RuntimeInstant)
+        /// Call ``ServerRoomState/deadlinePassed(now:)`` at the given time.
+        case armDeadline(at: RuntimeInstant)
         /// Call ``ServerRoomState/tokenDeadlinePassed(userID:now:)`` at the given time.
         case armTokenDeadline(userID: String, at: RuntimeInstant)
         /// Call ``ServerRoomState/flushUpdates(now:)`` at the given time.
@@ -59,7 +61,10 @@ public struct ServerRoomState {
     public private(set) var roomSessionID: String
     private var lives: UInt64 = 0
     private var changeCount: UInt64 = 0
-    private var timerTokens: UInt64 = 0
+    /// When members were heard, oldest first; an entry is stale once its member was heard again (or left).
+    private var heard: Deque<(userID: String, at: RuntimeInstant)> = []
+    /// Whether the room's deadline timer is armed.
+    private var deadlineArmed = false
     private var pending: [PendingChange] = []
 
     /// The user IDs of the members, in the order they joined.
@@ -94,9 +99,9 @@ public struct ServerRoomState {
             member.session = request.session
             member.client = client
             member.userStatusNotify = request.userStatusNotify
-            member.lastHeard = now
             if existing.session != request.session { member.tokenDeadline = nil }
             members[request.userID] = member
+            if let arm = heard(request.userID, at: now) { effects.append(arm) }
         } else {
             if members.isEmpty {
                 lives += 1
@@ -112,16 +117,9 @@ public struct ServerRoomState {
                 userStatusNotify: request.userStatusNotify,
                 lastHeard: now,
                 tokenDeadline: nil,
-                joinedAtChange: changeCount + 1,
-                deadlineToken: nextToken()
+                joinedAtChange: changeCount + 1
             )
-            effects.append(
-                .armDeadline(
-                    userID: request.userID,
-                    token: timerTokens,
-                    at: now.advanced(by: timings.heartbeatTimeout)
-                )
-            )
+            if let arm = heard(request.userID, at: now) { effects.append(arm) }
             effects += recordChange(.add, of: request.userID, now: now)
         }
         let present = request.userStatusNotify ? members.keys.filter { $0 != request.userID } : []
@@ -132,19 +130,24 @@ public struct ServerRoomState {
     }
 
     /// Handles a heartbeat: refreshes the member and returns the answer for the sender — an acknowledgement, or
-    /// word that the session is gone. (The hottest path of a run: one lookup, no allocation.)
-    public mutating func heartbeat(userID: String, session: SessionID, now: RuntimeInstant) -> ServerMessage {
+    /// word that the session is gone — and, rarely, the room's deadline timer to arm. (The hottest path of a run:
+    /// one lookup, no allocation.)
+    public mutating func heartbeat(
+        userID: String,
+        session: SessionID,
+        now: RuntimeInstant
+    ) -> (reply: ServerMessage, arm: Effect?) {
         guard let index = members.index(forKey: userID), members.values[index].session == session else {
-            return .sessionUnknown(session: session)
+            return (.sessionUnknown(session: session), nil)
         }
         members.values[index].lastHeard = now
-        return .heartbeatAck(session: session)
+        return (.heartbeatAck(session: session), queue(userID, heardAt: now))
     }
 
     /// The member's connection closed: its heartbeat timeout runs from now, and it stays a member meanwhile.
-    public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) {
-        guard members[userID]?.session == session else { return }
-        members[userID]!.lastHeard = now
+    public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {
+        guard members[userID]?.session == session else { return nil }
+        return heard(userID, at: now)
     }
 
     /// The member leaves.
@@ -153,21 +156,26 @@ public struct ServerRoomState {
         return remove(userID, now: now)
     }
 
-    /// A heartbeat-deadline timer fired: removes the member if it has been silent for the whole timeout (the
-    /// returned effects), or asks for the next deadline (`rearm`, with its token) — the common case, which
-    /// allocates nothing.
-    public mutating func deadlinePassed(
-        userID: String,
-        token: UInt64,
-        now: RuntimeInstant
-    ) -> (rearm: (token: UInt64, at: RuntimeInstant)?, effects: [Effect]) {
-        guard let index = members.index(forKey: userID), members.values[index].deadlineToken == token else {
-            return (nil, [])
+    /// The room's deadline timer fired: removes every member silent for the whole timeout, and re-arms the timer
+    /// for the next member due, if any.
+    public mutating func deadlinePassed(now: RuntimeInstant) -> [Effect] {
+        deadlineArmed = false
+        var effects: [Effect] = []
+        while let front = heard.first {
+            guard let member = members[front.userID], member.lastHeard == front.at else {
+                heard.removeFirst()  // superseded by a later entry, or the member is gone
+                continue
+            }
+            let due = front.at.advanced(by: timings.heartbeatTimeout)
+            guard now >= due else {
+                deadlineArmed = true
+                effects.append(.armDeadline(at: due))
+                break
+            }
+            heard.removeFirst()
+            effects += remove(front.userID, now: now)
         }
-        let due = members.values[index].lastHeard.advanced(by: timings.heartbeatTimeout)
-        if now >= due { return (nil, remove(userID, now: now)) }
-        members.values[index].deadlineToken = nextToken()
-        return ((timerTokens, due), [])
+        return effects
     }
 
     /// The business server kicks `userID` out.
@@ -230,9 +238,19 @@ public struct ServerRoomState {
         return pending.count == 1 ? [.armFlush(at: now.advanced(by: timings.userUpdateDelay))] : []
     }
 
-    private mutating func nextToken() -> UInt64 {
-        timerTokens += 1
-        return timerTokens
+    /// Records that `userID` (a member) was heard at `now`; returns the deadline timer to arm if none is.
+    private mutating func heard(_ userID: String, at now: RuntimeInstant) -> Effect? {
+        guard let index = members.index(forKey: userID) else { return nil }
+        members.values[index].lastHeard = now
+        return queue(userID, heardAt: now)
+    }
+
+    /// Queues a member's deadline (its `lastHeard` is already `now`).
+    private mutating func queue(_ userID: String, heardAt now: RuntimeInstant) -> Effect? {
+        heard.append((userID, now))
+        guard !deadlineArmed else { return nil }
+        deadlineArmed = true
+        return .armDeadline(at: now.advanced(by: timings.heartbeatTimeout))
     }
 
     private static func sessionID(_ roomID: String, life: UInt64) -> String {

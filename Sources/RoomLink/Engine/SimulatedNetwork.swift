@@ -1,3 +1,5 @@
+import Synchronization
+
 /// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss) and a
 /// link state per client, and is delivered as a timer on the receiver's loop.
 ///
@@ -11,6 +13,8 @@
 public final class SimulatedNetwork: RoomTransport {
     private let model: NetworkModel
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
+    /// How many links are not up: while none is, sending needs no lock (the common case).
+    private let linksNotUp = Atomic<Int>(0)
     private let directory = LockedBox<WeakDirectory>(WeakDirectory())
 
     private struct WeakDirectory {
@@ -33,7 +37,8 @@ public final class SimulatedNetwork: RoomTransport {
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+        guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
+        return links.withLock { $0[ObjectIdentifier(client)] ?? .up }
     }
 
     /// Sets the link of `client` and tells the client (at once when called on its loop, otherwise as soon as its
@@ -43,6 +48,7 @@ public final class SimulatedNetwork: RoomTransport {
             let key = ObjectIdentifier(client)
             guard (links[key] ?? .up) != state else { return false }
             links[key] = state == .up ? nil : state
+            linksNotUp.store(links.count, ordering: .releasing)
             return true
         }
         guard changed else { return }
@@ -59,7 +65,11 @@ public final class SimulatedNetwork: RoomTransport {
         directory.withLock { $0.value }?.room(roomID)
     }
 
-    public func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: any RoomEndpoint)
+    public func send(
+        _ message: ClientMessage,
+        from client: any ClientEndpoint,
+        to room: any RoomEndpoint
+    )
         -> SendOutcome
     {
         let transit: Transit
@@ -81,7 +91,10 @@ public final class SimulatedNetwork: RoomTransport {
     public func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
         let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
         guard case .delivered(let delay) = transit else { return }
-        _ = try? client.loop.schedule(after: delay, handler: ToClient(message: message, roomID: room.roomID, client: client))
+        _ = try? client.loop.schedule(
+            after: delay,
+            handler: ToClient(message: message, roomID: room.roomID, client: client)
+        )
     }
 
     /// Identifies a message for its fate: endpoints, direction, and the sender's clock.

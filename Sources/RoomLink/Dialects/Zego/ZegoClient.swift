@@ -135,14 +135,13 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         }
         sessionsStarted += 1
         let now = loop.now
-        var room = ZegoRoomSession(
+        let room = ZegoRoomSession(
             roomID: roomID,
             config: config,
             session: SessionID(rawValue: StableHash.fnv1a("\(endpointID)#\(sessionsStarted)")),
             now: now,
             retry: environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         )
-        room.startEpisode(at: now)
         rooms.append(room)
         publish(.roomStateChanged(roomID: roomID, reason: .logining, errorCode: .success, extendedData: [:]))
         armDeadline(roomID, after: environment.timings.loginTimeout)
@@ -309,7 +308,8 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             if rooms[index].phase == .logined {
                 if rooms[index].isSilent(at: now, detection: detection) {
                     connectionLost(at: index, closed: false)
-                } else if send(.heartbeat(userID: userID, session: rooms[index].session), to: rooms[index]) == .refused {
+                } else if send(.heartbeat(userID: userID, session: rooms[index].session), to: rooms[index]) == .refused
+                {
                     connectionLost(at: index, closed: true)
                 }
             }
@@ -328,7 +328,6 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if let event = rooms[index].connectionLost(at: now, retry: retry) {
             publish(event)
-            rooms[index].startEpisode(at: now)
             armDeadline(roomID, after: environment.reconnectLimit)
             attempt(roomID)
         } else if rooms[index].attemptInFlight {

@@ -54,7 +54,7 @@ public struct ZegoRoomSession: Sendable {
     var server: (any RoomEndpoint)?
     var deadlineTimer: TimerHandle?
 
-    /// A session starting its first login at `now`.
+    /// A session starting its first login at `now`, whose first attempt (never delayed) goes out at once.
     public init(
         roomID: String,
         config: ZegoRoomConfig,
@@ -69,16 +69,19 @@ public struct ZegoRoomSession: Sendable {
         self.episodeStart = now
         self.lastHeard = now
         self.retry = retry
+        _ = self.retry.next(elapsed: .zero)
     }
 
-    /// The connection was lost (closed, or silent for too long). A logged-in session starts reconnecting and returns
-    /// the `reconnecting` event; one already trying returns `nil` (its attempt in flight has failed).
+    /// The connection was lost (closed, or silent for too long). A logged-in session starts reconnecting — its first
+    /// attempt goes out at once — and returns the `reconnecting` event; one already trying returns `nil` (its
+    /// attempt in flight has failed).
     public mutating func connectionLost(at now: RuntimeInstant, retry newRetry: RetryPolicy.Iterator) -> ZegoEvent? {
         guard phase == .logined else { return nil }
         phase = .reconnecting
         episodeStart = now
         episode &+= 1
         retry = newRetry
+        _ = retry.next(elapsed: .zero)
         return .roomStateChanged(
             roomID: roomID,
             reason: .reconnecting,
@@ -93,11 +96,6 @@ public struct ZegoRoomSession: Sendable {
         if let delay = retry.next(elapsed: episodeStart.duration(to: now)) { return .retry(after: delay) }
         if let maxAttempts, retry.attempts >= maxAttempts { return .giveUp(giveUpEvent) }
         return .awaitDeadline
-    }
-
-    /// Counts the first attempt of an episode against the policy (it is never delayed).
-    mutating func startEpisode(at now: RuntimeInstant) {
-        _ = retry.next(elapsed: .zero)
     }
 
     /// The event when the episode's time runs out: `loginFailed` or `reconnectFailed`, both 1002053.

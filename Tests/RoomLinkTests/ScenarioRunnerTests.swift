@@ -1,0 +1,147 @@
+import Foundation
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+/// The bundled examples, the spec oracle on the engine's logs, populations, and the real clock.
+struct ScenarioRunnerTests {
+    static let examples = [
+        "situation-1-short-outage.json", "situation-2-long-outage.json", "situation-3-no-recovery.json",
+        "blackhole.json", "kicks.json", "token-failure.json", "switch-room.json",
+    ]
+
+    @Test(arguments: examples)
+    func everyExamplePassesTheSpecOracle(name: String) async throws {
+        let (events, report) = try await ScenarioHarness.runExample(name)
+        #expect(report.violations == 0, "\(report.violationSample)")
+        #expect(report.events == events.entries.count)
+        #expect(report.events > 5)
+    }
+
+    @Test
+    func theExamplesAndCallsReachEveryReasonAndEveryErrorCode() async throws {
+        var reasons: Set<ZegoRoomStateChangedReason> = []
+        var codes: Set<ZegoErrorCode> = []
+        func collect(_ events: EventCollector) {
+            for entry in events.entries {
+                if case .roomStateChanged(_, let reason, let code, _) = entry.stamped.event {
+                    reasons.insert(reason)
+                    codes.insert(code)
+                }
+            }
+        }
+        for name in Self.examples { collect(try await ScenarioHarness.runExample(name).events) }
+        // What the examples leave out: an empty room ID, a second room in single-room mode, a full room, and a
+        // login that times out.
+        let (extra, report) = try await ScenarioHarness.run(
+            """
+            { "network": { "latency": "50ms" },
+              "users": [ { "id": "A", "maxMemberCount": 1 }, { "id": "B" }, { "id": "C" } ],
+              "timeline": [
+                { "at": "0s", "user": "A", "action": "login", "room": "r1" },
+                { "at": "1s", "user": "B", "action": "login", "room": "r1" },
+                { "at": "2s", "user": "A", "action": "login", "room": "r2" },
+                { "at": "3s", "user": "C", "action": "networkDown" },
+                { "at": "3s", "user": "C", "action": "login", "room": "r3" } ],
+              "end": "1m" }
+            """
+        )
+        collect(extra)
+        #expect(report.violations == 0, "\(report.violationSample)")
+        #expect(extra.lines(of: "C").last == "33000 C r3 loginFailed 1002053")
+        let empty = try await SimulationRuntime.withSimulation { simulation in
+            try await simulation.run {
+                let server = RoomServer(group: simulation, transport: SimulatedNetwork())
+                let events = EventCollector()
+                let client = ZegoClient(
+                    id: "D",
+                    loop: simulation,
+                    environment: ZegoClient.Environment(transport: server.transport, sink: events)
+                )
+                await client.loginRoom("")
+                return events
+            }
+        }
+        collect(empty)
+        #expect(reasons == Set(ZegoRoomStateChangedReason.allCases))
+        #expect(codes == Set(ZegoErrorCode.allKnown))
+    }
+
+    @Test
+    func aPopulationFractionIsASeededSubsetAndSmallerFractionsNestInLargerOnes() async throws {
+        func downUsers(_ fraction: Double) async throws -> Set<String> {
+            let (events, _) = try await ScenarioHarness.run(
+                """
+                { "seed": 9, "population": { "clients": 100, "rooms": 5 },
+                  "timeline": [
+                    { "at": "0s", "user": "*", "action": "login" },
+                    { "at": "10s", "user": "*", "action": "networkDown", "fraction": \(fraction), "over": "10s" } ],
+                  "end": "1m" }
+                """
+            )
+            let reconnecting = events.entries.filter { $0.compact.contains("reconnecting") }
+            let times = reconnecting.map(\.stamped.time.milliseconds)
+            #expect(times.allSatisfy { $0 >= 10_000 && $0 < 20_000 }, "spread over the 10 s window")
+            return Set(reconnecting.map(\.user))
+        }
+        let third = try await downUsers(0.3)
+        let half = try await downUsers(0.5)
+        #expect(third.count == 30)
+        #expect(half.count == 50)
+        #expect(third.isSubset(of: half))
+    }
+
+    @Test
+    func populationUsersLogInToTheirOwnRooms() async throws {
+        let (events, report) = try await ScenarioHarness.run(
+            """
+            { "population": { "clients": 6, "rooms": 3 },
+              "timeline": [ { "at": "0s", "user": "*", "action": "login" } ], "end": "1m" }
+            """
+        )
+        #expect(report.rooms == 3)
+        #expect(report.clients == 6)
+        #expect(events.lines(of: "u4") == ["0 u4 room-1 logining 0", "120 u4 room-1 logined 0"])
+    }
+
+    @Test
+    func aDialectThisVersionCannotRunIsNamed() throws {
+        let scenario = try Scenario(json: Data(#"{ "dialect": "agora", "end": "1m" }"#.utf8))
+        #expect {
+            try ScenarioRunner(scenario: scenario)
+        } throws: { error in
+            "\(error)".hasPrefix("dialect: expected zego")
+        }
+    }
+
+    @Test
+    func theRealClockRunsTheSameStoryScaled() async throws {
+        let scenario = try Scenario(
+            json: Data(
+                ScenarioHarness.twoUsers(
+                    """
+                    { "at": "10s", "user": "A", "action": "networkDown" },
+                    { "at": "40s", "user": "A", "action": "networkUp" }
+                    """,
+                    end: "1m"
+                ).utf8
+            )
+        )
+        let events = EventCollector()
+        // 60 scenario seconds in 0.3 real seconds.
+        let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.005)
+        let report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+            try await ScenarioRunner(scenario: scenario).run(on: group, events: events)
+        }
+        #expect(report.clock == "real")
+        let reasons = events.entries.filter { $0.user == "A" }.compactMap { entry -> String? in
+            guard case .roomStateChanged(_, let reason, _, _) = entry.stamped.event else { return nil }
+            return reason.description
+        }
+        #expect(reasons == ["logining", "logined", "reconnecting", "reconnected"])
+        // Only what a loaded machine cannot shift: the order, and times no earlier than their causes.
+        let times = events.entries.filter { $0.user == "A" }.map(\.stamped.time.milliseconds)
+        #expect(times[2] >= 10_000 && times[3] >= 40_000)
+        #expect(events.lines(of: "B").count == 3, "B sees A join and nothing of the 30 s outage")
+    }
+}

@@ -1,0 +1,172 @@
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+/// The room's decisions alone: no network, no clock — the test says what arrives and when.
+struct ServerRoomStateTests {
+    /// A client endpoint that is never called: the state only stores and names it.
+    final class Endpoint: ClientEndpoint {
+        let endpointID: String
+        let endpointHash: UInt64 = 0
+        let loop: any RuntimeLoop
+        init(_ id: String, loop: any RuntimeLoop) {
+            endpointID = id
+            self.loop = loop
+        }
+        func deliver(_ message: ServerMessage, from room: String) {}
+        func linkChanged(to state: LinkState) {}
+    }
+
+    static let timings = ServerTimings.zego
+
+    /// Runs `body` with a loop to name in endpoints (nothing is scheduled on it).
+    static func withLoop(_ body: (any RuntimeLoop) throws -> Void) rethrows {
+        let simulation = SimulationRuntime()
+        defer { simulation.shutdown() }
+        try body(simulation)
+    }
+
+    static func at(_ seconds: Double) -> RuntimeInstant {
+        RuntimeInstant(nanoseconds: Int64(seconds * 1e9))
+    }
+
+    static func messages(_ effects: [ServerRoomState.Effect]) -> [String] {
+        effects.map { effect in
+            switch effect {
+            case .send(let message, let client): "\(client.endpointID) ← \(message)"
+            case .armDeadline(let at): "deadline \(at.milliseconds)"
+            case .armTokenDeadline(let user, let at): "token \(user) \(at.milliseconds)"
+            case .armFlush(let at): "flush \(at.milliseconds)"
+            }
+        }
+    }
+
+    static func login(_ user: String, session: UInt64, notify: Bool = false, cap: Int? = nil) -> LoginRequest {
+        LoginRequest(
+            userID: user,
+            session: SessionID(rawValue: session),
+            userStatusNotify: notify,
+            maxMemberCount: cap
+        )
+    }
+
+    @Test
+    func aMemberHeardFromStaysAndASilentOneLeavesExactlyAtTheTimeout() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            let a = Endpoint("A", loop: loop)
+            let b = Endpoint("B", loop: loop)
+            let first = room.login(Self.login("A", session: 1), from: a, tokenValid: true, now: Self.at(0))
+            #expect(Self.messages(first).contains("deadline 90000.0"), "one room timer, armed for A's deadline")
+            _ = room.login(Self.login("B", session: 2, notify: true), from: b, tokenValid: true, now: Self.at(0))
+            _ = room.flushUpdates(now: Self.at(0.1))
+            _ = room.heartbeat(userID: "A", session: SessionID(rawValue: 1), now: Self.at(30))
+            let wrong = room.heartbeat(userID: "A", session: SessionID(rawValue: 9), now: Self.at(31))
+            #expect(wrong.reply == .sessionUnknown(session: SessionID(rawValue: 9)))
+            // At 90 s B (silent since 0 s) is due; A was heard at 30 s and is due at 120 s.
+            let at90 = room.deadlinePassed(now: Self.at(90))
+            #expect(room.memberIDs == ["A"])
+            #expect(Self.messages(at90) == ["flush 90100.0", "deadline 120000.0"])
+            _ = room.connectionClosed(userID: "A", session: SessionID(rawValue: 1), now: Self.at(100))
+            #expect(room.deadlinePassed(now: Self.at(120)).count == 1, "closing counts as heard: re-armed for 190 s")
+            #expect(room.memberIDs == ["A"])
+            _ = room.deadlinePassed(now: Self.at(190))
+            #expect(room.memberIDs.isEmpty)
+        }
+    }
+
+    @Test
+    func peersHearOfChangesInOrderBatchedByKindAndNeverOfOnesBeforeTheyJoined() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            let b = Endpoint("B", loop: loop)
+            let b2 = room.login(Self.login("B", session: 2, notify: true), from: b, tokenValid: true, now: Self.at(0))
+            #expect(
+                Self.messages(b2).last
+                    == #"B ← loginAccepted(session: 2, roomSessionID: "\#(room.roomSessionID)", present: [])"#
+            )
+            _ = room.flushUpdates(now: Self.at(0.1))
+            for (index, user) in ["C", "D"].enumerated() {
+                _ = room.login(
+                    Self.login(user, session: UInt64(10 + index)),
+                    from: Endpoint(user, loop: loop),
+                    tokenValid: true,
+                    now: Self.at(1)
+                )
+            }
+            _ = room.logout(userID: "C", session: SessionID(rawValue: 10), now: Self.at(1.05))
+            let e = Endpoint("E", loop: loop)
+            let joined = room.login(
+                Self.login("E", session: 20, notify: true),
+                from: e,
+                tokenValid: true,
+                now: Self.at(1.06)
+            )
+            #expect(Self.messages(joined).last?.hasSuffix(#"present: ["B", "D"])"#) == true)
+            let flushed = Self.messages(room.flushUpdates(now: Self.at(1.1)))
+            #expect(
+                flushed == [
+                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["C", "D"])"#,
+                    #"B ← userUpdate(RoomLink.PresenceChange.delete, users: ["C"])"#,
+                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["E"])"#,
+                ],
+                "E joined after C and D: its first list has them; it hears of nothing older"
+            )
+        }
+    }
+
+    @Test
+    func aSecondSessionOfAUserReplacesTheFirstSilentlyForPeers() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            let phone = Endpoint("phone", loop: loop)
+            let tablet = Endpoint("tablet", loop: loop)
+            _ = room.login(Self.login("A", session: 1), from: phone, tokenValid: true, now: Self.at(0))
+            _ = room.flushUpdates(now: Self.at(0.1))
+            let second = Self.messages(
+                room.login(Self.login("A", session: 2), from: tablet, tokenValid: true, now: Self.at(5))
+            )
+            #expect(second.first == "phone ← kicked(session: 1, reason: RoomLink.KickReason.duplicateLogin)")
+            #expect(!second.contains { $0.hasPrefix("flush") }, "no join or leave for peers")
+            #expect(room.member("A")?.session == SessionID(rawValue: 2))
+            let resumed = Self.messages(
+                room.login(
+                    LoginRequest(userID: "A", session: SessionID(rawValue: 2), isReconnect: true),
+                    from: tablet,
+                    tokenValid: true,
+                    now: Self.at(6)
+                )
+            )
+            #expect(resumed.count == 1 && resumed[0].hasPrefix("tablet ← loginAccepted"), "a resume is silent")
+        }
+    }
+
+    @Test
+    func aBadTokenAndAFullRoomAreRefusedAndAnUnrenewedTokenIsKicked() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            let a = Endpoint("A", loop: loop)
+            #expect(
+                Self.messages(room.login(Self.login("A", session: 1), from: a, tokenValid: false, now: Self.at(0)))
+                    == ["A ← loginRejected(session: 1, reason: RoomLink.LoginRejection.tokenInvalid)"]
+            )
+            _ = room.login(Self.login("A", session: 1, cap: 1), from: a, tokenValid: true, now: Self.at(0))
+            #expect(room.maxMemberCount == 1)
+            #expect(
+                Self.messages(
+                    room.login(
+                        Self.login("B", session: 2),
+                        from: Endpoint("B", loop: loop),
+                        tokenValid: true,
+                        now: Self.at(1)
+                    )
+                ) == ["B ← loginRejected(session: 2, reason: RoomLink.LoginRejection.memberCapReached)"]
+            )
+            #expect(Self.messages(room.tokenExpired(userID: "A", now: Self.at(10))).last == "token A 40000.0")
+            #expect(room.tokenDeadlinePassed(userID: "A", now: Self.at(39)).isEmpty)
+            let kicked = Self.messages(room.tokenDeadlinePassed(userID: "A", now: Self.at(40)))
+            #expect(kicked.first == "A ← kicked(session: 1, reason: RoomLink.KickReason.tokenExpired)")
+            #expect(room.memberIDs.isEmpty)
+        }
+    }
+}
