@@ -51,12 +51,13 @@ struct ScenarioRunnerTests {
         #expect(extra.lines(of: "C").last == "33000 C r3 loginFailed 1002053")
         let empty = try await SimulationRuntime.withSimulation { simulation in
             try await simulation.run {
-                let server = RoomServer(group: simulation, transport: SimulatedNetwork())
+                let network = SimulatedNetwork()
+                _ = RoomServer(group: simulation, transport: network)
                 let events = EventCollector()
                 let client = ZegoClient(
                     id: "D",
                     loop: simulation,
-                    environment: ZegoClient.Environment(transport: server.transport, sink: events)
+                    environment: ZegoClient.Environment(transport: network, sink: events)
                 )
                 await client.loginRoom("")
                 return events

@@ -5,23 +5,68 @@
 /// generator places by room share a loop and talk without crossing threads.
 public final class RoomServer: RoomDirectory {
     public let group: any RuntimeLoopGroup
-    public let transport: any RoomTransport
-    public let timings: ServerTimings
+    /// What the rooms share with the server. The rooms hold it, not the server, so a room whose timer fires after
+    /// its server is gone still finds everything it needs (and no cycle keeps either alive).
+    let shared: Shared
     private let rooms = LockedBox<[String: ServerRoom]>([:])
-    private let tokens: LockedBox<TokenTable>
 
-    private struct TokenTable {
-        /// The valid token of each user ID; `nil` when the server checks no tokens.
-        var auth: [String: String]?
-        /// Tokens that expired, by user ID ("" for a login without a token).
-        var expired: [String: Set<String>] = [:]
+    /// How rooms reach clients. Held weakly: the transport (a ``SimulatedNetwork``) keeps its server alive.
+    public var transport: (any RoomTransport)? { shared.transport }
+    public var timings: ServerTimings { shared.timings }
+
+    /// The part of a server its rooms use: timings, the transport, the token table.
+    final class Shared: Sendable {
+        let timings: ServerTimings
+        weak let transport: (any RoomTransport)?
+        private let tokens: LockedBox<TokenTable>
+
+        private struct TokenTable {
+            /// The valid token of each user ID; `nil` when the server checks no tokens.
+            var auth: [String: String]?
+            /// Tokens that expired, by user ID ("" for a login without a token).
+            var expired: [String: Set<String>] = [:]
+        }
+
+        init(timings: ServerTimings, transport: any RoomTransport, auth: [String: String]?) {
+            self.timings = timings
+            self.transport = transport
+            self.tokens = LockedBox(TokenTable(auth: auth))
+        }
+
+        /// Marks the current token of `userID` expired.
+        func expire(_ userID: String) {
+            tokens.withLock { table in
+                let current = table.auth?[userID] ?? ""
+                table.expired[userID, default: []].insert(current)
+            }
+        }
+
+        /// Whether `token` lets `userID` log in: it has not expired, and it matches the authentication table if
+        /// there is one.
+        func tokenIsValid(_ token: String?, for userID: String) -> Bool {
+            tokens.withLock { table in
+                if table.expired[userID]?.contains(token ?? "") ?? false { return false }
+                guard let auth = table.auth else { return true }
+                return auth[userID] == token
+            }
+        }
+
+        /// Accepts a renewed token unless it has expired; it becomes the user's valid token.
+        func renewToken(_ token: String, for userID: String) -> Bool {
+            tokens.withLock { table in
+                if table.expired[userID]?.contains(token) ?? false { return false }
+                table.auth?[userID] = token
+                return true
+            }
+        }
     }
 
     /// Creates a server.
     ///
     /// - Parameters:
     ///   - group: Where the rooms run.
-    ///   - transport: How rooms reach clients; a ``SimulatedNetwork`` is attached to this server.
+    ///   - transport: How rooms reach clients; a ``SimulatedNetwork`` is attached to this server (and keeps it
+    ///     alive).
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
     public init(
@@ -31,9 +76,7 @@ public final class RoomServer: RoomDirectory {
         auth: [String: String]? = nil
     ) {
         self.group = group
-        self.transport = transport
-        self.timings = timings
-        self.tokens = LockedBox(TokenTable(auth: auth))
+        self.shared = Shared(timings: timings, transport: transport, auth: auth)
         (transport as? SimulatedNetwork)?.attach(self)
     }
 
@@ -45,7 +88,7 @@ public final class RoomServer: RoomDirectory {
     public func serverRoom(_ roomID: String) -> ServerRoom {
         rooms.withLock { rooms in
             if let room = rooms[roomID] { return room }
-            let room = ServerRoom(roomID: roomID, loop: group.loop(for: roomID), server: self)
+            let room = ServerRoom(roomID: roomID, loop: group.loop(for: roomID), shared: shared)
             rooms[roomID] = room
             return room
         }
@@ -64,32 +107,10 @@ public final class RoomServer: RoomDirectory {
     /// Expires the current token of `userID`: later logins with it are refused, and the user's members in `roomIDs`
     /// (every room when `nil`) are warned and kicked out after the renewal grace unless they renew.
     public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {
-        tokens.withLock { table in
-            let current = table.auth?[userID] ?? ""
-            table.expired[userID, default: []].insert(current)
-        }
+        shared.expire(userID)
         let targets =
             roomIDs.map { $0.map(serverRoom) } ?? rooms.withLock { $0.keys.sorted().map { $0 } }.map(serverRoom)
         for room in targets { onLoop(of: room) { $0.tokenExpired(userID) } }
-    }
-
-    /// Whether `token` lets `userID` log in: it has not expired, and it matches the authentication table if there
-    /// is one.
-    func tokenIsValid(_ token: String?, for userID: String) -> Bool {
-        tokens.withLock { table in
-            if table.expired[userID]?.contains(token ?? "") ?? false { return false }
-            guard let auth = table.auth else { return true }
-            return auth[userID] == token
-        }
-    }
-
-    /// Accepts a renewed token unless it has expired; it becomes the user's valid token.
-    func renewToken(_ token: String, for userID: String) -> Bool {
-        tokens.withLock { table in
-            if table.expired[userID]?.contains(token) ?? false { return false }
-            table.auth?[userID] = token
-            return true
-        }
     }
 
     private func onLoop(of room: ServerRoom, _ body: @escaping @Sendable (isolated ServerRoom) -> Void) {

@@ -7,11 +7,10 @@ public actor ServerRoom: RoomEndpoint {
     public nonisolated let roomID: String
     public nonisolated let roomHash: UInt64
     public nonisolated let loop: any RuntimeLoop
-    // Unowned: the server owns its rooms and outlives them.
-    private unowned let server: RoomServer
+    private let server: RoomServer.Shared
     private var state: ServerRoomState
 
-    init(roomID: String, loop: any RuntimeLoop, server: RoomServer) {
+    init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
         self.roomHash = StableHash.fnv1a(roomID)
         self.loop = loop
@@ -41,7 +40,7 @@ public actor ServerRoom: RoomEndpoint {
             }
         case .heartbeat(let userID, let session):
             let (reply, arm) = state.heartbeat(userID: userID, session: session, now: now)
-            server.transport.send(reply, from: self, to: client)
+            server.transport?.send(reply, from: self, to: client)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
@@ -66,7 +65,7 @@ public actor ServerRoom: RoomEndpoint {
         for effect in effects {
             switch effect {
             case .send(let message, let client):
-                server.transport.send(message, from: self, to: client)
+                server.transport?.send(message, from: self, to: client)
             case .armDeadline(let deadline):
                 at(deadline) { room in room.apply(room.state.deadlinePassed(now: room.loop.now)) }
             case .armTokenDeadline(let userID, let deadline):

@@ -15,11 +15,7 @@ public final class SimulatedNetwork: RoomTransport {
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up: while none is, sending needs no lock (the common case).
     private let linksNotUp = Atomic<Int>(0)
-    private let directory = LockedBox<WeakDirectory>(WeakDirectory())
-
-    private struct WeakDirectory {
-        weak var value: (any RoomDirectory)?
-    }
+    private let directory = LockedBox<(any RoomDirectory)?>(nil)
 
     /// Creates a network with `conditions`, drawing every message's fate from `seed`.
     public init(conditions: Scenario.Network = .init(), seed: UInt64 = 0) {
@@ -30,9 +26,10 @@ public final class SimulatedNetwork: RoomTransport {
     public var conditions: Scenario.Network { model.conditions }
 
     /// Connects the network to the servers it carries messages to. A ``RoomServer`` does this when it is created
-    /// with this network; the network holds it weakly, so the server's owner decides its lifetime.
+    /// with this network. The network keeps the server alive (clients hold the network, so a server nobody else
+    /// names stays up while its clients run); the server holds the network weakly, so there is no cycle.
     public func attach(_ rooms: any RoomDirectory) {
-        directory.withLock { $0.value = rooms }
+        directory.withLock { $0 = rooms }
     }
 
     /// The link state of `client`.
@@ -62,7 +59,7 @@ public final class SimulatedNetwork: RoomTransport {
     /// The room `roomID` of the attached server; `nil` when no server is attached (or it is gone), as if the
     /// network had no route to it.
     public func room(_ roomID: String) -> (any RoomEndpoint)? {
-        directory.withLock { $0.value }?.room(roomID)
+        directory.withLock { $0 }?.room(roomID)
     }
 
     public func send(

@@ -1,0 +1,67 @@
+import RoomLink
+import Testing
+
+// The README's "Embedding the engine" sample, verbatim apart from `print` → collecting. Keep the two in sync.
+
+/// Logs Alice in, drops her network for 30 s, and returns what her app was told.
+func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> [Stamped<ZegoEvent>] {
+    let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 42)
+    let server = RoomServer(group: group, transport: network)
+    let environment = ZegoClient.Environment(transport: network)
+    let alice = ZegoClient(id: "alice", loop: group.loop(for: "alice"), environment: environment)
+    let bob = ZegoClient(id: "bob", loop: group.loop(for: "bob"), environment: environment)
+    let changes = await alice.events()
+
+    await bob.loginRoom("room-1")
+    await alice.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true))
+    let clock = group.loops[0]
+    try await clock.sleep(for: .seconds(10))
+    network.setLink(.down, for: alice)  // the phone loses its network…
+    try await clock.sleep(for: .seconds(30))
+    network.setLink(.up, for: alice)  // …and finds it again
+    try await clock.sleep(for: .seconds(1))
+    #expect(await server.serverRoom("room-1").memberIDs == ["bob", "alice"])
+    await alice.shutdown()  // ends the stream
+
+    var seen: [Stamped<ZegoEvent>] = []
+    for await change in changes {
+        seen.append(change)  // README: print(change.time, change.sequence, change.event)
+    }
+    return seen
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReadmeEngineExampleTests {
+    static func reasons(_ events: [Stamped<ZegoEvent>]) -> [String] {
+        events.map {
+            switch $0.event {
+            case .roomStateChanged(_, let reason, _, _): reason.description
+            case .roomUserUpdate(_, let update, let users): "\(update.rawValue) \(users)"
+            case .roomTokenWillExpire: "tokenWillExpire"
+            }
+        }
+    }
+
+    @Test
+    func inVirtualTimeAliceReconnectsAndSeesBob() async throws {
+        let events = try await SimulationRuntime.withSimulation(seed: 42) { simulation in
+            try await simulation.run { try await aliceLosesHerNetwork(on: simulation) }
+        }
+        #expect(
+            Self.reasons(events) == ["logining", "logined", "add [\"bob\"]", "reconnecting", "reconnected"]
+        )
+        #expect(events.map(\.time.milliseconds) == [0, 120, 120, 10_000, 40_120])
+        #expect(events.map(\.sequence) == [0, 1, 2, 3, 4])
+    }
+
+    @Test
+    func onLibeventLoopsTheSameStoryRunsInScaledRealTime() async throws {
+        let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.005)
+        let events = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+            try await aliceLosesHerNetwork(on: group)
+        }
+        #expect(
+            Self.reasons(events) == ["logining", "logined", "add [\"bob\"]", "reconnecting", "reconnected"]
+        )
+    }
+}
