@@ -3,8 +3,8 @@ import Testing
 
 // The README's "Embedding the engine" sample, verbatim apart from `print` → collecting. Keep the two in sync.
 
-/// Logs Alice in, drops her network for 30 s, and returns what her app was told.
-func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> [Stamped<ZegoEvent>] {
+/// Logs Alice in, drops her network for 30 s, and returns what her app was told (and the room's members then).
+func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> ([Stamped<ZegoEvent>], [String]) {
     let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 42)
     let server = RoomServer(group: group, transport: network)
     let environment = ZegoClient.Environment(transport: network)
@@ -19,15 +19,15 @@ func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> [Stam
     network.setLink(.down, for: alice)  // the phone loses its network…
     try await clock.sleep(for: .seconds(30))
     network.setLink(.up, for: alice)  // …and finds it again
-    try await clock.sleep(for: .seconds(1))
-    #expect(await server.serverRoom("room-1").memberIDs == ["bob", "alice"])
-    await alice.shutdown()  // ends the stream
 
     var seen: [Stamped<ZegoEvent>] = []
     for await change in changes {
         seen.append(change)  // README: print(change.time, change.sequence, change.event)
+        if case .roomStateChanged(_, .reconnected, _, _) = change.event { break }
     }
-    return seen
+    let members = await server.serverRoom("room-1").memberIDs  // README: print(…)
+    await alice.shutdown()  // ends the stream
+    return (seen, members)
 }
 
 @Suite(.timeLimit(.minutes(1)))
@@ -44,9 +44,10 @@ struct ReadmeEngineExampleTests {
 
     @Test
     func inVirtualTimeAliceReconnectsAndSeesBob() async throws {
-        let events = try await SimulationRuntime.withSimulation(seed: 42) { simulation in
+        let (events, members) = try await SimulationRuntime.withSimulation(seed: 42) { simulation in
             try await simulation.run { try await aliceLosesHerNetwork(on: simulation) }
         }
+        #expect(members == ["bob", "alice"], "a 30 s outage is shorter than the server's timeout")
         #expect(
             Self.reasons(events) == ["logining", "logined", "add [\"bob\"]", "reconnecting", "reconnected"]
         )
@@ -57,7 +58,7 @@ struct ReadmeEngineExampleTests {
     @Test
     func onLibeventLoopsTheSameStoryRunsInScaledRealTime() async throws {
         let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.005)
-        let events = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+        let (events, _) = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
             try await aliceLosesHerNetwork(on: group)
         }
         #expect(
