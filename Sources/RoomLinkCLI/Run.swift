@@ -39,16 +39,36 @@ struct Run: AsyncParsableCommand {
         } catch {
             throw fail("\(scenario): \(error)")
         }
-        let writer: EventLogWriter<ZegoEvent>? =
-            switch events {
-            case nil: nil
-            case "-": EventLogWriter()
-            case let path?: try EventLogWriter(path: path)
-            }
+        // Open both destinations before running, so a bad path fails in a millisecond, not after the run.
+        let writer: EventLogWriter<ZegoEvent>?
+        do {
+            writer =
+                switch events {
+                case nil: nil
+                case "-": EventLogWriter()
+                case let path?: try EventLogWriter(path: path)
+                }
+        } catch {
+            throw fail("\(error)")
+        }
+        if let report, report != "-", !FileManager.default.createFile(atPath: report, contents: nil) {
+            throw fail("--report: expected a file that can be written, got \(report)")
+        }
         var options = clockOptions
         options.seed = scenario.seed
-        let result = try await options.withRuntime { try await runner.run(on: $0, events: writer) }
-        try writer?.close()
+        let result: RunReport
+        do {
+            result = try await options.withRuntime { try await runner.run(on: $0, events: writer) }
+        } catch {
+            // Keep every event already produced: write what is buffered before reporting the failure.
+            try? writer?.close()
+            throw fail("the run stopped: \(error)")
+        }
+        do {
+            try writer?.close()
+        } catch {
+            throw fail("\(error)")
+        }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let json = try encoder.encode(result) + Data("\n".utf8)

@@ -39,14 +39,15 @@ public struct ZegoOracle: Sendable {
     /// Slack for network latency and delivery delays.
     public var tolerance: Duration
 
-    /// Creates an oracle for `scenario`. Timings the scenario overrides are taken from it.
-    public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(30), tolerance: Duration = .seconds(2)) {
+    /// Creates an oracle for `scenario`. Timings the scenario overrides are taken from it. The default tolerance is
+    /// 2 s plus three one-way trips at the scenario's worst latency (a close notice, an update, its delivery).
+    public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(30), tolerance: Duration? = nil) {
         self.scenario = scenario
         self.serverHeartbeatTimeout = scenario.timings["serverHeartbeatTimeout"] ?? .seconds(90)
         let timeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
         self.retryTimeout = min(timeout, scenario.retry?.maxElapsed ?? timeout)
         self.heartbeatInterval = scenario.timings["heartbeatInterval"] ?? heartbeatInterval
-        self.tolerance = tolerance
+        self.tolerance = tolerance ?? .seconds(2) + (scenario.network.latency + scenario.network.jitter) * 3
         self.namedUsers = Set(scenario.users.map(\.id))
     }
 
