@@ -7,7 +7,7 @@ struct RoomLinkBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomlink-bench",
         abstract: "RoomLink's benchmarks: compare alternatives side by side in one run.",
-        subcommands: [Timers.self]
+        subcommands: [Timers.self, Delivery.self]
     )
 }
 
@@ -152,5 +152,109 @@ enum TimerTable {
     static func dispatchRow(_ r: ActorDispatchResult) -> String {
         pad(r.name, 30) + num(r.handlerToMethodP50Us, 12, 2) + " /" + num(r.handlerToMethodP99Us, 8, 2)
             + num(r.deadlineToMethodP50Us, 18, 1) + " /" + num(r.deadlineToMethodP99Us, 8, 1)
+    }
+}
+
+struct Delivery: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delivery: a state change from publish on a libevent loop to the consumer's `for await` body.",
+        discussion: """
+            For each client count and mechanism (AsyncStream through RoomLink's EventPublisher, swift-async-algorithms' \
+            AsyncChannel, and a continuation queue of our own), a paced run at --rate events per second in total \
+            (latency percentiles) and a flood run (events per second). Real clock, one loop; consumers are tasks on \
+            the global executor.
+            """
+    )
+
+    @Option(help: "Comma-separated client counts.")
+    var clients: String = "1,1000,100000"
+
+    @Option(help: "Events per second in total for the paced runs.")
+    var rate: Int = 100_000
+
+    @Option(help: "Seconds per paced run.")
+    var seconds: Double = 3
+
+    @Option(help: "Events per flood run (0 skips the flood runs).")
+    var floodEvents: Int = 1_000_000
+
+    @Option(help: "Only mechanisms whose name contains this text.")
+    var filter: String?
+
+    @Option(help: "Where consumers run, comma-separated: loop (the producer's loop), global (the global executor).")
+    var consumers: String = "loop,global"
+
+    @Flag(help: "Print one JSON object per case instead of a table.")
+    var json = false
+
+    func validate() throws {
+        guard parsedClients != nil else {
+            throw ValidationError("--clients must be positive integers separated by commas, got '\(clients)'")
+        }
+        guard placements != nil else {
+            throw ValidationError("--consumers must be loop, global or both separated by a comma, got '\(consumers)'")
+        }
+        guard rate > 0, seconds > 0, floodEvents >= 0 else {
+            throw ValidationError("--rate and --seconds must be positive and --flood-events at least 0")
+        }
+    }
+
+    var placements: [ConsumerPlacement]? {
+        let values = consumers.split(separator: ",").map { ConsumerPlacement(rawValue: String($0)) }
+        guard !values.isEmpty, values.allSatisfy({ $0 != nil }) else { return nil }
+        return values.map { $0! }
+    }
+
+    var parsedClients: [Int]? {
+        let values = clients.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
+        return values.map { $0! }
+    }
+
+    func run() async throws {
+        let mechanisms = DeliveryMechanism.allCases.filter { filter == nil || $0.rawValue.contains(filter!) }
+        if !json {
+            print("roomlink-bench delivery — publish on a libevent loop → consumer's for-await body; real clock\n")
+            print(
+                TimerTable.pad("mechanism", 32) + TimerTable.pad("consumers", 10) + TimerTable.pad("clients", 9)
+                    + TimerTable.pad("mode", 10)
+                    + "   events/s   p50 µs   p99 µs  p99.9 µs   max µs  CPU ns/event"
+            )
+        }
+        for count in parsedClients! {
+            for placement in placements! {
+                for mechanism in mechanisms {
+                    var runs: [Int?] = [rate]
+                    if floodEvents > 0 { runs.append(nil) }
+                    for pace in runs {
+                        let result = try await DeliveryCases.run(
+                            mechanism: mechanism,
+                            placement: placement,
+                            clients: count,
+                            rate: pace,
+                            seconds: seconds,
+                            floodEvents: floodEvents
+                        )
+                        if json {
+                            let encoder = JSONEncoder()
+                            encoder.outputFormatting = [.sortedKeys]
+                            print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                        } else {
+                            print(
+                                TimerTable.pad(result.mechanism, 32) + TimerTable.pad(result.consumers, 10)
+                                    + TimerTable.pad("\(result.clients)", 9)
+                                    + TimerTable.pad(result.mode, 10) + TimerTable.num(result.eventsPerSecond, 11)
+                                    + TimerTable.num(result.latencyP50Us, 9, 1)
+                                    + TimerTable.num(result.latencyP99Us, 9, 1)
+                                    + TimerTable.num(result.latencyP999Us, 10, 1)
+                                    + TimerTable.num(result.latencyMaxUs, 9, 0)
+                                    + TimerTable.num(result.cpuPerEventNs, 14)
+                            )
+                        }
+                        fflush(nil)
+                    }
+                }
+            }
+        }
     }
 }

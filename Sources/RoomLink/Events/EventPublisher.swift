@@ -16,6 +16,7 @@ public struct EventPublisher<Event: Sendable> {
     private let sink: (any EventSink<Event>)?
     private var stream: AsyncStream<Stamped<Event>>?
     private var continuation: AsyncStream<Stamped<Event>>.Continuation?
+    private var eventQueue: EventQueue<Stamped<Event>>?
     private var isFinished = false
     /// Events published so far (the next sequence number).
     public private(set) var publishedCount: UInt64 = 0
@@ -47,6 +48,17 @@ public struct EventPublisher<Event: Sendable> {
         return stream
     }
 
+    /// The events from now on as an ``EventQueue`` — the faster alternative to ``events()`` for a consumer that
+    /// takes hundreds of thousands of events per second. Made on the first call; later calls return the same queue.
+    /// It gets every event the stream gets (use one or both); it never drops.
+    public mutating func queue() -> EventQueue<Stamped<Event>> {
+        if let eventQueue { return eventQueue }
+        let queue = EventQueue<Stamped<Event>>()
+        if isFinished { queue.finish() }
+        eventQueue = queue
+        return queue
+    }
+
     /// Publishes `event` at `time`.
     public mutating func publish(_ event: Event, at time: RuntimeInstant) {
         guard !isFinished else {
@@ -56,6 +68,7 @@ public struct EventPublisher<Event: Sendable> {
         let stamped = Stamped(time: time, sequence: publishedCount, event: event)
         publishedCount += 1
         sink?.record(stamped, from: client)
+        eventQueue?.send(stamped)
         guard let continuation else { return }
         switch continuation.yield(stamped) {
         case .enqueued: break
@@ -69,5 +82,6 @@ public struct EventPublisher<Event: Sendable> {
     public mutating func finish() {
         isFinished = true
         continuation?.finish()
+        eventQueue?.finish()
     }
 }

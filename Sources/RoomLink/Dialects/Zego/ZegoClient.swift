@@ -98,6 +98,13 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         publisher.events()
     }
 
+    /// The client's events as an ``EventQueue``: the same events as ``events()``, through a single-consumer queue
+    /// several times faster than `AsyncStream` (see `roomlink-bench delivery`). Made on the first call; ended by
+    /// ``shutdown()``.
+    public func eventQueue() -> EventQueue<Stamped<ZegoEvent>> {
+        publisher.queue()
+    }
+
     /// Events the stream's bounded buffer refused (always 0 with the default unbounded buffering).
     public var droppedEventCount: UInt64 { publisher.droppedCount }
 

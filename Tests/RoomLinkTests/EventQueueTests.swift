@@ -1,0 +1,67 @@
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct EventQueueTests {
+    @Test
+    func theQueueGetsWhatTheStreamGetsInOrderAndEndsWithThePublisher() async {
+        var publisher = EventPublisher<String>(client: "A")
+        let stream = publisher.events()
+        let queue = publisher.queue()
+        #expect(publisher.queue() === queue, "made once")
+        for index in 0..<1_000 { publisher.publish("e\(index)", at: .zero) }
+        publisher.finish()
+        var fromQueue: [Stamped<String>] = []
+        for await event in queue { fromQueue.append(event) }
+        var fromStream: [Stamped<String>] = []
+        for await event in stream { fromStream.append(event) }
+        #expect(fromQueue == fromStream)
+        #expect(fromQueue.map(\.sequence) == Array(0..<1_000))
+    }
+
+    @Test
+    func aWaitingConsumerIsResumedByTheNextEventAndByTheEnd() async {
+        var publisher = EventPublisher<Int>(client: "A")
+        let queue = publisher.queue()
+        let consumer = Task {
+            var seen: [Int] = []
+            for await event in queue { seen.append(event.event) }
+            return seen
+        }
+        // Let the consumer park, then feed it one event at a time.
+        while !queue.hasWaitingConsumer { await Task.yield() }
+        for value in 1...50 {
+            publisher.publish(value, at: .zero)
+            await Task.yield()
+        }
+        publisher.finish()
+        #expect(await consumer.value == Array(1...50))
+    }
+
+    @Test
+    func aSecondConcurrentConsumerEndsAtOnceInsteadOfStealing() async {
+        var publisher = EventPublisher<Int>(client: "A")
+        let queue = publisher.queue()
+        let first = Task { () -> [Int] in
+            var seen: [Int] = []
+            for await event in queue { seen.append(event.event) }
+            return seen
+        }
+        while !queue.hasWaitingConsumer { await Task.yield() }
+        var second = queue.makeAsyncIterator()
+        #expect(await second.next() == nil, "the misuse ends the second loop, it does not hang")
+        publisher.publish(7, at: .zero)
+        publisher.finish()
+        #expect(await first.value == [7])
+    }
+
+    @Test
+    func aQueueMadeAfterTheEndIsAlreadyOver() async {
+        var publisher = EventPublisher<Int>(client: "A")
+        publisher.finish()
+        let queue = publisher.queue()
+        var iterator = queue.makeAsyncIterator()
+        #expect(await iterator.next() == nil)
+    }
+}
