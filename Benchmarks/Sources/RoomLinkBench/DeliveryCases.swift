@@ -13,6 +13,8 @@ enum DeliveryMechanism: String, CaseIterable, Sendable {
     /// RoomLink's `EventQueue` through `EventPublisher.queue()` (`ZegoClient.eventQueue()`): a lock and one
     /// continuation.
     case eventQueue = "EventQueue (EventPublisher)"
+    /// Every client's publisher records into one `EventQueueSink`: one consumer for all clients.
+    case fanIn = "EventQueueSink (one consumer)"
 }
 
 /// Where the consumers run.
@@ -29,6 +31,8 @@ struct DeliveryResult: Codable, Sendable {
     var mechanism: String
     var consumers: String
     var clients: Int
+    /// Producer loops (threads); clients are spread over them.
+    var loops: Int
     /// `rate` when paced (events per second asked for, in total), `flood` when producers publish flat out.
     var mode: String
     var events: Int
@@ -56,19 +60,22 @@ enum DeliveryCases {
         clients: Int,
         rate: Int?,
         seconds: Double,
-        floodEvents: Int
+        floodEvents: Int,
+        loops loopCount: Int
     ) async throws -> DeliveryResult {
-        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) { group in
-            let loop = group.eventLoops[0]
+        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: loopCount)) { group in
+            let loops = group.eventLoops
             let recorder = LatencyRecorder(group: group)
             let total = rate.map { Int(Double($0) * seconds) } ?? floodEvents
-            let channels = (0..<clients).map { Channels(mechanism: mechanism, client: "c\($0)") }
+            let fanIn = EventQueueSink<ZegoEvent>()
+            let channels = (0..<clients).map { Channels(mechanism: mechanism, client: "c\($0)", fanIn: fanIn) }
 
             // Consumers first, each waiting in its `for await`. (Unstructured tasks: a task group of 100k children
             // completes in quadratic time on this toolchain.)
-            let consumers = channels.map { channel in
+            // Client `i` publishes from loop `i mod loops`; its consumer runs there too when placed on the loop.
+            let consumers = (mechanism == .fanIn ? [channels[0]] : channels).enumerated().map { index, channel in
                 switch placement {
-                case .loop: Task(executorPreference: loop) { await channel.consume(recorder) }
+                case .loop: Task(executorPreference: loops[index % loops.count]) { await channel.consume(recorder) }
                 case .global: Task { await channel.consume(recorder) }
                 }
             }
@@ -76,20 +83,29 @@ enum DeliveryCases {
 
             let cpuStart = ProcessCPU.now()
             let wallStart = ContinuousClock.now
-            let producer = Task(executorPreference: loop) {
-                try await produce(on: loop, channels: channels, total: total, rate: rate, yieldEach: placement == .loop)
+            // With fewer clients than loops, only the loops that have a client produce.
+            let active = min(loops.count, channels.count)
+            let producers = loops.prefix(active).enumerated().map { index, loop in
+                let mine = Array(channels[index...].enumerated().filter { $0.offset % loops.count == 0 }.map(\.element))
+                let share = total / active + (index < total % active ? 1 : 0)
+                let pace = rate.map { $0 / active }
+                return Task(executorPreference: loop) {
+                    try await produce(on: loop, channels: mine, total: share, rate: pace, yieldEach: placement == .loop)
+                }
             }
-            try await producer.value
+            for producer in producers { try await producer.value }
             await recorder.waitFor(total)
             let wall = ContinuousClock.now - wallStart
             let cpu = ProcessCPU.now() - cpuStart
-            for channel in channels { await channel.finish(on: loop) }
+            for (index, channel) in channels.enumerated() { await channel.finish(on: loops[index % loops.count]) }
+            fanIn.finish()
             for consumer in consumers { await consumer.value }
             let latency = recorder.percentilesMicroseconds()
             return DeliveryResult(
                 mechanism: mechanism.rawValue,
                 consumers: placement.rawValue,
                 clients: clients,
+                loops: loopCount,
                 mode: rate.map { "\($0)/s" } ?? "flood",
                 events: total,
                 eventsPerSecond: Double(total) / wall.seconds,
@@ -143,12 +159,14 @@ final class Channels: @unchecked Sendable {
     private var publisher: EventPublisher<ZegoEvent>
     private let stream: AsyncStream<Stamped<ZegoEvent>>?
     private let queue: EventQueue<Stamped<ZegoEvent>>?
+    private let fanIn: EventQueueSink<ZegoEvent>
     private let asyncChannel = AsyncChannel<Stamped<ZegoEvent>>()
     private let event: ZegoEvent
 
-    init(mechanism: DeliveryMechanism, client: String) {
+    init(mechanism: DeliveryMechanism, client: String, fanIn: EventQueueSink<ZegoEvent>) {
         self.mechanism = mechanism
-        publisher = EventPublisher(client: client)
+        self.fanIn = fanIn
+        publisher = EventPublisher(client: client, sink: mechanism == .fanIn ? fanIn : nil)
         // Only the mechanism measured is made, so publishing pays for nothing else.
         stream = mechanism == .asyncStream ? publisher.events() : nil
         queue = mechanism == .eventQueue ? publisher.queue() : nil
@@ -162,7 +180,7 @@ final class Channels: @unchecked Sendable {
 
     func publish(sequence: Int, on loop: any RuntimeLoop) async {
         switch mechanism {
-        case .asyncStream, .eventQueue:
+        case .asyncStream, .eventQueue, .fanIn:
             publisher.publish(event, at: loop.now)
         case .asyncChannel:
             await asyncChannel.send(Stamped(time: loop.now, sequence: UInt64(sequence), event: event))
@@ -173,13 +191,14 @@ final class Channels: @unchecked Sendable {
         switch mechanism {
         case .asyncStream: for await event in stream! { recorder.record(event.time) }
         case .eventQueue: for await event in queue! { recorder.record(event.time) }
+        case .fanIn: for await record in fanIn.records { recorder.record(record.event.time) }
         case .asyncChannel: for await event in asyncChannel { recorder.record(event.time) }
         }
     }
 
     func finish(on loop: any RuntimeLoop) async {
         switch mechanism {
-        case .asyncStream, .eventQueue:
+        case .asyncStream, .eventQueue, .fanIn:
             await withCheckedContinuation { done in
                 _ = try? loop.schedule(after: .zero) {
                     self.publisher.finish()

@@ -181,6 +181,9 @@ struct Delivery: AsyncParsableCommand {
     @Option(help: "Only mechanisms whose name contains this text.")
     var filter: String?
 
+    @Option(help: "Producer loops (threads); clients are spread over them, and so is the rate.")
+    var loops: Int = 1
+
     @Option(help: "Where consumers run, comma-separated: loop (the producer's loop), global (the global executor).")
     var consumers: String = "loop,global"
 
@@ -194,6 +197,7 @@ struct Delivery: AsyncParsableCommand {
         guard placements != nil else {
             throw ValidationError("--consumers must be loop, global or both separated by a comma, got '\(consumers)'")
         }
+        guard (1...64).contains(loops) else { throw ValidationError("--loops must be from 1 to 64, got \(loops)") }
         guard rate > 0, seconds > 0, floodEvents >= 0 else {
             throw ValidationError("--rate and --seconds must be positive and --flood-events at least 0")
         }
@@ -214,7 +218,9 @@ struct Delivery: AsyncParsableCommand {
     func run() async throws {
         let mechanisms = DeliveryMechanism.allCases.filter { filter == nil || $0.rawValue.contains(filter!) }
         if !json {
-            print("roomlink-bench delivery — publish on a libevent loop → consumer's for-await body; real clock\n")
+            print(
+                "roomlink-bench delivery — publish on \(loops) libevent loop(s) → consumer's for-await body; real clock\n"
+            )
             print(
                 TimerTable.pad("mechanism", 32) + TimerTable.pad("consumers", 10) + TimerTable.pad("clients", 9)
                     + TimerTable.pad("mode", 10)
@@ -233,7 +239,8 @@ struct Delivery: AsyncParsableCommand {
                             clients: count,
                             rate: pace,
                             seconds: seconds,
-                            floodEvents: floodEvents
+                            floodEvents: floodEvents,
+                            loops: loops
                         )
                         if json {
                             let encoder = JSONEncoder()

@@ -12,22 +12,26 @@
 public struct EventPublisher<Event: Sendable> {
     /// The name the sink is given for this client.
     public let client: String
-    private let bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy
-    private let sink: (any EventSink<Event>)?
-    private var stream: AsyncStream<Stamped<Event>>?
-    private var continuation: AsyncStream<Stamped<Event>>.Continuation?
-    private var eventQueue: EventQueue<Stamped<Event>>?
-    private var isFinished = false
+    // Inlinable state and methods: a publisher of another module's event type is specialised for it.
+    @usableFromInline let bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy
+    @usableFromInline let sink: (any EventSink<Event>)?
+    @usableFromInline var stream: AsyncStream<Stamped<Event>>?
+    @usableFromInline var continuation: AsyncStream<Stamped<Event>>.Continuation?
+    @usableFromInline var eventQueue: EventQueue<Stamped<Event>>?
+    @usableFromInline var isFinished = false
+    @usableFromInline var published: UInt64 = 0
+    @usableFromInline var dropped: UInt64 = 0
     /// Events published so far (the next sequence number).
-    public private(set) var publishedCount: UInt64 = 0
+    public var publishedCount: UInt64 { published }
     /// Events the stream's buffer refused, or that came after ``finish()``.
-    public private(set) var droppedCount: UInt64 = 0
+    public var droppedCount: UInt64 { dropped }
 
     /// Creates a publisher for `client`.
     ///
     /// - Parameters:
     ///   - bufferingPolicy: How the stream buffers for a slow consumer; default `.unbounded`.
     ///   - sink: Where every event also goes, whether or not anyone iterates the stream.
+    @inlinable
     public init(
         client: String,
         bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy = .unbounded,
@@ -39,6 +43,7 @@ public struct EventPublisher<Event: Sendable> {
     }
 
     /// The stream of events from now on, made on the first call; later calls return the same stream.
+    @inlinable
     public mutating func events() -> AsyncStream<Stamped<Event>> {
         if let stream { return stream }
         let (stream, continuation) = AsyncStream.makeStream(of: Stamped<Event>.self, bufferingPolicy: bufferingPolicy)
@@ -51,6 +56,7 @@ public struct EventPublisher<Event: Sendable> {
     /// The events from now on as an ``EventQueue`` — the faster alternative to ``events()`` for a consumer that
     /// takes hundreds of thousands of events per second. Made on the first call; later calls return the same queue.
     /// It gets every event the stream gets (use one or both); it never drops.
+    @inlinable
     public mutating func queue() -> EventQueue<Stamped<Event>> {
         if let eventQueue { return eventQueue }
         let queue = EventQueue<Stamped<Event>>()
@@ -60,25 +66,27 @@ public struct EventPublisher<Event: Sendable> {
     }
 
     /// Publishes `event` at `time`.
+    @inlinable
     public mutating func publish(_ event: Event, at time: RuntimeInstant) {
         guard !isFinished else {
-            droppedCount += 1
+            dropped += 1
             return
         }
-        let stamped = Stamped(time: time, sequence: publishedCount, event: event)
-        publishedCount += 1
+        let stamped = Stamped(time: time, sequence: published, event: event)
+        published += 1
         sink?.record(stamped, from: client)
         eventQueue?.send(stamped)
         guard let continuation else { return }
         switch continuation.yield(stamped) {
         case .enqueued: break
-        case .dropped: droppedCount += 1
+        case .dropped: dropped += 1
         case .terminated: break  // the consumer stopped iterating: nobody to miss it
         @unknown default: break
         }
     }
 
     /// Ends the stream; its consumer's loop ends after the events already buffered.
+    @inlinable
     public mutating func finish() {
         isFinished = true
         continuation?.finish()

@@ -1,4 +1,4 @@
-internal import DequeModule
+public import DequeModule
 
 /// An unbounded, single-consumer asynchronous queue: the fast alternative to `AsyncStream` for a client's events.
 ///
@@ -9,24 +9,34 @@ internal import DequeModule
 ///
 /// - Important: One consumer. Iterating from two tasks at once is a misuse: the second `next()` that finds another
 ///   waiting returns `nil` at once (its loop ends) rather than stealing or losing events.
+///
+/// Its methods are inlinable, so a consumer in another module gets code specialised for its element type.
 public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
-    private struct State {
-        var buffer = Deque<Element>()
-        var waiter: CheckedContinuation<Element?, Never>?
-        var finished = false
+    @usableFromInline
+    struct State {
+        @usableFromInline var buffer = Deque<Element>()
+        @usableFromInline var waiter: CheckedContinuation<Element?, Never>?
+        @usableFromInline var finished = false
+
+        @inlinable init() {}
     }
 
-    private let state = LockedBox(State())
+    @usableFromInline let state = LockedBox(State())
 
-    private enum Ready {
+    @usableFromInline
+    enum Ready {
         case element(Element)
         case end
     }
 
-    init() {}
+    /// An empty queue. (A publisher makes its own: ``EventPublisher/queue()``; an ``EventQueueSink`` holds one.)
+    @inlinable
+    public init() {}
 
-    /// Hands `element` to the waiting consumer, or buffers it. Never suspends, never drops.
-    func send(_ element: Element) {
+    /// Hands `element` to the waiting consumer, or buffers it. Never suspends, never drops; after ``finish()`` it
+    /// does nothing.
+    @inlinable
+    public func send(_ element: Element) {
         let waiter = state.withLock { state -> CheckedContinuation<Element?, Never>? in
             guard !state.finished else { return nil }
             if let waiter = state.waiter {
@@ -40,7 +50,8 @@ public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
     }
 
     /// Ends the sequence after what is buffered.
-    func finish() {
+    @inlinable
+    public func finish() {
         let waiter = state.withLock { state -> CheckedContinuation<Element?, Never>? in
             state.finished = true
             defer { state.waiter = nil }
@@ -56,16 +67,21 @@ public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
     package var hasWaitingConsumer: Bool { state.withLock { $0.waiter != nil } }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let queue: EventQueue
+        @usableFromInline let queue: EventQueue
 
+        @inlinable init(queue: EventQueue) { self.queue = queue }
+
+        @inlinable
         public mutating func next() async -> Element? {
             await queue.next()
         }
     }
 
+    @inlinable
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: self) }
 
-    private func next() async -> Element? {
+    @inlinable
+    func next() async -> Element? {
         // Fast path: something is buffered, or the queue is over.
         func take(_ state: inout State) -> Ready? {
             if let first = state.buffer.popFirst() { return .element(first) }

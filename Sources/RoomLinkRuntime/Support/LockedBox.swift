@@ -1,20 +1,24 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Darwin)
-import Darwin
+public import Darwin
 #endif
 
 /// A value guarded by a pthread mutex, with an optional condition variable.
 ///
 /// `Synchronization.Mutex` is invisible to ThreadSanitizer on Linux (every guarded access is reported as a race),
 /// so the runtime uses this box wherever state crosses threads.
+///
+/// Inlinable, so that generic code of other modules (an event queue of a client's events) is specialised through it.
+@usableFromInline
 package final class LockedBox<Value>: @unchecked Sendable {
     // Safe: `value` is only read or written between `pthread_mutex_lock` and `pthread_mutex_unlock` of `mutex`,
     // and the mutex and condition live at stable heap addresses for the box's lifetime.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
-    private var value: Value
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let condition: UnsafeMutablePointer<pthread_cond_t>
+    @usableFromInline var value: Value
 
+    @inlinable
     package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
@@ -33,7 +37,7 @@ package final class LockedBox<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the value.
-    @inline(__always)
+    @inlinable
     package func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
