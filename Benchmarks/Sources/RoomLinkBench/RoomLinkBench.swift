@@ -7,7 +7,7 @@ struct RoomLinkBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomlink-bench",
         abstract: "RoomLink's benchmarks: compare alternatives side by side in one run.",
-        subcommands: [Timers.self, Delivery.self]
+        subcommands: [Timers.self, Delivery.self, Scale.self]
     )
 }
 
@@ -263,5 +263,80 @@ struct Delivery: AsyncParsableCommand {
                 }
             }
         }
+    }
+}
+
+struct Scale: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Scale: a population run in virtual time (wall time, peak RSS, bytes per client), or where a client's memory goes.",
+        discussion: """
+            The run is what `roomlink run examples/outage-waves.json` does: 100,000 clients in 1,000 rooms log in \
+            over a minute, 30 % lose their network for a minute at 5 min, 20 % fall into a blackhole for three \
+            minutes at 15 min, 30 minutes in all. --breakdown instead builds a population stage by stage and \
+            reports the RSS each stage adds per client (run it in its own process: RSS is a process-wide figure).
+            """
+    )
+
+    @Option(help: "Clients.") var clients: Int = 100_000
+    @Option(help: "Rooms.") var rooms: Int = 1_000
+    @Option(help: "Scenario duration, e.g. 30m.") var duration: String = "30m"
+    @Flag(help: "Population users ask for user-status notification (peer updates).") var notify = false
+    @Option(help: "Seed.") var seed: UInt64 = 2026
+    @Flag(help: "Report the memory breakdown per client instead of the run.") var breakdown = false
+    @Flag(help: "Print one JSON object instead of text.") var json = false
+
+    func validate() throws {
+        guard clients > 0, rooms > 0, rooms <= clients else {
+            throw ValidationError("--clients and --rooms must be positive, with no more rooms than clients")
+        }
+        guard Duration(roomLinkText: duration) != nil else {
+            throw ValidationError("--duration must be a duration like 30m, got '\(duration)'")
+        }
+    }
+
+    func run() async throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        if breakdown {
+            let result = try await ScaleCases.breakdown(clients: clients, rooms: rooms)
+            if json {
+                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                return
+            }
+            print(
+                """
+                Memory per client (\(clients) clients, \(rooms) rooms; RSS added by each stage)
+                  client actor                     \(result.clientActorBytes) B
+                  idle AsyncStream (events())      \(result.idleStreamBytes) B
+                  consumer task in for-await       \(result.consumerTaskBytes) B
+                  logged in (session, heartbeat timer, server member, deadline queue, messages in flight)  \(result.loggedInBytes) B
+                  peer list (notification on, \(clients / rooms) per room)  \(result.peerListBytes) B
+                """
+            )
+            return
+        }
+        let scenario = try ScaleCases.scenario(
+            clients: clients,
+            rooms: rooms,
+            duration: Duration(roomLinkText: duration)!,
+            notify: notify,
+            seed: seed
+        )
+        let result = try await ScaleCases.run(scenario)
+        if json {
+            print(String(decoding: try encoder.encode(result), as: UTF8.self))
+            return
+        }
+        print(
+            """
+            roomlink-bench scale — \(result.clients) clients, \(result.rooms) rooms, \(duration) virtual, two outage waves\
+            \(notify ? ", user-status notification on" : "")
+              wall time        \(String(format: "%.1f", result.wallSeconds)) s
+              events           \(result.events) (\(Int(result.eventsPerWallSecond)) per wall second), \(result.violations) violations
+              peak RSS         \(result.peakRSSBytes / 1_048_576) MiB (baseline \(result.baselineRSSBytes / 1_048_576) MiB)
+              bytes per client \(result.bytesPerClient)
+            """
+        )
     }
 }

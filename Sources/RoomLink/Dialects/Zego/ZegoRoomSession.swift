@@ -42,7 +42,18 @@ public struct ZegoRoomSession: Sendable {
     public internal(set) var lastHeard: RuntimeInstant
     /// The peers the client has reported present (sorted), when it asked for user-status notification.
     public internal(set) var peers: [String] = []
-    private var retry: RetryPolicy.Iterator
+    /// The retry iterator of the current episode, boxed: 120 bytes that a logged-in room does not need inline.
+    private var episodeRetry: Boxed<RetryPolicy.Iterator>?
+
+    /// A value on the heap, so that an optional one costs a pointer when absent.
+    private indirect enum Boxed<Value: Sendable>: Sendable {
+        case value(Value)
+
+        var value: Value {
+            get { switch self { case .value(let value): value } }
+            set { self = .value(newValue) }
+        }
+    }
     /// Whether a login request is waiting for its answer.
     var attemptInFlight = false
     /// Counts episodes, so that a deadline timer of an earlier episode is ignored.
@@ -68,8 +79,9 @@ public struct ZegoRoomSession: Sendable {
         self.phase = .logining
         self.episodeStart = now
         self.lastHeard = now
-        self.retry = retry
-        _ = self.retry.next(elapsed: .zero)
+        var retry = retry
+        _ = retry.next(elapsed: .zero)
+        self.episodeRetry = .value(retry)
     }
 
     /// The connection was lost (closed, or silent for too long). A logged-in session starts reconnecting — its first
@@ -80,8 +92,9 @@ public struct ZegoRoomSession: Sendable {
         phase = .reconnecting
         episodeStart = now
         episode &+= 1
-        retry = newRetry
+        var retry = newRetry
         _ = retry.next(elapsed: .zero)
+        episodeRetry = .value(retry)
         return .roomStateChanged(
             roomID: roomID,
             reason: .reconnecting,
@@ -93,6 +106,8 @@ public struct ZegoRoomSession: Sendable {
     /// An attempt failed at `now` (refused, unanswered, or its connection dropped): when to try again.
     public mutating func attemptFailed(at now: RuntimeInstant, maxAttempts: Int?) -> NextAttempt {
         attemptInFlight = false
+        guard var retry = episodeRetry?.value else { return .awaitDeadline }  // no episode: nothing to retry
+        defer { episodeRetry = .value(retry) }
         if let delay = retry.next(elapsed: episodeStart.duration(to: now)) { return .retry(after: delay) }
         if let maxAttempts, retry.attempts >= maxAttempts { return .giveUp(giveUpEvent) }
         return .awaitDeadline
@@ -115,6 +130,7 @@ public struct ZegoRoomSession: Sendable {
     public mutating func accepted(roomSessionID: String, present: [String], at now: RuntimeInstant) -> [ZegoEvent] {
         let wasReconnecting = phase == .reconnecting
         phase = .logined
+        episodeRetry = nil
         lastHeard = now
         attemptInFlight = false
         var events: [ZegoEvent] = [
