@@ -54,4 +54,23 @@ struct NetworkModelTests {
         var otherSeed = NetworkModel(conditions: Self.conditions, seed: 4)
         #expect(aloneFates != (0..<200).map { _ in otherSeed.transit(for: "A") })
     }
+
+    @Test
+    func aKeyedFateDependsOnTheKeyAloneAndHasTheConditionsShape() {
+        let network = NetworkModel(conditions: Self.conditions, seed: 11)
+        let fates = (0..<20_000).map { network.transit(link: .up, key: UInt64($0)) }
+        #expect(fates == (0..<20_000).map { network.transit(link: .up, key: UInt64($0)) }, "same key, same fate")
+        let lost = fates.filter { $0 == .lost }.count
+        #expect((1_700...2_300).contains(lost), "lost \(lost) of 20,000 at 10 % loss")
+        var delays: Set<Duration> = []
+        for case .delivered(let delay) in fates {
+            #expect(delay >= .milliseconds(50) && delay <= .milliseconds(70))
+            delays.insert(delay)
+        }
+        #expect(delays.count > 1_000, "jitter should vary the delay")
+        #expect(network.transit(link: .down, key: 1) == .refused)
+        #expect(network.transit(link: .blackhole, key: 1) == .lost)
+        let other = NetworkModel(conditions: Self.conditions, seed: 12)
+        #expect(fates != (0..<20_000).map { other.transit(link: .up, key: UInt64($0)) })
+    }
 }

@@ -224,7 +224,7 @@ struct Delivery: AsyncParsableCommand {
             print(
                 TimerTable.pad("mechanism", 32) + TimerTable.pad("consumers", 10) + TimerTable.pad("clients", 9)
                     + TimerTable.pad("mode", 10)
-                    + "   events/s   p50 µs   p99 µs  p99.9 µs   max µs  CPU ns/event"
+                    + "   events/s      p50 µs      p99 µs    p99.9 µs      max µs  CPU ns/event"
             )
         }
         for count in parsedClients! {
@@ -251,10 +251,10 @@ struct Delivery: AsyncParsableCommand {
                                 TimerTable.pad(result.mechanism, 32) + TimerTable.pad(result.consumers, 10)
                                     + TimerTable.pad("\(result.clients)", 9)
                                     + TimerTable.pad(result.mode, 10) + TimerTable.num(result.eventsPerSecond, 11)
-                                    + TimerTable.num(result.latencyP50Us, 9, 1)
-                                    + TimerTable.num(result.latencyP99Us, 9, 1)
-                                    + TimerTable.num(result.latencyP999Us, 10, 1)
-                                    + TimerTable.num(result.latencyMaxUs, 9, 0)
+                                    + TimerTable.num(result.latencyP50Us, 12, 1)
+                                    + TimerTable.num(result.latencyP99Us, 12, 1)
+                                    + TimerTable.num(result.latencyP999Us, 12, 1)
+                                    + TimerTable.num(result.latencyMaxUs, 12, 0)
                                     + TimerTable.num(result.cpuPerEventNs, 14)
                             )
                         }

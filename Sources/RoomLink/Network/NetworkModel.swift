@@ -49,10 +49,22 @@ public struct NetworkModel: Sendable {
         }
         let jitter = conditions.jitter.nanosecondsClamped
         guard conditions.loss > 0 || jitter > 0 else { return .delivered(after: conditions.latency) }
-        var random = SeededRandom(seed: seed, stream: key)
-        if conditions.loss > 0, Double.random(in: 0..<1, using: &random) < conditions.loss { return .lost }
-        let extra = jitter > 0 ? Int64.random(in: 0...jitter, using: &random) : 0
+        // Two SplitMix64 outputs of (seed, key): no generator to set up per message (this runs for every heartbeat).
+        let first = Self.mix(seed ^ key)
+        if conditions.loss > 0, Double(first >> 11) * 0x1p-53 < conditions.loss { return .lost }
+        guard jitter > 0 else { return .delivered(after: conditions.latency) }
+        let second = Self.mix(first)
+        // Uniform in [0, jitter]: the high half of a 64×64-bit product (bias below 2^-40 for any jitter in ns).
+        let extra = Int64(second.multipliedFullWidth(by: UInt64(jitter) + 1).high)
         return .delivered(after: conditions.latency + .nanoseconds(extra))
+    }
+
+    /// SplitMix64's finaliser of `value + golden ratio`.
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value &+ 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 
     /// Decides the fate of one message between `client` and the server, in either direction.

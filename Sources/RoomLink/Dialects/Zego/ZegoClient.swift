@@ -169,7 +169,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             return .userNotInRoom
         }
         let room = end(at: index)
-        send(.logout(userID: userID, session: room.session), to: room)
+        send(.logout(userID: userID, session: room.session), to: room.server)
         publish(.roomStateChanged(roomID: roomID, reason: .logout, errorCode: .success, extendedData: [:]))
         return .success
     }
@@ -213,7 +213,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
     public func renewToken(_ token: String, roomID: String) -> ZegoErrorCode {
         guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return .userNotInRoom }
         rooms[index].config.token = token
-        send(.renewToken(userID: userID, session: rooms[index].session, token: token), to: rooms[index])
+        send(.renewToken(userID: userID, session: rooms[index].session, token: token), to: rooms[index].server)
         return .success
     }
 
@@ -315,7 +315,8 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             if rooms[index].phase == .logined {
                 if rooms[index].isSilent(at: now, detection: detection) {
                     connectionLost(at: index, closed: false)
-                } else if send(.heartbeat(userID: userID, session: rooms[index].session), to: rooms[index]) == .refused
+                } else if send(.heartbeat(userID: userID, session: rooms[index].session), to: rooms[index].server)
+                    == .refused
                 {
                     connectionLost(at: index, closed: true)
                 }
@@ -330,7 +331,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
     /// its attempt in flight as failed. `closed` tells the server (the socket closed under it).
     private func connectionLost(at index: Int, closed: Bool) {
         let roomID = rooms[index].roomID
-        if closed { send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index]) }
+        if closed { send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index].server) }
         let now = loop.now
         let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if let event = rooms[index].connectionLost(at: now, retry: retry) {
@@ -356,7 +357,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             isReconnect: room.phase == .reconnecting
         )
         if room.server == nil { rooms[index].server = environment.transport.room(roomID) }
-        guard send(.login(request), to: rooms[index]) == .sent else {
+        guard send(.login(request), to: rooms[index].server) == .sent else {
             rooms[index].attemptInFlight = true
             attemptFailed(roomID)
             return
@@ -428,10 +429,11 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         rooms[index].deadlineTimer = nil
     }
 
-    /// Sends `message` to the server of `room`; refused when the transport cannot reach it.
+    /// Sends `message` to a room's server; refused when the transport cannot reach it. (It takes the endpoint, not
+    /// the room: passing a whole `ZegoRoomSession` copies and retains every field, on every heartbeat.)
     @discardableResult
-    private func send(_ message: ClientMessage, to room: ZegoRoomSession) -> SendOutcome {
-        guard let server = room.server else { return .refused }
+    private func send(_ message: ClientMessage, to server: (any RoomEndpoint)?) -> SendOutcome {
+        guard let server else { return .refused }
         return environment.transport.send(message, from: self, to: server)
     }
 

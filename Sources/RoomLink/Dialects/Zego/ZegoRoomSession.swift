@@ -50,7 +50,11 @@ public struct ZegoRoomSession: Sendable {
         case value(Value)
 
         var value: Value {
-            get { switch self { case .value(let value): value } }
+            get {
+                switch self {
+                case .value(let value): value
+                }
+            }
             set { self = .value(newValue) }
         }
     }
