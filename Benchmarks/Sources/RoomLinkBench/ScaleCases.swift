@@ -88,26 +88,32 @@ enum ScaleCases {
                 let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(40)), seed: 1)
                 let server = RoomServer(group: simulation, transport: network)
                 let environment = ZegoClient.Environment(transport: network)
+                // Stages that only add come first, so that memory freed by a later stage is not counted twice.
                 let start = rss()
-                let population = (0..<clients).map {
-                    ZegoClient(id: Scenario.Population.userName($0), loop: simulation, environment: environment)
+                let listened = (0..<clients).map {
+                    ZegoClient(id: "s\($0)", loop: simulation, environment: environment)
                 }
                 let actors = rss()
-                for (index, client) in population.enumerated() {
-                    await client.loginRoom("room-\(index % rooms)")
-                }
-                try await simulation.sleep(for: .seconds(65))  // logged in, heartbeats sent and answered
-                let loggedIn = rss()
                 var streams: [AsyncStream<Stamped<ZegoEvent>>] = []
                 streams.reserveCapacity(clients)
-                for client in population { streams.append(await client.events()) }
+                for client in listened { streams.append(await client.events()) }
                 let withStreams = rss()
                 let consumers = streams.map { stream in
                     Task(executorPreference: simulation) { for await _ in stream {} }
                 }
                 try await simulation.sleep(for: .milliseconds(1))
                 let withConsumers = rss()
-                // Peer lists: a second population in other rooms, with notification on.
+                // A second population logs in (no streams): sessions, timers, members.
+                let population = (0..<clients).map {
+                    ZegoClient(id: Scenario.Population.userName($0), loop: simulation, environment: environment)
+                }
+                let beforeLogin = rss()
+                for (index, client) in population.enumerated() {
+                    await client.loginRoom("room-\(index % rooms)")
+                }
+                try await simulation.sleep(for: .seconds(65))  // logged in, heartbeats sent and answered
+                let loggedIn = rss()
+                // A third logs in with notification on, in rooms of its own: the same plus a peer list each.
                 let notified = (0..<clients).map {
                     ZegoClient(id: "n\($0)", loop: simulation, environment: environment)
                 }
@@ -116,18 +122,18 @@ enum ScaleCases {
                 }
                 try await simulation.sleep(for: .seconds(65))
                 let notifiedIn = rss()
-                for client in population + notified { await client.shutdown() }
+                for client in listened + population + notified { await client.shutdown() }
                 for consumer in consumers { await consumer.value }
                 _ = server.roomCount
                 return MemoryBreakdown(
                     clients: clients,
                     rooms: rooms,
                     clientActorBytes: perClient(start, actors),
-                    idleStreamBytes: perClient(loggedIn, withStreams),
+                    idleStreamBytes: perClient(actors, withStreams),
                     consumerTaskBytes: perClient(withStreams, withConsumers),
-                    loggedInBytes: perClient(actors, loggedIn),
-                    peerListBytes: perClient(withConsumers, notifiedIn) - perClient(start, actors)
-                        - perClient(actors, loggedIn)
+                    loggedInBytes: perClient(beforeLogin, loggedIn),
+                    peerListBytes: perClient(loggedIn, notifiedIn) - perClient(withConsumers, beforeLogin)
+                        - perClient(beforeLogin, loggedIn)
                 )
             }
         }
