@@ -59,8 +59,4 @@ struct Check: ParsableCommand {
         if !violations.isEmpty { throw ExitCode(1) }
     }
 
-    private func fail(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("roomlink: \(message)\n".utf8))
-        return ExitCode(2)
-    }
 }

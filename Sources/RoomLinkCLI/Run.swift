@@ -107,11 +107,6 @@ struct Run: AsyncParsableCommand {
         }
     }
 
-    private func fail(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data("roomlink: \(message)\n".utf8))
-        return ExitCode(2)
-    }
-
     private func summary(_ report: RunReport) -> String {
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         return """

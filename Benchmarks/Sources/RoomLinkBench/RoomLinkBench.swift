@@ -58,11 +58,7 @@ struct Timers: AsyncParsableCommand {
         }
     }
 
-    var parsedCounts: [Int]? {
-        let values = counts.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
-        return values.map { $0! }
-    }
+    var parsedCounts: [Int]? { positiveIntegers(counts) }
 
     func selected<T>(_ cases: [(name: String, run: T)]) -> [(name: String, run: T)] {
         cases.filter { filter == nil || $0.name.contains(filter!) }
@@ -209,11 +205,7 @@ struct Delivery: AsyncParsableCommand {
         return values.map { $0! }
     }
 
-    var parsedClients: [Int]? {
-        let values = clients.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
-        return values.map { $0! }
-    }
+    var parsedClients: [Int]? { positiveIntegers(clients) }
 
     func run() async throws {
         let mechanisms = DeliveryMechanism.allCases.filter { filter == nil || $0.rawValue.contains(filter!) }
@@ -339,4 +331,11 @@ struct Scale: AsyncParsableCommand {
             """
         )
     }
+}
+
+/// Positive integers separated by commas (`"1,1000,100000"`), or `nil` if any is not one.
+func positiveIntegers(_ text: String) -> [Int]? {
+    let values = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+    guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
+    return values.map { $0! }
 }
