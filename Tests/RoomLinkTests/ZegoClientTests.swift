@@ -229,4 +229,32 @@ struct ZegoClientTests {
             #expect(await a.loginRoom("r1") == .roomCountExceeded, "a shut-down client refuses calls")
         }
     }
+
+    @Test
+    func aKickThatNeverReachedTheClientIsRepeatedWhenItComesBack() async throws {
+        try await Self.withWorld { world in
+            let a = world.client("A")
+            let c = world.client("C")
+            await a.loginRoom("r1")
+            await c.loginRoom("r1")
+            try await world.simulation.sleep(for: .seconds(61))
+            world.network.setLink(.blackhole, for: a)  // A does not know, and misses the kick
+            world.network.setLink(.down, for: c)  // C reconnects when its network returns
+            try await world.simulation.sleep(for: .seconds(9))
+            world.server.kickOut(roomID: "r1", userIDs: ["A", "C"])
+            try await world.simulation.sleep(for: .seconds(10))
+            world.network.setLink(.up, for: a)
+            world.network.setLink(.up, for: c)
+            try await world.simulation.sleep(for: .seconds(60))
+            // A's 90.12 s heartbeat (29.9 s after the last answer: not yet silent) is answered by the kick; C, back
+            // at 80 s, reconnects and is answered by it.
+            #expect(world.events.lines(of: "A").suffix(2) == ["120 A r1 logined 0", "90220 A r1 kickOut 1002055"])
+            #expect(
+                world.events.lines(of: "C").suffix(2) == [
+                    "61000 C r1 reconnecting 1002051", "80120 C r1 kickOut 1002055",
+                ]
+            )
+            #expect(await world.server.serverRoom("r1").memberIDs.isEmpty)
+        }
+    }
 }

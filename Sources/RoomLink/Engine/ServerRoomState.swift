@@ -19,6 +19,8 @@ internal import OrderedCollections
 /// - Joins and leaves reach the members that asked for user-status notification `userUpdateDelay` after the change,
 ///   in order, batched per kind; a member never hears of changes made before it joined (its first list has them).
 /// - The first member of an empty room sets its member cap.
+/// - A kicked session stays kicked: if the kick never reached its client (its network was down), the client's next
+///   heartbeat or reconnection is answered with the kick again, not let back in.
 public struct ServerRoomState {
     /// A member of the room.
     public struct Member {
@@ -66,6 +68,8 @@ public struct ServerRoomState {
     /// Whether the room's deadline timer is armed.
     private var deadlineArmed = false
     private var pending: [PendingChange] = []
+    /// Sessions the room kicked out, and why (kept so that a client the kick never reached hears it again).
+    private var kickedSessions: [SessionID: KickReason] = [:]
 
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { Array(members.keys) }
@@ -86,6 +90,9 @@ public struct ServerRoomState {
         tokenValid: Bool,
         now: RuntimeInstant
     ) -> [Effect] {
+        if request.isReconnect, let reason = kickedSessions[request.session] {
+            return [.send(.kicked(session: request.session, reason: reason), to: client)]
+        }
         guard tokenValid else {
             return [.send(.loginRejected(session: request.session, reason: .tokenInvalid), to: client)]
         }
@@ -93,6 +100,7 @@ public struct ServerRoomState {
         if let existing = members[request.userID] {
             if existing.session != request.session {
                 // The newer login wins; the user stays present, so peers hear nothing.
+                kickedSessions[existing.session] = .duplicateLogin
                 effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.client))
             }
             var member = existing
@@ -138,6 +146,7 @@ public struct ServerRoomState {
         now: RuntimeInstant
     ) -> (reply: ServerMessage, arm: Effect?) {
         guard let index = members.index(forKey: userID), members.values[index].session == session else {
+            if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), nil) }
             return (.sessionUnknown(session: session), nil)
         }
         members.values[index].lastHeard = now
@@ -181,6 +190,7 @@ public struct ServerRoomState {
     /// The business server kicks `userID` out.
     public mutating func kick(userID: String, reason: KickReason, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID] else { return [] }
+        kickedSessions[member.session] = reason
         return [.send(.kicked(session: member.session, reason: reason), to: member.client)] + remove(userID, now: now)
     }
 
