@@ -116,6 +116,24 @@ struct ScenarioRunnerTests {
     }
 
     @Test
+    func aNamedUserMayNotTakeAPopulationUsersName() throws {
+        let scenario = try Scenario(
+            json: Data(
+                #"{ "users": [ { "id": "A" }, { "id": "u7" } ], "population": { "clients": 10, "rooms": 1 }, "end": "1m" }"#
+                    .utf8
+            )
+        )
+        #expect {
+            try ScenarioRunner(scenario: scenario)
+        } throws: { error in
+            "\(error)".hasPrefix("users[1].id: expected a name that is not a population user's (u0 … u9)")
+        }
+        var fine = scenario
+        fine.users[1].id = "u10"
+        #expect(throws: Never.self) { try ScenarioRunner(scenario: fine) }
+    }
+
+    @Test
     func theRealClockRunsTheSameStoryScaled() async throws {
         let scenario = try Scenario(
             json: Data(

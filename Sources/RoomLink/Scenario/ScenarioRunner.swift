@@ -16,7 +16,8 @@ public struct ScenarioRunner: Sendable {
 
     /// Prepares a run.
     ///
-    /// - Throws: ``RoomLinkError`` naming `dialect` for a dialect this version cannot run yet.
+    /// - Throws: ``RoomLinkError`` naming `dialect` for a dialect this version cannot run yet, or the user whose
+    ///   `id` is also the name of a population user (`u<i>`).
     public init(scenario: Scenario) throws(RoomLinkError) {
         guard scenario.dialect == .zego else {
             throw .invalidArgument(
@@ -24,6 +25,18 @@ public struct ScenarioRunner: Sendable {
                 "zego (the only dialect this version runs)",
                 got: "\"\(scenario.dialect)\""
             )
+        }
+        if let population = scenario.population, population.clients > 0 {
+            for (index, user) in scenario.users.enumerated() {
+                guard user.id.hasPrefix("u"), let number = Int(user.id.dropFirst()), number >= 0,
+                    number < population.clients, Scenario.Population.userName(number) == user.id
+                else { continue }
+                throw .invalidArgument(
+                    "users[\(index)].id",
+                    "a name that is not a population user's (u0 … u\(population.clients - 1))",
+                    got: "\"\(user.id)\""
+                )
+            }
         }
         self.scenario = scenario
     }
