@@ -151,7 +151,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         )
         rooms.append(room)
         publish(.roomStateChanged(roomID: roomID, reason: .logining, errorCode: .success, extendedData: [:]))
-        armDeadline(roomID, after: environment.timings.loginTimeout)
+        setEpisodeDeadline(roomID, after: environment.timings.loginTimeout)
         attempt(roomID)
         return .success
     }
@@ -336,7 +336,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if let event = rooms[index].connectionLost(at: now, retry: retry) {
             publish(event)
-            armDeadline(roomID, after: environment.reconnectLimit)
+            setEpisodeDeadline(roomID, after: environment.reconnectLimit)
             attempt(roomID)
         } else if rooms[index].attemptInFlight {
             attemptFailed(roomID)
@@ -363,49 +363,52 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
             return
         }
         rooms[index].attemptInFlight = true
-        let tag = room.attempt
-        rooms[index].attemptTimer = arm(after: environment.timings.attemptTimeout) { client in
-            guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
-                client.rooms[index].attempt == tag, client.rooms[index].attemptInFlight
-            else { return }
-            client.rooms[index].attemptTimer = nil
-            client.attemptFailed(roomID)
-        }
+        armAttemptTimer(at: index, after: environment.timings.attemptTimeout, answerTimeout: true)
     }
 
     private func attemptFailed(_ roomID: String) {
         guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
         switch rooms[index].attemptFailed(at: loop.now, maxAttempts: environment.retryPolicy.maxAttempts) {
         case .retry(let delay):
-            let tag = rooms[index].attempt
-            rooms[index].attemptTimer = arm(after: delay) { client in
-                guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
-                    client.rooms[index].attempt == tag, !client.rooms[index].attemptInFlight
-                else { return }
-                client.rooms[index].attemptTimer = nil
-                client.attempt(roomID)
-            }
+            armAttemptTimer(at: index, after: delay, answerTimeout: false)
         case .awaitDeadline:
-            break
+            armAttemptTimer(at: index, after: nil, answerTimeout: false)
         case .giveUp(let event):
             _ = end(at: index)
             publish(event)
         }
     }
 
-    /// Arms the give-up deadline of the room's current episode.
-    private func armDeadline(_ roomID: String, after limit: Duration) {
+    /// Sets the give-up deadline of the room's current episode; the room's attempt timers never go past it.
+    private func setEpisodeDeadline(_ roomID: String, after limit: Duration) {
         guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        if let old = rooms[index].deadlineTimer { loop.cancel(old) }
-        let episode = rooms[index].episode
-        rooms[index].deadlineTimer = arm(after: limit) { client in
+        rooms[index].episodeDeadline = loop.now.advanced(by: limit)
+    }
+
+    /// Arms room `index`'s one timer: after `delay` (at the episode's deadline if that comes first, or if `delay` is
+    /// `nil`) it gives up when the deadline has come, and otherwise counts the attempt in flight as failed
+    /// (`answerTimeout`) or starts the next attempt.
+    private func armAttemptTimer(at index: Int, after delay: Duration?, answerTimeout: Bool) {
+        let roomID = rooms[index].roomID
+        let tag = rooms[index].attempt
+        let deadline = rooms[index].episodeDeadline
+        var due = delay.map { loop.now.advanced(by: $0) } ?? deadline ?? loop.now
+        if let deadline, deadline < due { due = deadline }
+        if let old = rooms[index].attemptTimer { loop.cancel(old) }
+        rooms[index].attemptTimer = arm(at: due) { client in
             guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
-                client.rooms[index].episode == episode, client.rooms[index].phase != .logined
+                client.rooms[index].attempt == tag, client.rooms[index].phase != .logined
             else { return }
-            client.rooms[index].deadlineTimer = nil
-            let event = client.rooms[index].giveUpEvent
-            _ = client.end(at: index)
-            client.publish(event)
+            client.rooms[index].attemptTimer = nil
+            if let deadline = client.rooms[index].episodeDeadline, client.loop.now >= deadline {
+                let event = client.rooms[index].giveUpEvent
+                _ = client.end(at: index)
+                client.publish(event)
+            } else if answerTimeout {
+                if client.rooms[index].attemptInFlight { client.attemptFailed(roomID) }
+            } else if !client.rooms[index].attemptInFlight {
+                client.attempt(roomID)
+            }
         }
     }
 
@@ -424,9 +427,7 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
 
     private func cancelTimers(of index: Int) {
         if let timer = rooms[index].attemptTimer { loop.cancel(timer) }
-        if let timer = rooms[index].deadlineTimer { loop.cancel(timer) }
         rooms[index].attemptTimer = nil
-        rooms[index].deadlineTimer = nil
     }
 
     /// Sends `message` to a room's server; refused when the transport cannot reach it. (It takes the endpoint, not
@@ -441,8 +442,13 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
         publisher.publish(event, at: loop.now)
     }
 
-    /// Runs `body` on this client after `delay`; `nil` when the loop has shut down (the run is over).
-    private func arm(after delay: Duration, _ body: @escaping @Sendable (isolated ZegoClient) -> Void) -> TimerHandle? {
-        try? loop.schedule(after: delay) { [self] in assumeIsolated { body($0) } }
+    /// Runs `body` on this client at `deadline`; `nil` when the loop has shut down (the run is over).
+    private func arm(
+        at deadline: RuntimeInstant,
+        _ body: @escaping @Sendable (isolated ZegoClient) -> Void
+    )
+        -> TimerHandle?
+    {
+        try? loop.schedule(at: deadline) { [self] in assumeIsolated { body($0) } }
     }
 }

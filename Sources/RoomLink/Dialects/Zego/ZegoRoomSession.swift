@@ -60,14 +60,15 @@ public struct ZegoRoomSession: Sendable {
     }
     /// Whether a login request is waiting for its answer.
     var attemptInFlight = false
-    /// Counts episodes, so that a deadline timer of an earlier episode is ignored.
-    var episode: UInt32 = 0
     /// Counts attempts, so that a timer of an earlier attempt is ignored.
     var attempt: UInt32 = 0
+    /// The room's one timer during an episode: the answer timeout or the wait before the next attempt, never later
+    /// than the episode's deadline (where it gives up). One timer, not two, per room that is trying.
     var attemptTimer: TimerHandle?
+    /// When the current login or reconnection episode gives up; `nil` once logged in.
+    var episodeDeadline: RuntimeInstant?
     /// The room's server as the transport reaches it, resolved at the first attempt.
     var server: (any RoomEndpoint)?
-    var deadlineTimer: TimerHandle?
 
     /// A session starting its first login at `now`, whose first attempt (never delayed) goes out at once.
     public init(
@@ -95,7 +96,6 @@ public struct ZegoRoomSession: Sendable {
         guard phase == .logined else { return nil }
         phase = .reconnecting
         episodeStart = now
-        episode &+= 1
         var retry = newRetry
         _ = retry.next(elapsed: .zero)
         episodeRetry = .value(retry)
@@ -135,6 +135,7 @@ public struct ZegoRoomSession: Sendable {
         let wasReconnecting = phase == .reconnecting
         phase = .logined
         episodeRetry = nil
+        episodeDeadline = nil
         lastHeard = now
         attemptInFlight = false
         var events: [ZegoEvent] = [
