@@ -5,7 +5,8 @@ import Synchronization
 ///
 /// Every actor of a simulation is pinned to it and every task prefers it, so everything runs on its one thread
 /// in a fixed order: jobs first-in first-out, timers in `(deadline, scheduling order)`. Virtual time jumps to the
-/// next timer only when no job is runnable (to the end of the timer's 64 ns tick: the clock's resolution), so a 30-minute timeline takes as long as its work, not its minutes.
+/// next timer only when no job is runnable (to the end of the timer's 64 ns tick: the clock's resolution), so a
+/// 30-minute timeline takes as long as its work, not its minutes.
 /// The same code and the same ``seed`` give the same order of everything, and so the same event log.
 ///
 /// ```swift
