@@ -103,9 +103,7 @@ struct Timers: AsyncParsableCommand {
 
     private func emit(_ value: some Encodable, row: String) {
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try! encoder.encode(value), as: UTF8.self))
+            printJSON(value)
         } else {
             print(row)
         }
@@ -235,9 +233,7 @@ struct Delivery: AsyncParsableCommand {
                             loops: loops
                         )
                         if json {
-                            let encoder = JSONEncoder()
-                            encoder.outputFormatting = [.sortedKeys]
-                            print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                            printJSON(result)
                         } else {
                             print(
                                 TimerTable.pad(result.mechanism, 32) + TimerTable.pad(result.consumers, 10)
@@ -282,18 +278,21 @@ struct Scale: AsyncParsableCommand {
         guard clients > 0, rooms > 0, rooms <= clients else {
             throw ValidationError("--clients and --rooms must be positive, with no more rooms than clients")
         }
-        guard Duration(roomLinkText: duration) != nil else {
+        guard let length = Duration(roomLinkText: duration) else {
             throw ValidationError("--duration must be a duration like 30m, got '\(duration)'")
+        }
+        guard length >= .seconds(20 * 60) else {
+            throw ValidationError(
+                "--duration must be at least 20m (the second outage wave ends at 18.5 min), got \(duration)"
+            )
         }
     }
 
     func run() async throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         if breakdown {
             let result = try await ScaleCases.breakdown(clients: clients, rooms: rooms)
             if json {
-                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+                printJSON(result)
                 return
             }
             print(
@@ -317,7 +316,7 @@ struct Scale: AsyncParsableCommand {
         )
         let result = try await ScaleCases.run(scenario)
         if json {
-            print(String(decoding: try encoder.encode(result), as: UTF8.self))
+            printJSON(result)
             return
         }
         print(
@@ -338,4 +337,12 @@ func positiveIntegers(_ text: String) -> [Int]? {
     let values = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
     guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
     return values.map { $0! }
+}
+
+/// Prints `value` as one line of JSON with sorted keys (the `--json` output of every command).
+func printJSON(_ value: some Encodable) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    // The results are plain structs of numbers and strings: encoding them cannot fail.
+    print(String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self))
 }
