@@ -72,8 +72,9 @@ struct SimulationRuntimeTests {
                 return sim.now
             }
             #expect(end == .zero.advanced(by: .seconds(20 * 60)))
-            // A generous bound: it is virtual time, so a 20-minute sleep takes microseconds of work.
-            #expect(ContinuousClock.now - start < .seconds(10))
+            // It is virtual time: a 20-minute sleep takes microseconds of work. The bound is a tenth of the sleep,
+            // because a ThreadSanitizer run beside the million-timer tests has starved this one for 11 s.
+            #expect(ContinuousClock.now - start < .seconds(120))
         }
     }
 
