@@ -137,6 +137,19 @@
     }
 
     /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.
+    /// Returns a timer that was handed out as due but not fired (it lies past a simulation's horizon) to the queue,
+    /// at its deadline; one cancelled meanwhile is freed instead.
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func putBack(_ id: TimerQueueID) {
+        guard queue.isDetached(id), let record = queue.payload(id) else { return }
+        if record.isCancelled {
+            queue.free(id)
+            forgetRemote(record.remoteID)
+            return
+        }
+        queue.reschedule(id, deadline: realNanoseconds(record.deadline))
+    }
+
     @inlinable
     @_spi(RoomLinkInternals) public mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
@@ -160,6 +173,10 @@ extension TimerTable where Queue == TimerWheel<TimerRecord> {
     /// Real time (nanoseconds) of the next thing the owner must do (``expire(at:into:)``), or `nil` when idle.
     @inlinable
     @_spi(RoomLinkInternals) public var nextRealDeadline: UInt64? { queue.nextDeadline() }
+
+    /// Whether timers armed for the current tick wait to be expired (no scan of the wheel).
+    @inlinable
+    @_spi(RoomLinkInternals) public var hasOverdue: Bool { queue.hasOverdue }
 
     /// Moves to real time `now` and appends every due timer to `due`, in deadline order.
     @inlinable

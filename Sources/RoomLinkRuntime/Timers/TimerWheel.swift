@@ -197,6 +197,10 @@
 
     /// The time (nanoseconds) at which the wheel next needs ``advance(to:into:)``: the next expiry at level 0,
     /// a cascade point at a higher level, or now (current tick) if an overdue timer waits; `nil` when empty.
+    /// Whether timers armed for the current tick (or earlier) wait in the overdue bucket: O(1), no scan.
+    @inlinable
+    @_spi(RoomLinkInternals) public var hasOverdue: Bool { !buckets[Int(Self.overdueBucket)].isEmpty }
+
     @inlinable
     @_spi(RoomLinkInternals) public func nextDeadline() -> UInt64? {
         guard let tick = nextEvent()?.tick else { return nil }
