@@ -109,15 +109,11 @@ public final class RoomServer: RoomDirectory {
     public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {
         shared.expire(userID)
         let targets =
-            roomIDs.map { $0.map(serverRoom) } ?? rooms.withLock { $0.keys.sorted().map { $0 } }.map(serverRoom)
+            roomIDs.map { $0.map(serverRoom) } ?? rooms.withLock { $0.keys.sorted() }.map(serverRoom)
         for room in targets { onLoop(of: room) { $0.tokenExpired(userID) } }
     }
 
     private func onLoop(of room: ServerRoom, _ body: @escaping @Sendable (isolated ServerRoom) -> Void) {
-        if room.loop.isInServiceThread {
-            room.assumeIsolated { body($0) }
-        } else {
-            _ = try? room.loop.schedule(after: .zero) { room.assumeIsolated { body($0) } }
-        }
+        room.loop.runSoon { room.assumeIsolated { body($0) } }
     }
 }

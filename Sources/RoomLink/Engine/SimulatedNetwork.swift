@@ -49,11 +49,7 @@ public final class SimulatedNetwork: RoomTransport {
             return true
         }
         guard changed else { return }
-        if client.loop.isInServiceThread {
-            client.linkChanged(to: state)
-        } else {
-            _ = try? client.loop.schedule(after: .zero) { client.linkChanged(to: state) }
-        }
+        client.loop.runSoon { client.linkChanged(to: state) }
     }
 
     /// The room `roomID` of the attached server; `nil` when no server is attached (or it is gone), as if the

@@ -97,9 +97,11 @@ public struct ZegoOracle: Sendable {
     /// Checks one more event of the log, in log order. Per-(user, room) rules are checked at once with a few
     /// bytes per pair; the events of the scenario's named users are kept for the presence rules of ``finish()``.
     public mutating func observe(_ event: LoggedEvent) {
-        if namedUsers.contains(event.user) { namedEvents.append(event) }
+        let named = namedUsers.contains(event.user)
+        if named { namedEvents.append(event) }
         observe(
             user: event.user,
+            named: named,
             room: event.room,
             type: event.type,
             reason: event.strings["reason"],
@@ -121,7 +123,7 @@ public struct ZegoOracle: Sendable {
                 default: continue
                 }
             }
-            observe(user: user, room: line.room, type: line.type, reason: reason, code: code, time: time)
+            observe(user: user, named: false, room: line.room, type: line.type, reason: reason, code: code, time: time)
             return
         }
         observe(LoggedEvent(line: line, user: user, time: time))
@@ -129,6 +131,7 @@ public struct ZegoOracle: Sendable {
 
     private mutating func observe(
         user: String,
+        named: Bool,
         room: String?,
         type: String,
         reason: String?,
@@ -138,7 +141,6 @@ public struct ZegoOracle: Sendable {
         guard let room else { return }
         let key = Key(user: user, room: room)
         let current = state[key] ?? "logout"
-        let named = namedUsers.contains(user)
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }

@@ -64,7 +64,7 @@ public struct ScenarioRunner: Sendable {
         world.recorder.start(at: origin)
         for (index, entry) in scenario.timeline.enumerated() {
             for (participant, offset) in world.targets(of: entry, index: index) {
-                let client = world.participants[participant].client
+                let client = world.clients[participant]
                 let deadline = origin.advanced(by: entry.at + offset)
                 _ = try client.loop.schedule(at: deadline) {
                     client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
@@ -76,7 +76,7 @@ public struct ScenarioRunner: Sendable {
         let wall = ContinuousClock.now - wallStart
         let usage = ProcessUsage.current()
         let summary = world.recorder.summary()
-        let clients = world.participants.count
+        let clients = world.clients.count
         return RunReport(
             dialect: scenario.dialect.rawValue,
             clock: group is SimulationRuntime ? "virtual" : "real",
@@ -100,22 +100,18 @@ public struct ScenarioRunner: Sendable {
 
     /// Everything a run's timers touch, immutable once built.
     private final class World: Sendable {
-        struct Participant: Sendable {
-            let client: ZegoClient
-            /// The room a population `login` without a room goes to.
-            let homeRoom: String?
-            let config: ZegoRoomConfig
-        }
-
         let recorder: ScenarioRecorder
         let network: SimulatedNetwork
         let server: RoomServer
-        let participants: [Participant]
+        /// Named users first, in the scenario's order, then the population (`u0`, `u1`, …).
+        let clients: [ZegoClient]
+        /// The login options of each named user, by index.
+        let namedConfigs: [ZegoRoomConfig]
         /// Participant indices by named user ID.
         let named: [String: Int]
-        /// Index of the first population participant.
-        let populationStart: Int
-        /// The population in seeded shuffled order (indices into `participants`).
+        /// The population (its users' rooms and login options derive from their index), if any.
+        let population: Scenario.Population?
+        /// The population in seeded shuffled order (indices into `clients`).
         let shuffled: [Int]
 
         init(scenario: Scenario, group: any RuntimeLoopGroup, forward: (any EventSink<ZegoEvent>)?) {
@@ -129,53 +125,46 @@ public struct ScenarioRunner: Sendable {
                 retryPolicy: scenario.retry ?? .zegoDefault,
                 sink: recorder
             )
-            var participants: [Participant] = []
+            var clients: [ZegoClient] = []
             var named: [String: Int] = [:]
             for user in scenario.users {
-                named[user.id] = participants.count
-                participants.append(
-                    Participant(
-                        client: ZegoClient(
-                            id: user.id,
-                            userID: user.userID,
-                            roomMode: user.roomMode,
-                            loop: group.loop(for: user.id),
-                            environment: environment,
-                            seed: scenario.seed
-                        ),
-                        homeRoom: nil,
-                        config: ZegoRoomConfig(
-                            token: user.token,
-                            isUserStatusNotify: user.userStatusNotify,
-                            maxMemberCount: user.maxMemberCount
-                        )
+                named[user.id] = clients.count
+                clients.append(
+                    ZegoClient(
+                        id: user.id,
+                        userID: user.userID,
+                        roomMode: user.roomMode,
+                        loop: group.loop(for: user.id),
+                        environment: environment,
+                        seed: scenario.seed
                     )
                 )
             }
-            populationStart = participants.count
-            if let population = scenario.population, population.clients > 0 {
-                participants.reserveCapacity(participants.count + population.clients)
-                let config = ZegoRoomConfig(isUserStatusNotify: population.userStatusNotify)
+            namedConfigs = scenario.users.map {
+                ZegoRoomConfig(
+                    token: $0.token,
+                    isUserStatusNotify: $0.userStatusNotify,
+                    maxMemberCount: $0.maxMemberCount
+                )
+            }
+            let populationStart = clients.count
+            population = scenario.population.flatMap { $0.clients > 0 ? $0 : nil }
+            if let population {
+                clients.reserveCapacity(clients.count + population.clients)
                 for index in 0..<population.clients {
-                    let name = Scenario.Population.userName(index)
-                    let room = population.room(ofUser: index)
-                    participants.append(
-                        Participant(
-                            client: ZegoClient(
-                                id: name,
-                                loop: group.loop(for: room),
-                                environment: environment,
-                                seed: scenario.seed
-                            ),
-                            homeRoom: room,
-                            config: config
+                    clients.append(
+                        ZegoClient(
+                            id: Scenario.Population.userName(index),
+                            loop: group.loop(for: population.room(ofUser: index)),
+                            environment: environment,
+                            seed: scenario.seed
                         )
                     )
                 }
             }
             var random = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("population"))
-            shuffled = Array(populationStart..<participants.count).shuffled(using: &random)
-            self.participants = participants
+            shuffled = Array(populationStart..<clients.count).shuffled(using: &random)
+            self.clients = clients
             self.named = named
         }
 
@@ -194,12 +183,16 @@ public struct ScenarioRunner: Sendable {
 
         /// Carries out `action` for participant `index`, on its client's loop.
         func perform(_ action: Scenario.Action, by index: Int, client: isolated ZegoClient) {
-            let participant = participants[index]
             switch action {
             case .login(let room, let token):
-                var config = participant.config
+                // A population user's room and options derive from its index; a named user's are in the scenario.
+                let populationIndex = index - namedConfigs.count
+                var config =
+                    populationIndex < 0
+                    ? namedConfigs[index] : ZegoRoomConfig(isUserStatusNotify: population?.userStatusNotify ?? false)
                 if let token { config.token = token }
-                guard let room = room ?? participant.homeRoom else { return }
+                guard let room = room ?? (populationIndex < 0 ? nil : population?.room(ofUser: populationIndex))
+                else { return }
                 client.loginRoom(room, config: config)
             case .logout(let room):
                 if let room { client.logoutRoom(room) } else { client.logoutRoom() }

@@ -309,7 +309,7 @@
     /// The next tick at which something happens and the bucket to process then.
     @inlinable
     func nextEvent() -> (tick: UInt64, bucket: Int32)? {
-        if !buckets[Int(Self.overdueBucket)].isEmpty { return (currentTick, Self.overdueBucket) }
+        if hasOverdue { return (currentTick, Self.overdueBucket) }
         for level in 0..<Self.levels {
             let shift = UInt64(level * Self.bitsPerLevel)
             let digit = Int((currentTick >> shift) & UInt64(Self.slotsPerLevel - 1))

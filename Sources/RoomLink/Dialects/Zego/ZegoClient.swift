@@ -108,11 +108,6 @@ public actor ZegoClient: ClientEndpoint, TimerHandler {
     /// Events the stream's bounded buffer refused (always 0 with the default unbounded buffering).
     public var droppedEventCount: UInt64 { publisher.droppedCount }
 
-    /// The phase of each room the client is in, by room ID.
-    public var roomPhases: [String: ZegoRoomSession.Phase] {
-        Dictionary(uniqueKeysWithValues: rooms.map { ($0.roomID, $0.phase) })
-    }
-
     /// The room IDs the client is in or trying to be in, in login order.
     public var roomIDs: [String] { rooms.map(\.roomID) }
 
