@@ -302,6 +302,46 @@ struct SimulationRuntimeTests {
     }
 
     @Test
+    func aTimerJustPastTheLimitInTheSameWheelTickWaitsForTheNextRun() async throws {
+        try await SimulationRuntime.withSimulation { sim in
+            let trace = Trace(loop: sim)
+            // 10 s and 10 s + 1 µs share a wheel tick (≈ 1 ms): the limit must still split them.
+            try sim.schedule(at: .zero.advanced(by: .seconds(10))) { trace.assumeIsolated { $0.append("at limit") } }
+            try sim.schedule(at: .zero.advanced(by: .seconds(10) + .microseconds(1))) {
+                trace.assumeIsolated { $0.append("past limit") }
+            }
+            let error = await #expect(throws: RuntimeError.self) {
+                try await sim.run(limit: .seconds(10)) { try await sim.sleep(for: .seconds(60)) }
+            }
+            #expect(error?.code == .simulationTimeLimit)
+            #expect(await trace.lines == ["10000000000 at limit"])
+            try await sim.advance(by: .milliseconds(1))
+            #expect(await trace.lines == ["10000000000 at limit", "10000001000 past limit"])
+        }
+    }
+
+    @Test
+    func aTimerArmedForTheTickBeingFiredTakesItsPlaceAmongTheOthers() async throws {
+        try await SimulationRuntime.withSimulation { sim in
+            let trace = Trace(loop: sim)
+            let base = RuntimeInstant.zero.advanced(by: .seconds(1))
+            // All within one ≈ 1 ms wheel tick: the first arms a timer between the two others.
+            try sim.schedule(at: base) {
+                trace.assumeIsolated { $0.append("first") }
+                _ = try? sim.schedule(after: .microseconds(10)) { trace.assumeIsolated { $0.append("armed") } }
+                _ = try? sim.schedule(after: .zero) { trace.assumeIsolated { $0.append("now") } }
+            }
+            try sim.schedule(at: base.advanced(by: .microseconds(20))) { trace.assumeIsolated { $0.append("last") } }
+            try await sim.run { try await sim.sleep(until: base.advanced(by: .seconds(1))) }
+            #expect(
+                await trace.lines == [
+                    "1000000000 first", "1000000000 now", "1000010000 armed", "1000020000 last",
+                ]
+            )
+        }
+    }
+
+    @Test
     func shutdownCancelsPendingTimersAndRefusesNewOnes() async throws {
         let sim = SimulationRuntime()
         let log = OutcomeLog()

@@ -64,4 +64,42 @@ struct EventQueueTests {
         var iterator = queue.makeAsyncIterator()
         #expect(await iterator.next() == nil)
     }
+
+    @Test
+    func aQueueSinkFunnelsEveryClientIntoOneConsumerInOrder() async {
+        let sink = EventQueueSink<Int>()
+        var a = EventPublisher<Int>(client: "A", sink: sink)
+        var b = EventPublisher<Int>(client: "B", sink: sink)
+        a.publish(1, at: .zero)
+        b.publish(2, at: .zero)
+        a.publish(3, at: .zero)
+        sink.finish()
+        var seen: [String] = []
+        for await record in sink.records {
+            seen.append("\(record.client):\(record.event.sequence):\(record.event.event)")
+        }
+        #expect(seen == ["A:0:1", "B:0:2", "A:1:3"])
+    }
+
+    @Test
+    func aClientsEventQueueCarriesWhatItsStreamCarries() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            try await simulation.run {
+                let network = SimulatedNetwork()
+                _ = RoomServer(group: simulation, transport: network)
+                let client = ZegoClient(id: "A", loop: simulation, environment: .init(transport: network))
+                let stream = await client.events()
+                let queue = await client.eventQueue()
+                await client.loginRoom("r1")
+                try await simulation.sleep(for: .seconds(1))
+                await client.shutdown()
+                var fromStream: [Stamped<ZegoEvent>] = []
+                for await event in stream { fromStream.append(event) }
+                var fromQueue: [Stamped<ZegoEvent>] = []
+                for await event in queue { fromQueue.append(event) }
+                #expect(fromQueue.count == 2)
+                #expect(fromQueue == fromStream)
+            }
+        }
+    }
 }
