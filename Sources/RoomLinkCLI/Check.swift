@@ -48,12 +48,7 @@ struct Check: ParsableCommand {
         } catch {
             throw fail("\(events): \(error)")
         }
-        guard parsed.dialect == .zego else {
-            throw fail(
-                "\(scenario): dialect: expected zego (the only dialect this version checks), got \(parsed.dialect)"
-            )
-        }
-        let violations = ZegoOracle(scenario: parsed).check(logged)
+        let violations = parsed.makeOracle().check(logged)
         print("\(logged.count) events, \(violations.count) violations")
         for violation in violations { print("  \(violation)") }
         if !violations.isEmpty { throw ExitCode(1) }

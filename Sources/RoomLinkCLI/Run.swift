@@ -40,7 +40,7 @@ struct Run: AsyncParsableCommand {
             throw fail("\(scenario): \(error)")
         }
         // Open both destinations before running, so a bad path fails in a millisecond, not after the run.
-        let writer: EventLogWriter<ZegoEvent>?
+        let writer: EventLogWriter<EventLogLine>?
         do {
             writer =
                 switch events {

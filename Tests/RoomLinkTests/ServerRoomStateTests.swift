@@ -106,9 +106,9 @@ struct ServerRoomStateTests {
             let flushed = Self.messages(room.flushUpdates(now: Self.at(1.1)))
             #expect(
                 flushed == [
-                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["C", "D"])"#,
-                    #"B ← userUpdate(RoomLink.PresenceChange.delete, users: ["C"])"#,
-                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["E"])"#,
+                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["C", "D"], reason: nil)"#,
+                    #"B ← userUpdate(RoomLink.PresenceChange.delete, users: ["C"], reason: Optional(RoomLink.DepartureReason.quit))"#,
+                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["E"], reason: nil)"#,
                 ],
                 "E joined after C and D: its first list has them; it hears of nothing older"
             )
@@ -131,7 +131,7 @@ struct ServerRoomStateTests {
             #expect(room.member("A")?.session == SessionID(rawValue: 2))
             let resumed = Self.messages(
                 room.login(
-                    LoginRequest(userID: "A", session: SessionID(rawValue: 2), isReconnect: true),
+                    LoginRequest(userID: "A", session: SessionID(rawValue: 2), kind: .reconnect),
                     from: tablet,
                     tokenValid: true,
                     now: Self.at(6)

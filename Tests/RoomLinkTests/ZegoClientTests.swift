@@ -17,7 +17,7 @@ struct ZegoClientTests {
             self.simulation = simulation
             network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
             server = RoomServer(group: simulation, transport: network, timings: timings.server, auth: auth)
-            environment = ZegoClient.Environment(transport: network, timings: timings, sink: events)
+            environment = ZegoClient.Environment(transport: network, timings: timings, sink: events.typed())
         }
 
         func client(_ id: String, userID: String? = nil, mode: Scenario.RoomMode = .single) -> ZegoClient {
@@ -225,7 +225,7 @@ struct ZegoClientTests {
             for await event in stream { seen.append(event) }
             #expect(seen.map(\.sequence) == [0, 1, 2, 3])
             #expect(seen.map(\.time.milliseconds) == [0, 120, 1000, 1120])
-            #expect(seen.map(\.event) == world.events.entries.map(\.stamped.event), "the sink saw the same events")
+            #expect(seen.map(\.event.eventLogLine) == world.events.entries.map(\.line), "the sink saw the same events")
             #expect(await a.loginRoom("r1") == .roomCountExceeded, "a shut-down client refuses calls")
         }
     }

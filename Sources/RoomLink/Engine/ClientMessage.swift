@@ -15,6 +15,12 @@ public enum ClientMessage: Sendable, Equatable {
     /// when its link drops; a transport delivers it whatever the link state, as the server's view of the socket
     /// closing. The server starts the member's heartbeat timeout from it and keeps the member meanwhile.
     case connectionClosed(userID: String, session: SessionID)
+    /// The client's data reaches the server again after a short outage that the client did not need to reconnect
+    /// from (a dialect whose media flows continuously, Agora). Like ``connectionClosed(userID:session:)`` it
+    /// models an edge of a continuous stream, so a transport does not lose it; the server treats it as a heartbeat.
+    case connectionResumed(userID: String, session: SessionID)
+    /// The member becomes invisible to its peers (`hidden`, an Agora audience member) or visible again.
+    case setHidden(userID: String, session: SessionID, hidden: Bool)
 }
 
 /// Identifies one login of one client device: a new login makes a new session, a reconnection keeps it.
@@ -39,8 +45,25 @@ public struct LoginRequest: Sendable, Equatable {
     public var userStatusNotify: Bool
     /// The member cap the first member of a room sets; ignored once the room exists.
     public var maxMemberCount: Int?
-    /// A reconnection of `session` after its connection was lost, rather than a new login.
-    public var isReconnect: Bool
+    /// A new login, a reconnection, or a resumption of the session.
+    public var kind: Kind
+    /// Whether peers cannot see the member (an Agora audience member).
+    public var hidden: Bool
+
+    /// What a login request asks for.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// A new session (a first login, or LiveKit's full reconnection).
+        case join
+        /// The same session after its connection was lost: the server resumes it, or re-adds the member if it had
+        /// dropped it (ZEGO, Agora).
+        case reconnect
+        /// Resume the same session only if the server still holds it; otherwise the server answers
+        /// ``ServerMessage/sessionUnknown(session:)`` (LiveKit's quick reconnection).
+        case resume
+    }
+
+    /// Whether this continues an existing session rather than starting one.
+    public var isReconnect: Bool { kind != .join }
 
     public init(
         userID: String,
@@ -48,13 +71,15 @@ public struct LoginRequest: Sendable, Equatable {
         token: String? = nil,
         userStatusNotify: Bool = false,
         maxMemberCount: Int? = nil,
-        isReconnect: Bool = false
+        kind: Kind = .join,
+        hidden: Bool = false
     ) {
         self.userID = userID
         self.session = session
         self.token = token
         self.userStatusNotify = userStatusNotify
         self.maxMemberCount = maxMemberCount
-        self.isReconnect = isReconnect
+        self.kind = kind
+        self.hidden = hidden
     }
 }

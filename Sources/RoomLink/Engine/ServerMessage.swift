@@ -8,11 +8,11 @@ public enum ServerMessage: Sendable, Equatable {
     case loginRejected(session: SessionID, reason: LoginRejection)
     /// The server heard the heartbeat of `session`.
     case heartbeatAck(session: SessionID)
-    /// A heartbeat named a session the server no longer has (its heartbeat timeout passed): the client must
-    /// reconnect to be a member again.
+    /// A heartbeat, or a request to resume, named a session the server no longer has (its heartbeat timeout
+    /// passed): the client must reconnect — with a new session, after a refused resume — to be a member again.
     case sessionUnknown(session: SessionID)
-    /// Peers joined or left (only to members that asked for user-status notification).
-    case userUpdate(PresenceChange, users: [String])
+    /// Peers joined or left (only to members that asked for user-status notification); for a departure, why.
+    case userUpdate(PresenceChange, users: [String], reason: DepartureReason?)
     /// The server removed `session` from the room; the client must not reconnect.
     case kicked(session: SessionID, reason: KickReason)
     /// The session's token expires in `remaining` unless renewed.
@@ -22,6 +22,16 @@ public enum ServerMessage: Sendable, Equatable {
 /// Whether peers joined or left a room.
 public enum PresenceChange: String, Sendable, Hashable, CaseIterable {
     case add, delete
+}
+
+/// Why a peer left a room, as the server tells the others (Agora's `USER_OFFLINE_REASON`).
+public enum DepartureReason: String, Sendable, Hashable, CaseIterable {
+    /// It left (logout, leave).
+    case quit
+    /// The server stopped hearing from it, or removed it.
+    case dropped
+    /// It stayed but became invisible (an Agora broadcaster switching to audience).
+    case becomeAudience
 }
 
 /// Why a server refused a login.

@@ -48,6 +48,12 @@ public actor ServerRoom: RoomEndpoint {
             if server.renewToken(token, for: userID) { state.tokenRenewed(userID: userID, session: session) }
         case .connectionClosed(let userID, let session):
             if let arm = state.connectionClosed(userID: userID, session: session, now: now) { apply([arm]) }
+        case .connectionResumed(let userID, let session):
+            let (reply, arm) = state.heartbeat(userID: userID, session: session, now: now)
+            if case .heartbeatAck = reply {} else { server.transport?.send(reply, from: self, to: client) }
+            if let arm { apply([arm]) }
+        case .setHidden(let userID, let session, let hidden):
+            apply(state.setHidden(userID: userID, session: session, hidden: hidden, now: now))
         }
     }
 

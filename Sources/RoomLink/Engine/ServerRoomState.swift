@@ -15,7 +15,13 @@ internal import OrderedCollections
 ///   members wakes about once a minute instead of a hundred times per timeout.
 /// - A login with the user ID of a member from another session replaces it: the older session is kicked
 ///   (``KickReason/duplicateLogin``) and the others see nothing, since the user never left.
-/// - A reconnection of a session the room still holds resumes it silently; of one it dropped, re-adds it.
+/// - A reconnection of a session the room still holds resumes it silently; of one it dropped, re-adds it. A
+///   resumption (LiveKit's quick reconnection) of a session it dropped is answered `sessionUnknown` instead.
+/// - With ``ServerTimings/duplicateLoginVisible`` (LiveKit), a login replacing a member from another session is a
+///   departure and a new arrival to peers. With ``ServerTimings/continuousData`` (Agora), a member's timeout runs
+///   only from the moment its data stopped.
+/// - A hidden member (an Agora audience member) is never announced; becoming hidden is a departure
+///   (``DepartureReason/becomeAudience``), becoming visible an arrival.
 /// - Joins and leaves reach the members that asked for user-status notification `userUpdateDelay` after the change,
 ///   in order, batched per kind; a member never hears of changes made before it joined (its first list has them).
 /// - The first member of an empty room sets its member cap.
@@ -28,6 +34,8 @@ public struct ServerRoomState {
         public var session: SessionID
         public var client: any ClientEndpoint
         public var userStatusNotify: Bool
+        /// Whether peers cannot see the member.
+        public var hidden: Bool
         /// When the server last heard from the member.
         public var lastHeard: RuntimeInstant
         /// When the member's token expires unless renewed; `nil` when it is not expiring.
@@ -49,6 +57,7 @@ public struct ServerRoomState {
 
     private struct PendingChange {
         var change: PresenceChange
+        var reason: DepartureReason?
         var userID: String
         var sequence: UInt64
     }
@@ -96,7 +105,17 @@ public struct ServerRoomState {
         guard tokenValid else {
             return [.send(.loginRejected(session: request.session, reason: .tokenInvalid), to: client)]
         }
+        if request.kind == .resume, members[request.userID]?.session != request.session {
+            return [.send(.sessionUnknown(session: request.session), to: client)]
+        }
         var effects: [Effect] = []
+        if let existing = members[request.userID], existing.session != request.session, timings.duplicateLoginVisible {
+            // A new participant with the same identity: the old one leaves (its client, if it still listens, is
+            // told), and the new one joins below.
+            kickedSessions[existing.session] = .duplicateLogin
+            effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.client))
+            effects += remove(request.userID, reason: .dropped, now: now)
+        }
         if let existing = members[request.userID] {
             if existing.session != request.session {
                 // The newer login wins; the user stays present, so peers hear nothing.
@@ -108,6 +127,15 @@ public struct ServerRoomState {
             member.client = client
             member.userStatusNotify = request.userStatusNotify
             if existing.session != request.session { member.tokenDeadline = nil }
+            if member.hidden != request.hidden {
+                member.hidden = request.hidden
+                effects += recordChange(
+                    request.hidden ? .delete : .add,
+                    reason: .becomeAudience,
+                    of: request.userID,
+                    now: now
+                )
+            }
             members[request.userID] = member
             if let arm = heard(request.userID, at: now) { effects.append(arm) }
         } else {
@@ -123,14 +151,17 @@ public struct ServerRoomState {
                 session: request.session,
                 client: client,
                 userStatusNotify: request.userStatusNotify,
+                hidden: request.hidden,
                 lastHeard: now,
                 tokenDeadline: nil,
                 joinedAtChange: changeCount + 1
             )
             if let arm = heard(request.userID, at: now) { effects.append(arm) }
-            effects += recordChange(.add, of: request.userID, now: now)
+            if !request.hidden { effects += recordChange(.add, of: request.userID, now: now) }
         }
-        let present = request.userStatusNotify ? members.keys.filter { $0 != request.userID } : []
+        let present =
+            request.userStatusNotify
+            ? members.values.filter { $0.userID != request.userID && !$0.hidden }.map(\.userID) : []
         effects.append(
             .send(.loginAccepted(session: request.session, roomSessionID: roomSessionID, present: present), to: client)
         )
@@ -150,19 +181,31 @@ public struct ServerRoomState {
             return (.sessionUnknown(session: session), nil)
         }
         members.values[index].lastHeard = now
-        return (.heartbeatAck(session: session), queue(userID, heardAt: now))
+        // A member whose data flows is heard all the time: no deadline until its data stops.
+        return (.heartbeatAck(session: session), timings.continuousData ? nil : queue(userID, heardAt: now))
     }
 
-    /// The member's connection closed: its heartbeat timeout runs from now, and it stays a member meanwhile.
+    /// The member's connection closed (or, with continuous data, its data stopped): its timeout runs from now, and
+    /// it stays a member meanwhile.
     public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {
-        guard members[userID]?.session == session else { return nil }
-        return heard(userID, at: now)
+        guard let index = members.index(forKey: userID), members.values[index].session == session else { return nil }
+        members.values[index].lastHeard = now
+        return queue(userID, heardAt: now)
     }
 
     /// The member leaves.
     public mutating func logout(userID: String, session: SessionID, now: RuntimeInstant) -> [Effect] {
         guard members[userID]?.session == session else { return [] }
-        return remove(userID, now: now)
+        return remove(userID, reason: .quit, now: now)
+    }
+
+    /// The member becomes hidden from its peers, or visible again.
+    public mutating func setHidden(userID: String, session: SessionID, hidden: Bool, now: RuntimeInstant) -> [Effect] {
+        guard let index = members.index(forKey: userID), members.values[index].session == session,
+            members.values[index].hidden != hidden
+        else { return [] }
+        members.values[index].hidden = hidden
+        return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
     }
 
     /// The room's deadline timer fired: removes every member silent for the whole timeout, and re-arms the timer
@@ -182,7 +225,7 @@ public struct ServerRoomState {
                 break
             }
             heard.removeFirst()
-            effects += remove(front.userID, now: now)
+            effects += remove(front.userID, reason: .dropped, now: now)
         }
         return effects
     }
@@ -191,7 +234,8 @@ public struct ServerRoomState {
     public mutating func kick(userID: String, reason: KickReason, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID] else { return [] }
         kickedSessions[member.session] = reason
-        return [.send(.kicked(session: member.session, reason: reason), to: member.client)] + remove(userID, now: now)
+        return [.send(.kicked(session: member.session, reason: reason), to: member.client)]
+            + remove(userID, reason: .dropped, now: now)
     }
 
     /// The token of `userID` expired: warn the member and kick it after the grace period unless it renews.
@@ -224,27 +268,42 @@ public struct ServerRoomState {
         pending.removeAll()
         var effects: [Effect] = []
         for listener in members.values where listener.userStatusNotify {
-            var batch: (change: PresenceChange, users: [String])?
+            var batch: (change: PresenceChange, reason: DepartureReason?, users: [String])?
             for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listener.userID {
-                if let current = batch, current.change != change.change {
-                    effects.append(.send(.userUpdate(current.change, users: current.users), to: listener.client))
+                if let current = batch, current.change != change.change || current.reason != change.reason {
+                    effects.append(
+                        .send(
+                            .userUpdate(current.change, users: current.users, reason: current.reason),
+                            to: listener.client
+                        )
+                    )
                     batch = nil
                 }
-                batch = (change.change, (batch?.users ?? []) + [change.userID])
+                batch = (change.change, change.reason, (batch?.users ?? []) + [change.userID])
             }
-            if let batch { effects.append(.send(.userUpdate(batch.change, users: batch.users), to: listener.client)) }
+            if let batch {
+                effects.append(
+                    .send(.userUpdate(batch.change, users: batch.users, reason: batch.reason), to: listener.client)
+                )
+            }
         }
         return effects
     }
 
-    private mutating func remove(_ userID: String, now: RuntimeInstant) -> [Effect] {
-        members.removeValue(forKey: userID)
-        return recordChange(.delete, of: userID, now: now)
+    private mutating func remove(_ userID: String, reason: DepartureReason, now: RuntimeInstant) -> [Effect] {
+        guard let member = members.removeValue(forKey: userID), !member.hidden else { return [] }
+        return recordChange(.delete, reason: reason, of: userID, now: now)
     }
 
-    private mutating func recordChange(_ change: PresenceChange, of userID: String, now: RuntimeInstant) -> [Effect] {
+    private mutating func recordChange(
+        _ change: PresenceChange,
+        reason: DepartureReason? = nil,
+        of userID: String,
+        now: RuntimeInstant
+    ) -> [Effect] {
         changeCount += 1
-        pending.append(PendingChange(change: change, userID: userID, sequence: changeCount))
+        let reason = change == .delete ? reason : nil
+        pending.append(PendingChange(change: change, reason: reason, userID: userID, sequence: changeCount))
         return pending.count == 1 ? [.armFlush(at: now.advanced(by: timings.userUpdateDelay))] : []
     }
 
@@ -252,7 +311,7 @@ public struct ServerRoomState {
     private mutating func heard(_ userID: String, at now: RuntimeInstant) -> Effect? {
         guard let index = members.index(forKey: userID) else { return nil }
         members.values[index].lastHeard = now
-        return queue(userID, heardAt: now)
+        return timings.continuousData ? nil : queue(userID, heardAt: now)
     }
 
     /// Queues a member's deadline (its `lastHeard` is already `now`).

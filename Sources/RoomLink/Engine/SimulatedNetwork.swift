@@ -15,6 +15,7 @@ public final class SimulatedNetwork: RoomTransport {
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up: while none is, sending needs no lock (the common case).
     private let linksNotUp = Atomic<Int>(0)
+    private let delivered = Atomic<Int>(0)
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
 
     /// Creates a network with `conditions`, drawing every message's fate from `seed`.
@@ -24,6 +25,9 @@ public final class SimulatedNetwork: RoomTransport {
 
     /// The conditions every message meets.
     public var conditions: Scenario.Network { model.conditions }
+
+    /// Messages sent into the network that it delivers (or will), both directions.
+    public var deliveredCount: Int { delivered.load(ordering: .relaxed) }
 
     /// Connects the network to the servers it carries messages to. A ``RoomServer`` does this when it is created
     /// with this network. The network keeps the server alive (clients hold the network, so a server nobody else
@@ -66,16 +70,22 @@ public final class SimulatedNetwork: RoomTransport {
         -> SendOutcome
     {
         let transit: Transit
-        if case .connectionClosed = message {
-            // The server sees the socket close: not a message the dead link must carry.
+        switch message {
+        case .connectionClosed:
+            // The server sees the socket close (or the data stop): not a message the dead link must carry.
             transit = .delivered(after: model.conditions.latency)
-        } else {
+        case .connectionResumed:
+            // The data flows again: an edge of a continuous stream, not one packet that loss could take.
+            guard link(of: client) == .up else { return .refused }
+            transit = .delivered(after: model.conditions.latency)
+        default:
             transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
         }
         switch transit {
         case .refused: return .refused
         case .lost: return .sent
         case .delivered(let delay):
+            delivered.wrappingAdd(1, ordering: .relaxed)
             _ = try? room.loop.schedule(after: delay, handler: ToRoom(message: message, client: client, room: room))
             return .sent
         }
@@ -84,6 +94,7 @@ public final class SimulatedNetwork: RoomTransport {
     public func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
         let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
         guard case .delivered(let delay) = transit else { return }
+        delivered.wrappingAdd(1, ordering: .relaxed)
         _ = try? client.loop.schedule(
             after: delay,
             handler: ToClient(message: message, roomID: room.roomID, client: client)

@@ -88,3 +88,14 @@ public protocol EventLogRepresentable: Sendable {
     /// The event's line, without `t_ms` and `user` (the writer adds them).
     var eventLogLine: EventLogLine { get }
 }
+
+extension EventLogLine: EventLogRepresentable {
+    /// A line is its own log line: sinks of lines (``EventLogWriter<EventLogLine>``) take any dialect's events.
+    public var eventLogLine: EventLogLine { self }
+
+    /// The value of the string field `name`, if the line has one.
+    public func string(_ name: String) -> String? {
+        for (key, value) in fields where key == name { if case .string(let text) = value { return text } }
+        return nil
+    }
+}

@@ -1,18 +1,3 @@
-/// One broken rule found by an oracle.
-public struct Violation: Sendable, Equatable, CustomStringConvertible {
-    /// A short name of the rule (`transition`, `code`, `retryTimeout`, `afterEnd`, `presence`, `rejoin`).
-    public var rule: String
-    /// Milliseconds since the scenario's start, of the event at fault (or of the expectation that went unmet).
-    public var time: Double
-    public var user: String
-    public var room: String?
-    public var message: String
-
-    public var description: String {
-        "\(rule) at \(time) ms, \(user)\(room.map { " in \($0)" } ?? ""): \(message)"
-    }
-}
-
 /// Checks a ZEGO event log against SPEC §2, knowing only the scenario and the log — not the engine.
 ///
 /// Rules:
@@ -28,7 +13,7 @@ public struct Violation: Sendable, Equatable, CustomStringConvertible {
 ///
 /// Outages come from the scenario's timeline entries for named users (`networkDown` or `blackhole`, until
 /// `networkUp`); population-wide entries are not checked by the presence rules.
-public struct ZegoOracle: Sendable {
+public struct ZegoOracle: SpecOracle {
     public let scenario: Scenario
     /// The server's heartbeat timeout (`timings.serverHeartbeatTimeout`, default 90 s).
     public var serverHeartbeatTimeout: Duration
@@ -198,7 +183,7 @@ public struct ZegoOracle: Sendable {
         let timeout = serverHeartbeatTimeout.milliseconds
         let slack = tolerance.milliseconds
 
-        for outage in outages() {
+        for outage in scenario.namedOutages() {
             guard let userID = userIDs[outage.user] else { continue }
             let length = outage.end - outage.start
             // The server last heard the user at most one heartbeat interval before a blackhole began.
@@ -269,38 +254,5 @@ public struct ZegoOracle: Sendable {
             }
         }
         return violations
-    }
-
-    private struct Outage {
-        var user: String
-        var start: Double
-        var end: Double
-        /// A blackhole: the client did not close the connection, so the server's clock started at its last heartbeat.
-        var silent: Bool
-    }
-
-    /// Outages of named users: from `networkDown` or `blackhole` to the next `networkUp` (or the end).
-    private func outages() -> [Outage] {
-        var open: [String: Outage] = [:]
-        var result: [Outage] = []
-        for entry in scenario.timeline {
-            guard case .user(let user) = entry.target else { continue }
-            let time = entry.at.milliseconds
-            switch entry.action {
-            case .networkDown, .blackhole:
-                if open[user] == nil {
-                    let silent: Bool = if case .blackhole = entry.action { true } else { false }
-                    open[user] = Outage(user: user, start: time, end: scenario.end.milliseconds, silent: silent)
-                }
-            case .networkUp:
-                if var outage = open.removeValue(forKey: user) {
-                    outage.end = time
-                    result.append(outage)
-                }
-            default:
-                continue
-            }
-        }
-        return result + open.values.sorted { $0.start < $1.start }
     }
 }

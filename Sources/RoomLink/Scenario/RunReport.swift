@@ -11,10 +11,14 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var events: Int
     /// Events by log `type`.
     public var eventsByType: [String: Int]
-    /// `roomState` events by `reason`.
+    /// Events with a `state` field (Agora, LiveKit `connectionState`) by that state.
+    public var eventsByState: [String: Int]
+    /// Events with a `reason` field by that reason.
     public var eventsByReason: [String: Int]
-    /// `roomState` events by error `code`.
+    /// Events with a `code` field (ZEGO `roomState`) by that code.
     public var eventsByCode: [String: Int]
+    /// Messages the network delivered, both directions: a measure of the work a run did, whatever its dialect.
+    public var messages: Int
     /// How many spec checks failed; the CLI exits non-zero when this is not 0.
     public var violations: Int
     /// The first violations found (at most 20), one line each.

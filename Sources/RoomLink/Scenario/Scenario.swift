@@ -45,6 +45,8 @@ public struct Scenario: Sendable, Equatable {
         public var userStatusNotify = false
         /// The room member cap asked for at login (ZEGO `maxMemberCount`).
         public var maxMemberCount: Int?
+        /// The user's role in a live broadcast (Agora); an audience member is not seen by peers.
+        public var role: AgoraClientRole?
 
         /// Creates a user whose server identity defaults to `id`.
         public init(
@@ -112,6 +114,12 @@ public struct Scenario: Sendable, Equatable {
         /// The server expires the user's token.
         case expireToken
         case renewToken(token: String)
+        /// The device's network changes (a new IP address): its connections close and it reconnects at once.
+        case networkChange
+        /// Agora: the user becomes a broadcaster or an audience member (whom peers do not see).
+        case setClientRole(AgoraClientRole)
+        /// Agora: the app sets a cloud proxy, and the connection moves to it.
+        case setCloudProxy
     }
 
     /// One line of the timeline.
@@ -151,10 +159,13 @@ public struct Scenario: Sendable, Equatable {
             "blackholeDetection", "attemptTimeout", "loginTimeout", "retryTimeout",
         ],
         .agora: [
-            "joinLatency", "peerJoinDelay", "interruptedAfter", "lostAfter", "peerOfflineAfter", "retryTimeout",
-            "heartbeatInterval",
+            "joinProcessing", "peerJoinDelay", "peerOfflineAfter", "tokenRenewalGrace", "interruptedAfter", "lostAfter",
+            "attemptTimeout", "joinTimeout", "retryTimeout",
         ],
-        .livekit: ["joinLatency", "pingInterval", "pingTimeout", "participantRemovalAfter"],
+        .livekit: [
+            "joinProcessing", "participantUpdateDelay", "participantRemovalAfter", "pingInterval", "pingTimeout",
+            "attemptTimeout",
+        ],
     ]
 
     /// Reads a scenario from JSON text.

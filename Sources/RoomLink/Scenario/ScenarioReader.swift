@@ -6,15 +6,17 @@ struct ScenarioReader {
         "dialect", "seed", "network", "users", "population", "auth", "timings", "retry", "timeline", "end",
     ]
     private static let userKeys: Set<String> = [
-        "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount",
+        "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount", "role",
     ]
     private static let entryKeys: Set<String> = [
-        "at", "user", "action", "room", "token", "from", "to", "fraction", "over",
+        "at", "user", "action", "room", "token", "from", "to", "fraction", "over", "role",
     ]
     private static let retryKeys: Set<String> = [
         "preset", "strategy", "base", "cap", "multiplier", "jitter", "delays", "jitterFromAttempt", "maxAttempts",
         "maxElapsed",
     ]
+    /// The fields a preset may carry besides its name.
+    private static let presetKeys: Set<String> = ["preset", "base", "cap", "maxAttempts", "maxElapsed"]
 
     func read() throws(RoomLinkError) -> Scenario {
         let top = try object(root, at: "scenario", keys: Self.topLevelKeys)
@@ -87,6 +89,7 @@ struct ScenarioReader {
             if let cap = fields["maxMemberCount"] {
                 user.maxMemberCount = try integer(cap, at: "\(path).maxMemberCount", minimum: 1)
             }
+            if let role = fields["role"] { user.role = try oneOf(role, at: "\(path).role", AgoraClientRole.self) }
             users.append(user)
         }
         return users
@@ -139,10 +142,49 @@ struct ScenarioReader {
 
     private func retry(_ value: JSONValue) throws(RoomLinkError) -> RetryPolicy {
         let fields = try object(value, at: "retry", keys: Self.retryKeys)
+        let maxAttempts = try fields["maxAttempts"].map { v throws(RoomLinkError) in
+            try integer(v, at: "retry.maxAttempts", minimum: 1)
+        }
+        let maxElapsed = try fields["maxElapsed"].map { v throws(RoomLinkError) in
+            try duration(v, at: "retry.maxElapsed")
+        }
         if let preset = fields["preset"] {
+            if let extra = fields.keys.sorted().first(where: { !Self.presetKeys.contains($0) }) {
+                throw .invalidArgument(
+                    "retry.\(extra)",
+                    "only base, cap, maxAttempts and maxElapsed next to a preset",
+                    got: fields[extra]!.summary
+                )
+            }
             let name = try string(preset, at: "retry.preset")
-            guard name == "zego" else { throw .invalidArgument("retry.preset", "one of: zego", got: preset.summary) }
-            return .zegoDefault
+            let names = (RetryPolicy.presets.keys.sorted() + RetryPolicy.parameterizedPresets.sorted())
+            if let policy = RetryPolicy.presets[name] {
+                for key in ["base", "cap"] where fields[key] != nil {
+                    throw .invalidArgument(
+                        "retry.\(key)",
+                        "no \(key) for the \(name) preset (only fullJitter, equalJitter, decorrelatedJitter take one)",
+                        got: fields[key]!.summary
+                    )
+                }
+                return try RetryPolicy(
+                    schedule: policy.schedule,
+                    maxAttempts: maxAttempts ?? policy.maxAttempts,
+                    maxElapsed: maxElapsed ?? policy.maxElapsed
+                )
+            }
+            guard RetryPolicy.parameterizedPresets.contains(name) else {
+                throw .invalidArgument("retry.preset", "one of: \(names.joined(separator: ", "))", got: preset.summary)
+            }
+            let base = try duration(required(fields, "base", at: "retry"), at: "retry.base")
+            let cap = try duration(required(fields, "cap", at: "retry"), at: "retry.cap")
+            switch name {
+            case "fullJitter":
+                return try .fullJitter(base: base, cap: cap, maxAttempts: maxAttempts, maxElapsed: maxElapsed)
+            case "equalJitter":
+                return try .equalJitter(base: base, cap: cap, maxAttempts: maxAttempts, maxElapsed: maxElapsed)
+            default:
+                return try .decorrelatedJitter(base: base, cap: cap, maxAttempts: maxAttempts, maxElapsed: maxElapsed)
+            }
         }
         let strategy = try string(required(fields, "strategy", at: "retry"), at: "retry.strategy")
         let schedule: RetryPolicy.Schedule
@@ -179,15 +221,7 @@ struct ScenarioReader {
         default:
             throw .invalidArgument("retry.strategy", "one of: exponential, decorrelated, fixed", got: "\"\(strategy)\"")
         }
-        return try RetryPolicy(
-            schedule: schedule,
-            maxAttempts: try fields["maxAttempts"].map { v throws(RoomLinkError) in
-                try integer(v, at: "retry.maxAttempts", minimum: 1)
-            },
-            maxElapsed: try fields["maxElapsed"].map { v throws(RoomLinkError) in
-                try duration(v, at: "retry.maxElapsed")
-            }
-        )
+        return try RetryPolicy(schedule: schedule, maxAttempts: maxAttempts, maxElapsed: maxElapsed)
     }
 
     private func timeline(
@@ -275,10 +309,17 @@ struct ScenarioReader {
         case "kick": return .kick(room: try text("room"))
         case "expireToken": return .expireToken
         case "renewToken": return .renewToken(token: try text("token"))
+        case "networkChange": return .networkChange
+        case "setClientRole":
+            return .setClientRole(
+                try oneOf(required(fields, "role", at: path), at: "\(path).role", AgoraClientRole.self)
+            )
+        case "setCloudProxy": return .setCloudProxy
         default:
             throw .invalidArgument(
                 "\(path).action",
-                "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, kick, expireToken, renewToken",
+                "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, networkChange, kick, "
+                    + "expireToken, renewToken, setClientRole, setCloudProxy",
                 got: "\"\(name)\""
             )
         }

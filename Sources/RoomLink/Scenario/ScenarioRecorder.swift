@@ -1,21 +1,22 @@
-/// The sink of a scenario run: rebases times on the scenario's start, forwards each event (to the event-log writer),
-/// counts it, and feeds it to the spec oracle — all in delivery order, under one lock.
-final class ScenarioRecorder: EventSink, Sendable {
+/// The sink of a scenario run: rebases times on the scenario's start, forwards each event as a log line (to the
+/// event-log writer), counts it, and feeds it to the spec oracle — all in delivery order, under one lock.
+final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable {
     private struct State {
         var origin = RuntimeInstant.zero
         var isOpen = true
         var events = 0
         var byType: [String: Int] = [:]
+        var byState: [String: Int] = [:]
         var byReason: [String: Int] = [:]
         var byCode: [String: Int] = [:]
-        var oracle: ZegoOracle
+        var oracle: any SpecOracle
     }
 
     private let state: LockedBox<State>
-    private let forward: (any EventSink<ZegoEvent>)?
+    private let forward: (any EventSink<EventLogLine>)?
 
-    init(scenario: Scenario, forward: (any EventSink<ZegoEvent>)?) {
-        state = LockedBox(State(oracle: ZegoOracle(scenario: scenario)))
+    init(scenario: Scenario, forward: (any EventSink<EventLogLine>)?) {
+        state = LockedBox(State(oracle: scenario.makeOracle()))
         self.forward = forward
     }
 
@@ -29,27 +30,31 @@ final class ScenarioRecorder: EventSink, Sendable {
         state.withLock { $0.isOpen = false }
     }
 
-    func record(_ event: Stamped<ZegoEvent>, from client: String) {
+    func record(_ event: Stamped<Event>, from client: String) {
         let line = event.event.eventLogLine
         state.withLock { state in
             guard state.isOpen else { return }
-            var rebased = event
-            rebased.time = RuntimeInstant(nanoseconds: event.time.nanoseconds - state.origin.nanoseconds)
-            forward?.record(rebased, from: client)
+            let time = RuntimeInstant(nanoseconds: event.time.nanoseconds - state.origin.nanoseconds)
+            forward?.record(Stamped(time: time, sequence: event.sequence, event: line), from: client)
             state.events += 1
             state.byType[line.type, default: 0] += 1
-            if case .roomStateChanged(_, let reason, let code, _) = event.event {
-                state.byReason[reason.description, default: 0] += 1
-                state.byCode[code.description, default: 0] += 1
+            for (name, value) in line.fields {
+                switch (name, value) {
+                case ("state", .string(let text)): state.byState[text, default: 0] += 1
+                case ("reason", .string(let text)): state.byReason[text, default: 0] += 1
+                case ("code", .integer(let number)): state.byCode[String(number), default: 0] += 1
+                default: continue
+                }
             }
-            state.oracle.observe(line, user: client, time: rebased.time.milliseconds)
+            state.oracle.observe(line, user: client, time: time.milliseconds)
         }
     }
 
     /// The counts and the oracle's violations.
     func summary() -> (
-        events: Int, byType: [String: Int], byReason: [String: Int], byCode: [String: Int], violations: [Violation]
+        events: Int, byType: [String: Int], byState: [String: Int], byReason: [String: Int], byCode: [String: Int],
+        violations: [Violation]
     ) {
-        state.withLock { ($0.events, $0.byType, $0.byReason, $0.byCode, $0.oracle.finish()) }
+        state.withLock { ($0.events, $0.byType, $0.byState, $0.byReason, $0.byCode, $0.oracle.finish()) }
     }
 }

@@ -16,16 +16,8 @@ public struct ScenarioRunner: Sendable {
 
     /// Prepares a run.
     ///
-    /// - Throws: ``RoomLinkError`` naming `dialect` for a dialect this version cannot run yet, or the user whose
-    ///   `id` is also the name of a population user (`u<i>`).
+    /// - Throws: ``RoomLinkError`` naming the user whose `id` is also the name of a population user (`u<i>`).
     public init(scenario: Scenario) throws(RoomLinkError) {
-        guard scenario.dialect == .zego else {
-            throw .invalidArgument(
-                "dialect",
-                "zego (the only dialect this version runs)",
-                got: "\"\(scenario.dialect)\""
-            )
-        }
         if let population = scenario.population, population.clients > 0 {
             for (index, user) in scenario.users.enumerated() {
                 guard user.id.hasPrefix("u"), let number = Int(user.id.dropFirst()), number >= 0,
@@ -47,19 +39,35 @@ public struct ScenarioRunner: Sendable {
     ///   ``EventLogWriter`` writes the event log).
     public func run(
         on group: any RuntimeLoopGroup,
-        events: (any EventSink<ZegoEvent>)? = nil
+        events: (any EventSink<EventLogLine>)? = nil
     ) async throws
         -> RunReport
     {
-        if let simulation = group as? SimulationRuntime {
-            return try await simulation.run { try await self.play(on: simulation, events: events) }
+        switch scenario.dialect {
+        case .zego: try await run(Zego.self, on: group, events: events)
+        case .agora: try await run(Agora.self, on: group, events: events)
+        case .livekit: try await run(LiveKit.self, on: group, events: events)
         }
-        return try await play(on: group, events: events)
     }
 
-    private func play(on group: any RuntimeLoopGroup, events: (any EventSink<ZegoEvent>)?) async throws -> RunReport {
+    private func run<Dialect: RoomDialect>(
+        _ dialect: Dialect.Type,
+        on group: any RuntimeLoopGroup,
+        events: (any EventSink<EventLogLine>)?
+    ) async throws -> RunReport {
+        if let simulation = group as? SimulationRuntime {
+            return try await simulation.run { try await self.play(Dialect.self, on: simulation, events: events) }
+        }
+        return try await play(Dialect.self, on: group, events: events)
+    }
+
+    private func play<Dialect: RoomDialect>(
+        _ dialect: Dialect.Type,
+        on group: any RuntimeLoopGroup,
+        events: (any EventSink<EventLogLine>)?
+    ) async throws -> RunReport {
         let wallStart = ContinuousClock.now
-        let world = World(scenario: scenario, group: group, forward: events)
+        let world = World<Dialect>(scenario: scenario, group: group, forward: events)
         let origin = group.now
         world.recorder.start(at: origin)
         for (index, entry) in scenario.timeline.enumerated() {
@@ -85,8 +93,10 @@ public struct ScenarioRunner: Sendable {
             rooms: world.server.roomCount,
             events: summary.events,
             eventsByType: summary.byType,
+            eventsByState: summary.byState,
             eventsByReason: summary.byReason,
             eventsByCode: summary.byCode,
+            messages: world.network.deliveredCount,
             violations: summary.violations.count,
             violationSample: summary.violations.prefix(20).map(\.description),
             droppedEvents: 0,
@@ -99,38 +109,38 @@ public struct ScenarioRunner: Sendable {
     }
 
     /// Everything a run's timers touch, immutable once built.
-    private final class World: Sendable {
-        let recorder: ScenarioRecorder
+    private final class World<Dialect: RoomDialect>: Sendable {
+        let recorder: ScenarioRecorder<Dialect.Event>
         let network: SimulatedNetwork
         let server: RoomServer
         /// Named users first, in the scenario's order, then the population (`u0`, `u1`, …).
-        let clients: [ZegoClient]
-        /// The login options of each named user, by index.
-        let namedConfigs: [ZegoRoomConfig]
+        let clients: [RoomClient<Dialect>]
+        /// The join options of each named user, by index.
+        let namedOptions: [JoinOptions]
         /// Participant indices by named user ID.
         let named: [String: Int]
-        /// The population (its users' rooms and login options derive from their index), if any.
+        /// The population (its users' rooms and join options derive from their index), if any.
         let population: Scenario.Population?
         /// The population in seeded shuffled order (indices into `clients`).
         let shuffled: [Int]
 
-        init(scenario: Scenario, group: any RuntimeLoopGroup, forward: (any EventSink<ZegoEvent>)?) {
+        init(scenario: Scenario, group: any RuntimeLoopGroup, forward: (any EventSink<EventLogLine>)?) {
             recorder = ScenarioRecorder(scenario: scenario, forward: forward)
             network = SimulatedNetwork(conditions: scenario.network, seed: scenario.seed)
-            let timings = ZegoTimings(overrides: scenario.timings)
-            server = RoomServer(group: group, transport: network, timings: timings.server, auth: scenario.auth)
-            let environment = ZegoClient.Environment(
+            let timings = Dialect.Timings(overrides: scenario.timings)
+            server = RoomServer(group: group, transport: network, timings: timings.engine.server, auth: scenario.auth)
+            let environment = RoomClient<Dialect>.Environment(
                 transport: network,
                 timings: timings,
-                retryPolicy: scenario.retry ?? .zegoDefault,
+                retryPolicy: scenario.retry ?? Dialect.defaultRetryPolicy,
                 sink: recorder
             )
-            var clients: [ZegoClient] = []
+            var clients: [RoomClient<Dialect>] = []
             var named: [String: Int] = [:]
             for user in scenario.users {
                 named[user.id] = clients.count
                 clients.append(
-                    ZegoClient(
+                    RoomClient(
                         id: user.id,
                         userID: user.userID,
                         roomMode: user.roomMode,
@@ -140,11 +150,12 @@ public struct ScenarioRunner: Sendable {
                     )
                 )
             }
-            namedConfigs = scenario.users.map {
-                ZegoRoomConfig(
+            namedOptions = scenario.users.map {
+                JoinOptions(
                     token: $0.token,
-                    isUserStatusNotify: $0.userStatusNotify,
-                    maxMemberCount: $0.maxMemberCount
+                    notifiesPeers: $0.userStatusNotify,
+                    maxMemberCount: $0.maxMemberCount,
+                    hidden: $0.role == .audience
                 )
             }
             let populationStart = clients.count
@@ -153,7 +164,7 @@ public struct ScenarioRunner: Sendable {
                 clients.reserveCapacity(clients.count + population.clients)
                 for index in 0..<population.clients {
                     clients.append(
-                        ZegoClient(
+                        RoomClient(
                             id: Scenario.Population.userName(index),
                             loop: group.loop(for: population.room(ofUser: index)),
                             environment: environment,
@@ -182,34 +193,40 @@ public struct ScenarioRunner: Sendable {
         }
 
         /// Carries out `action` for participant `index`, on its client's loop.
-        func perform(_ action: Scenario.Action, by index: Int, client: isolated ZegoClient) {
+        func perform(_ action: Scenario.Action, by index: Int, client: isolated RoomClient<Dialect>) {
             switch action {
             case .login(let room, let token):
                 // A population user's room and options derive from its index; a named user's are in the scenario.
-                let populationIndex = index - namedConfigs.count
-                var config =
+                let populationIndex = index - namedOptions.count
+                var options =
                     populationIndex < 0
-                    ? namedConfigs[index] : ZegoRoomConfig(isUserStatusNotify: population?.userStatusNotify ?? false)
-                if let token { config.token = token }
+                    ? namedOptions[index] : JoinOptions(notifiesPeers: population?.userStatusNotify ?? false)
+                if let token { options.token = token }
                 guard let room = room ?? (populationIndex < 0 ? nil : population?.room(ofUser: populationIndex))
                 else { return }
-                client.loginRoom(room, config: config)
+                Dialect.apply(.join(room: room, options: options), on: client)
             case .logout(let room):
-                if let room { client.logoutRoom(room) } else { client.logoutRoom() }
+                Dialect.apply(.leave(room: room), on: client)
             case .switchRoom(let from, let to):
-                client.switchRoom(from: from, to: to)
+                Dialect.apply(.switchRoom(from: from, to: to), on: client)
             case .networkDown:
                 network.setLink(.down, for: client)
             case .networkUp:
                 network.setLink(.up, for: client)
             case .blackhole:
                 network.setLink(.blackhole, for: client)
+            case .networkChange:
+                client.networkChanged()
             case .kick(let room):
                 server.kickOut(roomID: room, userIDs: [client.userID])
             case .expireToken:
                 server.expireToken(userID: client.userID, inRooms: client.roomIDs)
             case .renewToken(let token):
-                for room in client.roomIDs { client.renewToken(token, roomID: room) }
+                Dialect.apply(.renewToken(token), on: client)
+            case .setClientRole(let role):
+                Dialect.apply(.setClientRole(role), on: client)
+            case .setCloudProxy:
+                Dialect.apply(.setCloudProxy, on: client)
             }
         }
     }

@@ -2,32 +2,59 @@ import Foundation
 import RoomLink
 import RoomLinkRuntime
 
-/// Collects a run's events in delivery order, as compact lines for assertions and as the JSON event log.
+/// Collects a run's events in delivery order, as log lines: compact ones for assertions, and the JSON event log.
 final class EventCollector: EventSink, Sendable {
     struct Entry: Sendable {
         var user: String
-        var stamped: Stamped<ZegoEvent>
+        var stamped: Stamped<EventLogLine>
 
-        /// `"<ms> <user> <room> <reason> <code>"`, `"<ms> <user> <room> add|delete <users,…>"` or
-        /// `"<ms> <user> <room> tokenWillExpire <seconds>"`.
+        var line: EventLogLine { stamped.event }
+        var time: RuntimeInstant { stamped.time }
+
+        /// ZEGO: `"<ms> <user> <room> <reason> <code>"`, `"<ms> <user> <room> add|delete <users,…>"` or
+        /// `"<ms> <user> <room> tokenWillExpire <seconds>"`; other dialects: `"<ms> <user> <room> <type> <values…>"`
+        /// (`"200 A c1 connectionState connected joinSuccess"`, `"300 B c1 userJoined A"`).
         var compact: String {
             let ms = stamped.time.milliseconds
             let time = ms == ms.rounded() ? String(Int64(ms)) : String(ms)
-            switch stamped.event {
-            case .roomStateChanged(let room, let reason, let code, _):
-                return "\(time) \(user) \(room) \(reason) \(code)"
-            case .roomUserUpdate(let room, let update, let users):
-                return "\(time) \(user) \(room) \(update.rawValue) \(users.joined(separator: ","))"
-            case .roomTokenWillExpire(let room, let seconds):
-                return "\(time) \(user) \(room) tokenWillExpire \(seconds)"
+            let line = stamped.event
+            let values = line.fields.compactMap { _, value -> String? in
+                switch value {
+                case .string(let text): text
+                case .integer(let number): String(number)
+                case .strings(let list): list.joined(separator: ",")
+                case .object: nil
+                }
             }
+            let room = line.room ?? "-"
+            switch line.type {
+            case "roomState", "userUpdate": return ([time, user, room] + values).joined(separator: " ")
+            default: return ([time, user, room, line.type] + values).joined(separator: " ")
+            }
+        }
+    }
+
+    /// A sink of one dialect's events that records them here as lines.
+    struct Typed<Event: EventLogRepresentable>: EventSink {
+        let collector: EventCollector
+
+        func record(_ event: Stamped<Event>, from client: String) {
+            collector.record(
+                Stamped(time: event.time, sequence: event.sequence, event: event.event.eventLogLine),
+                from: client
+            )
         }
     }
 
     private let box = LockedBox<[Entry]>([])
 
-    func record(_ event: Stamped<ZegoEvent>, from client: String) {
+    func record(_ event: Stamped<EventLogLine>, from client: String) {
         box.withLock { $0.append(Entry(user: client, stamped: event)) }
+    }
+
+    /// This collector as a sink of `Event`s (a client environment's sink).
+    func typed<Event: EventLogRepresentable>(_ type: Event.Type = Event.self) -> Typed<Event> {
+        Typed(collector: self)
     }
 
     var entries: [Entry] { box.withLock { $0 } }
@@ -39,7 +66,7 @@ final class EventCollector: EventSink, Sendable {
     func lines(of user: String) -> [String] { entries.filter { $0.user == user }.map(\.compact) }
 
     /// The event log's JSON lines.
-    var jsonLines: [String] { entries.map { $0.stamped.event.eventLogLine.json(user: $0.user, time: $0.stamped.time) } }
+    var jsonLines: [String] { entries.map { $0.line.json(user: $0.user, time: $0.time) } }
 }
 
 /// Runs scenarios in virtual time.

@@ -9,7 +9,7 @@
 ///   the member (60–90 s after, counted from its last heartbeat).
 /// - A login or reconnection request unanswered for **5 s** counts as failed, and the next one follows the retry
 ///   policy. A first login that has not succeeded **30 s** after `loginRoom` fails with 1002053.
-public struct ZegoTimings: Sendable, Hashable {
+public struct ZegoTimings: DialectTimings {
     /// The server's side.
     public var server: ServerTimings
     /// Time between two heartbeats of a logged-in client.
@@ -41,6 +41,17 @@ public struct ZegoTimings: Sendable, Hashable {
 
     /// The defaults.
     public static let `default` = ZegoTimings()
+
+    public var engine: EngineTimings {
+        EngineTimings(
+            server: server,
+            heartbeatInterval: heartbeatInterval,
+            silenceTimeout: blackholeDetection,
+            attemptTimeout: attemptTimeout,
+            loginTimeout: loginTimeout,
+            retryTimeout: retryTimeout
+        )
+    }
 
     /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
     public init(overrides: [String: Duration]) {
@@ -75,5 +86,19 @@ public struct ZegoRoomConfig: Sendable, Hashable {
         self.token = token
         self.isUserStatusNotify = isUserStatusNotify
         self.maxMemberCount = maxMemberCount
+    }
+
+    /// The options of a login that asked for `options`.
+    init(_ options: JoinOptions) {
+        self.init(
+            token: options.token,
+            isUserStatusNotify: options.notifiesPeers,
+            maxMemberCount: options.maxMemberCount
+        )
+    }
+
+    /// The engine's join options for this config.
+    var joinOptions: JoinOptions {
+        JoinOptions(token: token, notifiesPeers: isUserStatusNotify, maxMemberCount: maxMemberCount)
     }
 }

@@ -1,0 +1,71 @@
+/// An Agora client's and server's timings (SPEC §3). Every value can be overridden from a scenario's `timings`.
+///
+/// SPEC fixes the timeline: `interrupted` after **4 s** without data, `lost` **10 s** after that, peers see the user
+/// `dropped` after **20 s** without its data, and the client gives up **20 min** after `interrupted`. Agora's media
+/// flows continuously, so neither side waits for a heartbeat: both notice the moment data stops (RoomLink models
+/// the stream by its edges — see the README). RoomLink's choices: an attempt unanswered for **5 s** fails, and a
+/// first join keeps trying for the same 20 minutes before `failed/joinFailed`.
+public struct AgoraTimings: DialectTimings {
+    /// The server's side (``ServerTimings/agora``): `peerOfflineAfter` is its `heartbeatTimeout`.
+    public var server: ServerTimings
+    /// No data for this long → `reconnecting/interrupted`.
+    public var interruptedAfter: Duration
+    /// This long after `interrupted`, still reconnecting → `reconnecting/lost` and `connectionLost`.
+    public var lostAfter: Duration
+    /// How long a join or rejoin request may go unanswered before it counts as failed.
+    public var attemptTimeout: Duration
+    /// How long a first join keeps trying before `failed/joinFailed`.
+    public var joinTimeout: Duration
+    /// How long after `interrupted` the client stops retrying: `failed/joinFailed`.
+    public var retryTimeout: Duration
+
+    public init(
+        server: ServerTimings = .agora,
+        interruptedAfter: Duration = .seconds(4),
+        lostAfter: Duration = .seconds(10),
+        attemptTimeout: Duration = .seconds(5),
+        joinTimeout: Duration = .seconds(20 * 60),
+        retryTimeout: Duration = .seconds(20 * 60)
+    ) {
+        self.server = server
+        self.interruptedAfter = interruptedAfter
+        self.lostAfter = lostAfter
+        self.attemptTimeout = attemptTimeout
+        self.joinTimeout = joinTimeout
+        self.retryTimeout = retryTimeout
+    }
+
+    public static let `default` = AgoraTimings()
+
+    /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
+    public init(overrides: [String: Duration]) {
+        self.init()
+        for (name, value) in overrides {
+            switch name {
+            case "joinProcessing": server.loginProcessing = value
+            case "peerJoinDelay": server.userUpdateDelay = value
+            case "peerOfflineAfter": server.heartbeatTimeout = value
+            case "tokenRenewalGrace": server.tokenRenewalGrace = value
+            case "interruptedAfter": interruptedAfter = value
+            case "lostAfter": lostAfter = value
+            case "attemptTimeout": attemptTimeout = value
+            case "joinTimeout": joinTimeout = value
+            case "retryTimeout": retryTimeout = value
+            default: continue  // another dialect's timing: accepted and ignored (SPEC §7)
+            }
+        }
+    }
+
+    public var engine: EngineTimings {
+        EngineTimings(
+            server: server,
+            heartbeatInterval: nil,
+            silenceTimeout: interruptedAfter,
+            dataSilenceDetection: interruptedAfter,
+            lostNotice: lostAfter,
+            attemptTimeout: attemptTimeout,
+            loginTimeout: joinTimeout,
+            retryTimeout: retryTimeout
+        )
+    }
+}

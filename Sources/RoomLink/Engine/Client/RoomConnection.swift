@@ -1,0 +1,203 @@
+extension Array {
+    /// The first index whose element satisfies `belongs`, for a predicate that is false then true along the array.
+    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            if belongs(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+}
+
+/// One room of a client as a plain value: its phase, its session, its join or reconnection episode, and the peers
+/// it knows. ``RoomClient`` drives it and carries out what it decides; tests can drive it alone. It speaks in
+/// ``RoomTransition``s, which the client's dialect turns into vendor callbacks.
+///
+/// Phases: `joining` (a first join: attempts until the login timeout), `joined`, `reconnecting` (attempts until the
+/// retry timeout or the policy's last attempt). A room that gives up, is refused, kicked or left is removed by its
+/// client.
+public struct RoomConnection: Sendable {
+    /// Where the room's connection is.
+    public enum Phase: Sendable, Hashable {
+        case joining, joined, reconnecting
+    }
+
+    /// What to do after an attempt failed.
+    public enum NextAttempt: Sendable, Equatable {
+        /// Try again after this delay.
+        case retry(after: Duration)
+        /// The policy allows no attempt before the episode's deadline: wait for it.
+        case awaitDeadline
+        /// The policy's attempts are used up: give up now.
+        case giveUp
+    }
+
+    public let roomID: String
+    public internal(set) var options: JoinOptions
+    public internal(set) var session: SessionID
+    public internal(set) var phase: Phase
+    /// When the current join or reconnection episode began.
+    public internal(set) var episodeStart: RuntimeInstant
+    /// When the client last heard from the room's server.
+    public internal(set) var lastHeard: RuntimeInstant
+    /// The peers the client has reported present (sorted), when it hears of peers.
+    public internal(set) var peers: [String] = []
+    /// How the current reconnection episode reconnects (dialects with reconnect modes).
+    public internal(set) var mode: ReconnectMode = .quick
+    /// Whether the next attempt must start a new session (the server could not resume this one).
+    var fullOnNext = false
+    /// The retry iterator of the current episode, boxed: 120 bytes that a joined room does not need inline.
+    private var episodeRetry: Boxed<RetryPolicy.Iterator>?
+
+    /// A value on the heap, so that an optional one costs a pointer when absent.
+    private indirect enum Boxed<Value: Sendable>: Sendable {
+        case value(Value)
+
+        var value: Value {
+            get {
+                switch self {
+                case .value(let value): value
+                }
+            }
+            set { self = .value(newValue) }
+        }
+    }
+    /// Whether a login request is waiting for its answer.
+    var attemptInFlight = false
+    /// Counts attempts, so that a timer of an earlier attempt is ignored.
+    var attempt: UInt32 = 0
+    /// The room's one timer during an episode: the answer timeout or the wait before the next attempt, never later
+    /// than the episode's deadline (where it gives up). One timer, not two, per room that is trying.
+    var attemptTimer: TimerHandle?
+    /// The ``RoomTransition/stillLost`` notice of a reconnection episode (dialects that report one).
+    var noticeTimer: TimerHandle?
+    /// When the current join or reconnection episode gives up; `nil` once joined.
+    var episodeDeadline: RuntimeInstant?
+    /// The room's server as the transport reaches it, resolved at the first attempt.
+    var server: (any RoomEndpoint)?
+
+    /// A room starting its first join at `now`, whose first attempt (never delayed) goes out at once.
+    public init(
+        roomID: String,
+        options: JoinOptions,
+        session: SessionID,
+        now: RuntimeInstant,
+        retry: RetryPolicy.Iterator
+    ) {
+        self.roomID = roomID
+        self.options = options
+        self.session = session
+        self.phase = .joining
+        self.episodeStart = now
+        self.lastHeard = now
+        var retry = retry
+        _ = retry.next(elapsed: .zero)
+        self.episodeRetry = .value(retry)
+    }
+
+    /// The connection was lost. A joined room starts reconnecting — its first attempt goes out at once — and
+    /// returns `true`; one already trying returns `false` (its attempt in flight has failed).
+    public mutating func connectionLost(at now: RuntimeInstant, retry newRetry: RetryPolicy.Iterator) -> Bool {
+        guard phase == .joined else { return false }
+        phase = .reconnecting
+        episodeStart = now
+        mode = .quick
+        fullOnNext = false
+        var retry = newRetry
+        _ = retry.next(elapsed: .zero)
+        episodeRetry = .value(retry)
+        return true
+    }
+
+    /// Attempts the current episode has started, the first included.
+    public var attemptsMade: Int { episodeRetry?.value.attempts ?? 0 }
+
+    /// Before an attempt of a reconnection in modes: switches to a full reconnection when the server could not
+    /// resume the session or when this is the policy's last attempt, and returns the peers the client forgets
+    /// (`nil` when the mode does not change). A full reconnection takes `newSession`.
+    mutating func switchToFullIfDue(maxAttempts: Int?, newSession: SessionID) -> [String]? {
+        guard phase == .reconnecting, mode == .quick else { return nil }
+        let isLast = maxAttempts.map { attemptsMade >= $0 } ?? false
+        guard fullOnNext || isLast else { return nil }
+        mode = .full
+        session = newSession
+        let forgotten = peers
+        peers = []
+        return forgotten
+    }
+
+    /// An attempt failed at `now` (refused, unanswered, or its connection dropped): when to try again.
+    public mutating func attemptFailed(at now: RuntimeInstant, maxAttempts: Int?) -> NextAttempt {
+        attemptInFlight = false
+        guard var retry = episodeRetry?.value else { return .awaitDeadline }  // no episode: nothing to retry
+        defer { episodeRetry = .value(retry) }
+        // `maxAttempts` may be tighter than the policy's own limit (a dialect's first join).
+        if let maxAttempts, retry.attempts >= maxAttempts { return .giveUp }
+        if let delay = retry.next(elapsed: episodeStart.duration(to: now)) { return .retry(after: delay) }
+        return .awaitDeadline
+    }
+
+    /// The server accepted the join or reconnection: the transitions to report, the peers last.
+    ///
+    /// A first join reports `present` as one `add`; a reconnection reports the difference between the peers it
+    /// knew and `present` (what changed while it was away), departures first.
+    public mutating func accepted(
+        roomSessionID: String,
+        present: [String],
+        at now: RuntimeInstant
+    )
+        -> [RoomTransition]
+    {
+        let wasReconnecting = phase == .reconnecting
+        phase = .joined
+        episodeRetry = nil
+        episodeDeadline = nil
+        lastHeard = now
+        attemptInFlight = false
+        fullOnNext = false
+        var transitions: [RoomTransition] = [wasReconnecting ? .rejoined(mode) : .joined(roomSessionID: roomSessionID)]
+        guard options.notifiesPeers else { return transitions }
+        let known = Set(peers)
+        let current = Set(present)
+        let gone = peers.filter { !current.contains($0) }
+        let new = present.filter { !known.contains($0) }
+        if !gone.isEmpty { transitions.append(.peersChanged(.delete, users: gone, reason: .dropped)) }
+        if !new.isEmpty { transitions.append(.peersChanged(.add, users: new, reason: nil)) }
+        peers = present.sorted()
+        return transitions
+    }
+
+    /// Peers joined or left: the transition to report, if the room hears of peers.
+    public mutating func userUpdate(
+        _ change: PresenceChange,
+        users: [String],
+        reason: DepartureReason?
+    )
+        -> RoomTransition?
+    {
+        guard options.notifiesPeers, !users.isEmpty else { return nil }
+        // `peers` stays sorted: a binary search per user, not a sort per update (rooms have hundreds of members).
+        for user in users {
+            let index = peers.partitioningIndex { $0 >= user }
+            let present = index < peers.count && peers[index] == user
+            switch change {
+            case .add where !present: peers.insert(user, at: index)
+            case .delete where present: peers.remove(at: index)
+            default: break
+            }
+        }
+        return .peersChanged(change, users: users, reason: change == .delete ? reason : nil)
+    }
+
+    /// Whether a joined room's server has been silent for `timeout` at `now`: the connection is lost.
+    public func isSilent(at now: RuntimeInstant, timeout: Duration) -> Bool {
+        phase == .joined && lastHeard.duration(to: now) >= timeout
+    }
+
+    /// Heard from the server.
+    mutating func heard(at now: RuntimeInstant) {
+        lastHeard = now
+    }
+}

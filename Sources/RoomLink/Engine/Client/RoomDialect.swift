@@ -1,0 +1,48 @@
+/// A vendor's vocabulary, timings and policy on RoomLink's one connection engine (``RoomClient``).
+///
+/// The engine decides — when a connection is lost, when to retry, when to give up, what peers see — and reports
+/// each decision as a ``RoomTransition``; a dialect says what its vendor's SDK would call back for it, and which
+/// defaults its vendor uses. ``Zego``, ``Agora`` and ``LiveKit`` are the three of SPEC §2–4; a fourth vendor is one
+/// more conforming type (see the README's "Adding a dialect").
+public protocol RoomDialect: Sendable {
+    /// What the dialect's client publishes: its SDK's callbacks.
+    associatedtype Event: EventLogRepresentable & Equatable
+    /// The dialect's timings, in its vendor's names.
+    associatedtype Timings: DialectTimings
+
+    /// The dialect's name in scenarios (`"dialect"`).
+    static var name: Scenario.Dialect { get }
+    /// The reconnection policy the vendor's SDK uses by default.
+    static var defaultRetryPolicy: RetryPolicy { get }
+    /// Whether every client hears of peers joining and leaving, whatever its options (Agora, LiveKit).
+    static var alwaysNotifiesPeers: Bool { get }
+    /// How many attempts a first join makes before it gives up; `nil` to follow the retry policy until the
+    /// login timeout (LiveKit's `connect` makes one).
+    static var firstJoinAttempts: Int? { get }
+    /// Whether reconnections resume the session first and start a new one when that fails (LiveKit's quick and
+    /// full modes); otherwise every attempt resumes the session, and the server re-adds a member it dropped.
+    static var reconnectsInModes: Bool { get }
+
+    /// Reports `transition` of `room` as the vendor's callbacks, in the order the SDK makes them.
+    static func report(_ transition: RoomTransition, room: String, into emit: (Event) -> Void)
+
+    /// Carries out `call` through the dialect's public API, as an app would (a scenario's actions arrive so).
+    static func apply(_ call: AppCall, on client: isolated RoomClient<Self>)
+}
+
+/// What an app asks of its SDK, in the engine's terms: a scenario's actions reach a client through its dialect's
+/// API as these (``RoomDialect/perform(_:on:)``).
+public enum AppCall: Sendable, Equatable {
+    /// Join `room` (ZEGO `loginRoom`, Agora `joinChannel`, LiveKit `connect`).
+    case join(room: String, options: JoinOptions)
+    /// Leave `room`, or every room (ZEGO `logoutRoom`, Agora `leaveChannel`, LiveKit `disconnect`).
+    case leave(room: String?)
+    /// Leave `from` and join `to` with the same options.
+    case switchRoom(from: String, to: String)
+    /// Give the server a new token.
+    case renewToken(String)
+    /// Agora's client role; other dialects ignore it.
+    case setClientRole(AgoraClientRole)
+    /// Agora's cloud proxy; other dialects ignore it.
+    case setCloudProxy
+}

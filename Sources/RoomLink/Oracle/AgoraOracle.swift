@@ -1,0 +1,303 @@
+/// Checks an Agora event log against SPEC §3, knowing only the scenario and the log — not the engine.
+///
+/// Rules:
+/// - `reason`: each `connectionState` reason belongs to its state (`interrupted` to `reconnecting`, …).
+/// - `transition`: each (user, channel) moves along Agora's states: `disconnected → connecting → connected →
+///   reconnecting → connected …`, `failed` or `disconnected/leaveChannel` from any of them; `joinSuccess` only from
+///   `connecting`, `rejoinSuccess` only from `reconnecting`. `failed/invalidAppId` and `failed/invalidChannelName`
+///   report refused calls and change nothing.
+/// - `companion`: `joinChannelSuccess`, `rejoinChannelSuccess` and `connectionLost` come with `joinSuccess`,
+///   `rejoinSuccess` and `reconnecting/lost`, at the same time.
+/// - `lostAfter`: `reconnecting/lost` comes 10 s (`timings.lostAfter`) after the episode's first `reconnecting`,
+///   and an episode that lasts longer reports it.
+/// - `retryTimeout`: `failed/joinFailed` in a reconnection comes 20 min after its first `reconnecting`.
+/// - `afterEnd`: after `failed` or `disconnected`, only a new join (`connecting`) for that channel.
+/// - `interrupted`: a named user connected when its network fails sees `reconnecting/interrupted` 4 s later if the
+///   outage lasts that long, and no `reconnecting` at all if it is shorter.
+/// - `presence` / `rejoin`: a named peer sees `userOffline(user, dropped)` 20 s after an outage began if it lasted
+///   longer than that, never for a shorter one; and `userJoined(user)` when the user rejoins after being dropped.
+public struct AgoraOracle: SpecOracle {
+    public let scenario: Scenario
+    public var interruptedAfter: Duration
+    public var lostAfter: Duration
+    public var peerOfflineAfter: Duration
+    public var retryTimeout: Duration
+    /// Slack for network latency and delivery delays.
+    public var tolerance: Duration
+
+    /// Creates an oracle for `scenario`, with the timings it overrides.
+    public init(scenario: Scenario, tolerance: Duration? = nil) {
+        let timings = AgoraTimings(overrides: scenario.timings)
+        self.scenario = scenario
+        self.interruptedAfter = timings.interruptedAfter
+        self.lostAfter = timings.lostAfter
+        self.peerOfflineAfter = timings.server.heartbeatTimeout
+        self.retryTimeout = min(timings.retryTimeout, scenario.retry?.maxElapsed ?? timings.retryTimeout)
+        self.tolerance = tolerance ?? scenario.oracleTolerance
+        self.namedUsers = Set(scenario.users.map(\.id))
+    }
+
+    private struct Key: Hashable {
+        var user: String
+        var room: String
+    }
+
+    private struct Track {
+        var state = "disconnected"
+        var reason = ""
+        var time = 0.0
+        var episodeStart: Double?
+        var lostSeen = false
+    }
+
+    private static let allowed: [String: Set<String>] = [
+        "disconnected": ["connecting"],
+        "connecting": ["connected", "failed", "disconnected"],
+        "connected": ["reconnecting", "failed", "disconnected"],
+        "reconnecting": ["reconnecting", "connected", "failed", "disconnected"],
+        "failed": ["connecting", "disconnected"],
+    ]
+    private static let callErrors: Set<String> = ["invalidAppId", "invalidChannelName"]
+
+    private let namedUsers: Set<String>
+    private var tracks: [Key: Track] = [:]
+    /// When each named (user, channel) was connected (joinSuccess … failed / disconnected).
+    private var stays: [Key: [(from: Double, to: Double)]] = [:]
+    private var namedEvents: [LoggedEvent] = []
+    private var violations: [Violation] = []
+
+    public mutating func observe(_ event: LoggedEvent) {
+        if namedUsers.contains(event.user) { namedEvents.append(event) }
+        observe(
+            user: event.user,
+            room: event.room,
+            type: event.type,
+            state: event.strings["state"],
+            reason: event.strings["reason"],
+            time: event.time
+        )
+    }
+
+    public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
+        if namedUsers.contains(user) {
+            observe(LoggedEvent(line: line, user: user, time: time))
+            return
+        }
+        observe(
+            user: user,
+            room: line.room,
+            type: line.type,
+            state: line.string("state"),
+            reason: line.string("reason"),
+            time: time
+        )
+    }
+
+    private mutating func observe(
+        user: String,
+        room: String?,
+        type: String,
+        state: String?,
+        reason: String?,
+        time: Double
+    ) {
+        guard let room else { return }
+        let key = Key(user: user, room: room)
+        var track = tracks[key] ?? Track()
+        let slack = tolerance.milliseconds
+        func violation(_ rule: String, _ message: String) {
+            violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
+        }
+        defer { tracks[key] = track }
+        switch type {
+        case "connectionState":
+            guard let state, let reason else {
+                violation("transition", "a connectionState line without state or reason")
+                return
+            }
+            guard let known = AgoraConnectionChangedReason.allCases.first(where: { $0.description == reason }) else {
+                violation("reason", "\(reason) is not an Agora connection-change reason")
+                return
+            }
+            if known.state.description != state {
+                violation("reason", "\(reason) belongs to \(known.state), not \(state)")
+            }
+            if Self.callErrors.contains(reason) { return }  // a refused call: the channel's state is unchanged
+            let from = track.state
+            if ["failed", "disconnected"].contains(from), state != "connecting",
+                !(from == "failed" && reason == "leaveChannel")
+            {
+                violation("afterEnd", "\(state)/\(reason) after \(from): only a new join may follow")
+            } else if !(Self.allowed[from]?.contains(state) ?? false) {
+                violation("transition", "\(from) → \(state) is not an Agora state sequence")
+            } else if reason == "joinSuccess", from != "connecting" {
+                violation("transition", "joinSuccess from \(from); expected from connecting")
+            } else if reason == "rejoinSuccess", from != "reconnecting" {
+                violation("transition", "rejoinSuccess from \(from); expected from reconnecting")
+            }
+            if state == "reconnecting", from != "reconnecting" {
+                track.episodeStart = time
+                track.lostSeen = false
+            }
+            if reason == "lost", let start = track.episodeStart {
+                track.lostSeen = true
+                let expected = start + lostAfter.milliseconds
+                if abs(time - expected) > slack {
+                    violation(
+                        "lostAfter",
+                        "lost at \(time) ms; expected \(expected) ms (\(lostAfter) after reconnecting)"
+                    )
+                }
+            }
+            if from == "reconnecting", state != "reconnecting", let start = track.episodeStart {
+                if !track.lostSeen, time > start + lostAfter.milliseconds + slack {
+                    violation("lostAfter", "reconnecting since \(start) ms without reporting lost")
+                }
+                if reason == "joinFailed" {
+                    let expected = start + retryTimeout.milliseconds
+                    let early = scenario.retry?.maxAttempts != nil
+                    if time > expected + slack || (!early && time < expected - slack) {
+                        violation("retryTimeout", "joinFailed at \(time) ms; expected \(expected) ms")
+                    }
+                }
+                track.episodeStart = nil
+            }
+            if namedUsers.contains(user) {
+                if reason == "joinSuccess" { stays[key, default: []].append((time, .infinity)) }
+                if ["failed", "disconnected"].contains(state), let last = stays[key]?.indices.last,
+                    stays[key]![last].to == .infinity
+                {
+                    stays[key]![last].to = time
+                }
+            }
+            track.state = state
+            track.reason = reason
+            track.time = time
+        case "joinChannelSuccess", "rejoinChannelSuccess", "connectionLost":
+            let expected =
+                ["joinChannelSuccess": "joinSuccess", "rejoinChannelSuccess": "rejoinSuccess"][type] ?? "lost"
+            if track.reason != expected || track.time != time {
+                violation("companion", "\(type) without connectionState …/\(expected) at the same time")
+            }
+        case "userJoined", "userOffline":
+            if ["failed", "disconnected"].contains(track.state) {
+                violation("afterEnd", "\(type) after \(track.state)")
+            }
+        default:
+            return
+        }
+    }
+
+    public func finish() -> [Violation] {
+        (violations + timelineViolations()).sorted { $0.time < $1.time }
+    }
+
+    /// The `interrupted`, `presence` and `rejoin` rules, from the scenario's outages of named users.
+    private func timelineViolations() -> [Violation] {
+        var found: [Violation] = []
+        let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
+        let audience = Set(scenario.users.filter { $0.role == .audience }.map(\.id))
+        let slack = tolerance.milliseconds
+        let detect = interruptedAfter.milliseconds
+        let offline = peerOfflineAfter.milliseconds
+        for outage in scenario.namedOutages() {
+            guard let userID = userIDs[outage.user] else { continue }
+            for (key, spans) in stays where key.user == outage.user {
+                guard spans.contains(where: { $0.from <= outage.start && $0.to > outage.start }) else { continue }
+                let own = namedEvents.filter {
+                    $0.user == outage.user && $0.room == key.room && $0.type == "connectionState"
+                        && $0.strings["state"] == "reconnecting" && $0.time >= outage.start
+                        && $0.time <= outage.end + slack
+                }
+                if outage.length < detect - slack, let first = own.first {
+                    found.append(
+                        Violation(
+                            rule: "interrupted",
+                            time: first.time,
+                            user: outage.user,
+                            room: key.room,
+                            message: "reconnecting after an outage of \(outage.length) ms, under \(detect) ms"
+                        )
+                    )
+                } else if outage.length > detect + slack,
+                    !own.contains(where: {
+                        $0.strings["reason"] == "interrupted" && abs($0.time - (outage.start + detect)) <= slack
+                    })
+                {
+                    found.append(
+                        Violation(
+                            rule: "interrupted",
+                            time: outage.start + detect,
+                            user: outage.user,
+                            room: key.room,
+                            message: "expected reconnecting/interrupted \(detect) ms after the outage began"
+                        )
+                    )
+                }
+                guard !audience.contains(outage.user) else { continue }  // peers never saw it
+                for (peerKey, peerSpans) in stays where peerKey.room == key.room && peerKey.user != outage.user {
+                    guard peerSpans.contains(where: { $0.from <= outage.start && $0.to > outage.start + offline })
+                    else { continue }
+                    let drops = namedEvents.filter {
+                        $0.user == peerKey.user && $0.room == key.room && $0.type == "userOffline"
+                            && $0.strings["peer"] == userID && $0.time >= outage.start
+                            && $0.time <= outage.end + slack
+                    }
+                    if outage.length < offline - slack {
+                        for drop in drops {
+                            found.append(
+                                Violation(
+                                    rule: "presence",
+                                    time: drop.time,
+                                    user: peerKey.user,
+                                    room: key.room,
+                                    message:
+                                        "saw \(userID) offline after an outage of \(outage.length) ms, under \(offline) ms"
+                                )
+                            )
+                        }
+                    } else if outage.length > offline + slack {
+                        let expected = outage.start + offline
+                        guard
+                            drops.contains(where: {
+                                $0.strings["reason"] == "dropped" && abs($0.time - expected) <= slack
+                            })
+                        else {
+                            found.append(
+                                Violation(
+                                    rule: "presence",
+                                    time: expected,
+                                    user: peerKey.user,
+                                    room: key.room,
+                                    message: "expected userOffline(\(userID), dropped) at \(expected) ms"
+                                )
+                            )
+                            continue
+                        }
+                        if let back = namedEvents.first(where: {
+                            $0.user == outage.user && $0.room == key.room && $0.strings["reason"] == "rejoinSuccess"
+                                && $0.time >= outage.end
+                        }), peerSpans.contains(where: { $0.to > back.time + slack }),
+                            !namedEvents.contains(where: {
+                                $0.user == peerKey.user && $0.room == key.room && $0.type == "userJoined"
+                                    && $0.strings["peer"] == userID && abs($0.time - back.time) <= slack
+                            })
+                        {
+                            found.append(
+                                Violation(
+                                    rule: "rejoin",
+                                    time: back.time,
+                                    user: peerKey.user,
+                                    room: key.room,
+                                    message:
+                                        "\(userID) rejoined at \(back.time) ms after being dropped, but no userJoined"
+                                )
+                            )
+                        }
+                    }
+                }
+            }
+        }
+        return found
+    }
+}

@@ -1,0 +1,92 @@
+/// One broken rule found by an oracle.
+public struct Violation: Sendable, Equatable, CustomStringConvertible {
+    /// A short name of the rule (`transition`, `code`, `retryTimeout`, `afterEnd`, `presence`, `rejoin`, …).
+    public var rule: String
+    /// Milliseconds since the scenario's start, of the event at fault (or of the expectation that went unmet).
+    public var time: Double
+    public var user: String
+    public var room: String?
+    public var message: String
+
+    public var description: String {
+        "\(rule) at \(time) ms, \(user)\(room.map { " in \($0)" } ?? ""): \(message)"
+    }
+}
+
+/// Checks an event log against SPEC for one scenario, knowing only the scenario and the log — not the engine —
+/// so it can judge a log from RoomLink, from another simulator, or from a real SDK's callbacks.
+///
+/// An oracle streams: feed it the log in order with `observe`, then ask ``finish()`` for the violations.
+/// ``ZegoOracle``, ``AgoraOracle`` and ``LiveKitOracle`` check the three dialects; ``Scenario/makeOracle()`` picks
+/// the scenario's.
+public protocol SpecOracle: Sendable {
+    /// Checks one more event of the log, in log order.
+    mutating func observe(_ event: LoggedEvent)
+    /// Checks one more event given as a log line (what its JSON text would say): the cheap path for a run.
+    mutating func observe(_ line: EventLogLine, user: String, time: Double)
+    /// The violations found, in time order, once the whole log has been observed.
+    func finish() -> [Violation]
+}
+
+extension SpecOracle {
+    /// Every violation in `events`.
+    public func check(_ events: [LoggedEvent]) -> [Violation] {
+        var oracle = self
+        for event in events { oracle.observe(event) }
+        return oracle.finish()
+    }
+}
+
+extension Scenario {
+    /// The spec oracle of the scenario's dialect.
+    public func makeOracle() -> any SpecOracle {
+        switch dialect {
+        case .zego: ZegoOracle(scenario: self)
+        case .agora: AgoraOracle(scenario: self)
+        case .livekit: LiveKitOracle(scenario: self)
+        }
+    }
+
+    /// An outage of a named user, from the scenario's timeline.
+    struct Outage {
+        var user: String
+        /// Milliseconds since the start.
+        var start: Double
+        var end: Double
+        /// A blackhole: the client did not close the connection, so the server's clock started at its last
+        /// heartbeat.
+        var silent: Bool
+
+        var length: Double { end - start }
+    }
+
+    /// Outages of named users: from `networkDown` or `blackhole` to the next `networkUp` (or the end).
+    func namedOutages() -> [Outage] {
+        var open: [String: Outage] = [:]
+        var result: [Outage] = []
+        for entry in timeline {
+            guard case .user(let user) = entry.target else { continue }
+            let time = entry.at.milliseconds
+            switch entry.action {
+            case .networkDown, .blackhole:
+                if open[user] == nil {
+                    let silent: Bool = if case .blackhole = entry.action { true } else { false }
+                    open[user] = Outage(user: user, start: time, end: end.milliseconds, silent: silent)
+                }
+            case .networkUp:
+                if var outage = open.removeValue(forKey: user) {
+                    outage.end = time
+                    result.append(outage)
+                }
+            default:
+                continue
+            }
+        }
+        return result + open.values.sorted { $0.start < $1.start }
+    }
+
+    /// The default tolerance of the oracles: 2 s plus three one-way trips at the scenario's worst latency.
+    var oracleTolerance: Duration {
+        .seconds(2) + (network.latency + network.jitter) * 3
+    }
+}
