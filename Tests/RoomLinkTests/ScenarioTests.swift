@@ -120,6 +120,18 @@ struct ScenarioTests {
             "retry.cap:"
         ),
         ("{ \"end\": \"1m\", \"retry\": { \"preset\": \"fastest\" } }", "retry.preset:"),
+        ("{ \"end\": \"1m\", \"retry\": { \"preset\": \"phoenix\", \"base\": \"1s\" } }", "retry.base:"),
+        ("{ \"end\": \"1m\", \"retry\": { \"preset\": \"fullJitter\", \"cap\": \"1s\" } }", "retry.base:"),
+        ("{ \"end\": \"1m\", \"retry\": { \"preset\": \"socketIO\", \"jitter\": \"full\" } }", "retry.jitter:"),
+        (
+            "{ \"end\": \"1m\", \"retry\": { \"preset\": \"equalJitter\", \"base\": \"2s\", \"cap\": \"1s\" } }",
+            "retry.cap:"
+        ),
+        ("{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\", \"role\": \"host\"} ] }", "users[0].role:"),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"setClientRole\"} ] }",
+            "timeline[0].role:"
+        ),
         (
             "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"soon\", \"user\": \"A\", \"action\": \"networkUp\"} ] }",
             "timeline[0].at:"
@@ -170,5 +182,37 @@ struct ScenarioTests {
             "expected an error at \(path), got: \(String(describing: error?.message))"
         )
         #expect(error?.message.contains("expected") == true)
+    }
+
+    @Test
+    func retryPresetsAreReadByNameWithTheirParametersAndLimits() throws {
+        func retry(_ json: String) throws -> RetryPolicy? {
+            try Self.parse(#"{ "end": "1m", "retry": \#(json) }"#).retry
+        }
+        #expect(try retry(#"{ "preset": "liveKitSwift" }"#) == .liveKitSwift)
+        #expect(try retry(#"{ "preset": "socketIO" }"#) == .socketIO)
+        #expect(try retry(#"{ "preset": "phoenix", "maxAttempts": 5 }"#)?.maxAttempts == 5)
+        #expect(try retry(#"{ "preset": "liveKitJS", "maxElapsed": "30s" }"#)?.maxAttempts == 10, "keeps its limit")
+        #expect(
+            try retry(#"{ "preset": "decorrelatedJitter", "base": "100ms", "cap": "10s" }"#)
+                == .decorrelatedJitter(base: .milliseconds(100), cap: .seconds(10))
+        )
+        for name in RetryPolicy.presets.keys {
+            #expect(try retry(#"{ "preset": "\#(name)" }"#) == RetryPolicy.presets[name])
+        }
+    }
+
+    @Test
+    func theNewActionsAndTheRoleAreRead() throws {
+        let scenario = try Self.parse(
+            """
+            { "dialect": "agora", "end": "1m", "users": [ { "id": "A", "role": "audience" } ],
+              "timeline": [ { "at": "1s", "user": "A", "action": "setClientRole", "role": "broadcaster" },
+                            { "at": "2s", "user": "A", "action": "setCloudProxy" },
+                            { "at": "3s", "user": "A", "action": "networkChange" } ] }
+            """
+        )
+        #expect(scenario.users[0].role == .audience)
+        #expect(scenario.timeline.map(\.action) == [.setClientRole(.broadcaster), .setCloudProxy, .networkChange])
     }
 }

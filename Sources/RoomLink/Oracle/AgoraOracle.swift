@@ -48,6 +48,8 @@ public struct AgoraOracle: SpecOracle {
         var time = 0.0
         var episodeStart: Double?
         var lostSeen = false
+        /// Whether the channel failed or was left (not merely never joined).
+        var ended = false
     }
 
     private static let allowed: [String: Set<String>] = [
@@ -124,9 +126,7 @@ public struct AgoraOracle: SpecOracle {
             }
             if Self.callErrors.contains(reason) { return }  // a refused call: the channel's state is unchanged
             let from = track.state
-            if ["failed", "disconnected"].contains(from), state != "connecting",
-                !(from == "failed" && reason == "leaveChannel")
-            {
+            if track.ended, state != "connecting", !(from == "failed" && reason == "leaveChannel") {
                 violation("afterEnd", "\(state)/\(reason) after \(from): only a new join may follow")
             } else if !(Self.allowed[from]?.contains(state) ?? false) {
                 violation("transition", "\(from) → \(state) is not an Agora state sequence")
@@ -173,6 +173,7 @@ public struct AgoraOracle: SpecOracle {
             track.state = state
             track.reason = reason
             track.time = time
+            track.ended = ["failed", "disconnected"].contains(state)
         case "joinChannelSuccess", "rejoinChannelSuccess", "connectionLost":
             let expected =
                 ["joinChannelSuccess": "joinSuccess", "rejoinChannelSuccess": "rejoinSuccess"][type] ?? "lost"
@@ -180,9 +181,7 @@ public struct AgoraOracle: SpecOracle {
                 violation("companion", "\(type) without connectionState …/\(expected) at the same time")
             }
         case "userJoined", "userOffline":
-            if ["failed", "disconnected"].contains(track.state) {
-                violation("afterEnd", "\(type) after \(track.state)")
-            }
+            if track.ended { violation("afterEnd", "\(type) after \(track.state)") }
         default:
             return
         }
