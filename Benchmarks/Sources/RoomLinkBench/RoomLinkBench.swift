@@ -7,7 +7,7 @@ struct RoomLinkBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomlink-bench",
         abstract: "RoomLink's benchmarks: compare alternatives side by side in one run.",
-        subcommands: [Timers.self, Delivery.self, Scale.self]
+        subcommands: [Timers.self, Delivery.self, Scale.self, Dialects.self]
     )
 }
 
@@ -328,6 +328,97 @@ struct Scale: AsyncParsableCommand {
               peak RSS         \(result.peakRSSBytes / 1_048_576) MiB (baseline \(result.baselineRSSBytes / 1_048_576) MiB)
               bytes per client \(result.bytesPerClient)
             """
+        )
+    }
+}
+
+struct Dialects: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Dialects: ZEGO, Agora and LiveKit side by side on one scenario (wall time, events, cost per unit of work).",
+        discussion: """
+            100,000 clients in 1,000 rooms join over a minute, every client hears of its peers, and 30 % lose their \
+            network for a minute at 2 min; 10 minutes of virtual time. The dialects do different amounts of work \
+            at their defaults (LiveKit pings every 5 s, ZEGO heartbeats every 30 s, Agora's continuous media needs \
+            none, and speaks one callback per peer where ZEGO batches peers in one), so besides wall time the \
+            table gives the cost of one unit of work — a fired timer (a message, a heartbeat, a retry, a deadline), \
+            or one state change or one peer's news delivered and checked (a ZEGO update listing 40 users is 40) — \
+            which must be within 1.2× across dialects. --same-work gives all three the same work: LiveKit's ping \
+            (every 5 s, lost after 15 s, removed 20 s after last heard; Agora's keep-alive ping switched on) and \
+            one retry policy (1 s doubling to 10 s, equal jitter, no limit); then the wall times themselves must \
+            be within 1.2× (what still differs is each vendor's vocabulary: ZEGO batches peers in one callback).
+            """
+    )
+
+    @Option(help: "Clients.") var clients: Int = 100_000
+    @Option(help: "Rooms.") var rooms: Int = 1_000
+    @Option(help: "Scenario duration, e.g. 10m (at least 4m: the outage ends at 3 min 10 s).") var duration: String =
+        "10m"
+    @Option(help: "Runs of each dialect (interleaved); the table shows medians.") var runs: Int = 3
+    @Option(help: "Seed.") var seed: UInt64 = 2026
+    @Flag(help: "Give every dialect the same pings (5 s, 15 s, 20 s) and the same retry policy.")
+    var sameWork = false
+    @Flag(help: "Print one JSON object per dialect instead of text.") var json = false
+
+    func validate() throws {
+        guard clients > 0, rooms > 0, rooms <= clients else {
+            throw ValidationError("--clients and --rooms must be positive, with no more rooms than clients")
+        }
+        guard runs > 0 else { throw ValidationError("--runs must be at least 1, got \(runs)") }
+        guard let length = Duration(roomLinkText: duration), length >= .seconds(240) else {
+            throw ValidationError("--duration must be a duration of at least 4m, got '\(duration)'")
+        }
+    }
+
+    func run() async throws {
+        let results = try await DialectCases.compare(
+            clients: clients,
+            rooms: rooms,
+            duration: Duration(roomLinkText: duration)!,
+            runs: runs,
+            seed: seed,
+            sameWork: sameWork
+        ) { line in
+            if !json { FileHandle.standardError.write(Data("  \(line)\n".utf8)) }
+        }
+        if json {
+            for result in results { printJSON(result) }
+            return
+        }
+        print(
+            "roomlink-bench dialects — \(clients) clients, \(rooms) rooms, \(duration) virtual, one outage wave (30 %), "
+                + "median of \(runs)\(sameWork ? ", the same pings and retry policy for all" : ", each dialect's defaults")"
+        )
+        print("  dialect  wall s     events   events/s  per peer      timers  ns/unit  violations")
+        for result in results {
+            print(
+                "  "
+                    + [
+                        result.dialect.padding(toLength: 7, withPad: " ", startingAt: 0),
+                        String(format: "%6.2f", result.medianWallSeconds),
+                        String(format: "%9d", result.events), String(format: "%9.0f", result.eventsPerWallSecond),
+                        String(format: "%8d", result.eventsPerPeer),
+                        String(format: "%10d", result.timerEvents),
+                        String(format: "%7.0f", result.nanosecondsPerWorkUnit), String(result.violations),
+                    ].joined(separator: "  ")
+            )
+        }
+        if sameWork {
+            let walls = results.map(\.medianWallSeconds)
+            print(
+                String(
+                    format: "  wall time, slowest / fastest dialect: %.2f× (target ≤ 1.2×)",
+                    walls.max()! / walls.min()!
+                )
+            )
+        }
+        let costs = results.map(\.nanosecondsPerWorkUnit)
+        print(
+            String(
+                format:
+                    "  cost per unit of work (timer, or event per peer), most / least expensive dialect: %.2f× (target ≤ 1.2×)",
+                costs.max()! / costs.min()!
+            )
         )
     }
 }

@@ -69,7 +69,7 @@ public struct AgoraOracle: SpecOracle {
     private var violations: [Violation] = []
 
     public mutating func observe(_ event: LoggedEvent) {
-        if namedUsers.contains(event.user) { namedEvents.append(event) }
+        if namedUsers.containsNamed(event.user) { namedEvents.append(event) }
         observe(
             user: event.user,
             room: event.room,
@@ -81,7 +81,7 @@ public struct AgoraOracle: SpecOracle {
     }
 
     public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
-        if namedUsers.contains(user) {
+        if namedUsers.containsNamed(user) {
             observe(LoggedEvent(line: line, user: user, time: time))
             return
         }
@@ -110,7 +110,9 @@ public struct AgoraOracle: SpecOracle {
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
-        defer { tracks[key] = track }
+        // Peer events (most of a run's events) only read the track; the rest write it back.
+        var changed = true
+        defer { if changed { tracks[key] = track } }
         switch type {
         case "connectionState":
             guard let state, let reason else {
@@ -162,7 +164,7 @@ public struct AgoraOracle: SpecOracle {
                 }
                 track.episodeStart = nil
             }
-            if namedUsers.contains(user) {
+            if namedUsers.containsNamed(user) {
                 if reason == "joinSuccess" { stays[key, default: []].append((time, .infinity)) }
                 if ["failed", "disconnected"].contains(state), let last = stays[key]?.indices.last,
                     stays[key]![last].to == .infinity
@@ -181,6 +183,7 @@ public struct AgoraOracle: SpecOracle {
                 violation("companion", "\(type) without connectionState …/\(expected) at the same time")
             }
         case "userJoined", "userOffline":
+            changed = false
             if track.ended { violation("afterEnd", "\(type) after \(track.state)") }
         default:
             return

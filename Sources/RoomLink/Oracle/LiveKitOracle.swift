@@ -59,12 +59,12 @@ public struct LiveKitOracle: SpecOracle {
     private var violations: [Violation] = []
 
     public mutating func observe(_ event: LoggedEvent) {
-        if namedUsers.contains(event.user) { namedEvents.append(event) }
+        if namedUsers.containsNamed(event.user) { namedEvents.append(event) }
         observe(user: event.user, room: event.room, type: event.type, strings: event.strings, time: event.time)
     }
 
     public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
-        if namedUsers.contains(user) {
+        if namedUsers.containsNamed(user) {
             observe(LoggedEvent(line: line, user: user, time: time))
             return
         }
@@ -100,7 +100,9 @@ public struct LiveKitOracle: SpecOracle {
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
-        defer { tracks[key] = track }
+        // Peer events (most of a run's events) only read the track; the rest write it back.
+        var changed = true
+        defer { if changed { tracks[key] = track } }
         switch type {
         case "connectionState":
             guard let state = strings["state"], let from = strings["from"] else {
@@ -127,7 +129,7 @@ public struct LiveKitOracle: SpecOracle {
                     )
                 }
             }
-            if namedUsers.contains(user) {
+            if namedUsers.containsNamed(user) {
                 if state == "connected", from == "connecting" { stays[key, default: []].append((time, .infinity)) }
                 if state == "disconnected", let last = stays[key]?.indices.last, stays[key]![last].to == .infinity {
                     stays[key]![last].to = time
@@ -156,6 +158,7 @@ public struct LiveKitOracle: SpecOracle {
                 violation("mode", "reconnectCompleted(\(mode)) after reconnectStarted(\(track.modes.last ?? "none"))")
             }
         case "participantConnected", "participantDisconnected":
+            changed = false
             if track.state == "reconnecting" {
                 let full = track.modes.last == "full"
                 if !full || type == "participantConnected" {

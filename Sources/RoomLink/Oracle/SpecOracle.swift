@@ -40,11 +40,7 @@ extension SpecOracle {
 extension Scenario {
     /// The spec oracle of the scenario's dialect.
     public func makeOracle() -> any SpecOracle {
-        switch dialect {
-        case .zego: ZegoOracle(scenario: self)
-        case .agora: AgoraOracle(scenario: self)
-        case .livekit: LiveKitOracle(scenario: self)
-        }
+        dialect.engine.makeOracle(for: self)
     }
 
     /// An outage of a named user, from the scenario's timeline.
@@ -88,5 +84,14 @@ extension Scenario {
     /// The default tolerance of the oracles: 2 s plus three one-way trips at the scenario's worst latency.
     var oracleTolerance: Duration {
         .seconds(2) + (network.latency + network.jitter) * 3
+    }
+}
+
+extension Set<String> {
+    /// Whether `user` is one of the scenario's named users; free when there are none (a population run), which
+    /// asks this for every event.
+    @inline(__always)
+    func containsNamed(_ user: String) -> Bool {
+        !isEmpty && contains(user)
     }
 }

@@ -82,7 +82,7 @@ public struct ZegoOracle: SpecOracle {
     /// Checks one more event of the log, in log order. Per-(user, room) rules are checked at once with a few
     /// bytes per pair; the events of the scenario's named users are kept for the presence rules of ``finish()``.
     public mutating func observe(_ event: LoggedEvent) {
-        let named = namedUsers.contains(event.user)
+        let named = namedUsers.containsNamed(event.user)
         if named { namedEvents.append(event) }
         observe(
             user: event.user,
@@ -98,7 +98,7 @@ public struct ZegoOracle: SpecOracle {
     /// Checks one more event given as a log line (what its JSON text would say), without building a
     /// ``LoggedEvent`` unless the presence rules need it: the cheap path for a run's recorder.
     public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
-        guard namedUsers.contains(user) else {
+        guard namedUsers.containsNamed(user) else {
             var reason: String?
             var code: Int64?
             for (name, value) in line.fields {

@@ -9,6 +9,10 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var rooms: Int
     /// Events delivered (lines of the event log).
     public var events: Int
+    /// Events counted once per peer they name: a ZEGO `userUpdate` listing 40 users counts 40, as 40 Agora
+    /// `userJoined` would. The same presence news delivered to the same clients gives the same count in every
+    /// dialect.
+    public var eventsPerPeer: Int
     /// Events by log `type`.
     public var eventsByType: [String: Int]
     /// Events with a `state` field (Agora, LiveKit `connectionState`) by that state.

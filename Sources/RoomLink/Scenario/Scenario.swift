@@ -8,6 +8,15 @@ public struct Scenario: Sendable, Equatable {
     /// The SDK vocabulary and timing a scenario speaks.
     public enum Dialect: String, Sendable, CaseIterable {
         case zego, agora, livekit
+
+        /// The dialect's type on the engine: what runs and checks a scenario of this dialect.
+        public var engine: any RoomDialect.Type {
+            switch self {
+            case .zego: Zego.self
+            case .agora: Agora.self
+            case .livekit: LiveKit.self
+            }
+        }
     }
 
     /// How messages between clients and rooms travel.
@@ -153,20 +162,9 @@ public struct Scenario: Sendable, Equatable {
 
     /// The timing names each dialect reads from `"timings"`. A name known to another dialect is accepted and
     /// ignored; a name no dialect knows is an error.
-    public static let timingNames: [Dialect: Set<String>] = [
-        .zego: [
-            "loginProcessing", "userUpdateDelay", "serverHeartbeatTimeout", "tokenRenewalGrace", "heartbeatInterval",
-            "blackholeDetection", "attemptTimeout", "loginTimeout", "retryTimeout",
-        ],
-        .agora: [
-            "joinProcessing", "peerJoinDelay", "peerOfflineAfter", "tokenRenewalGrace", "interruptedAfter", "lostAfter",
-            "attemptTimeout", "joinTimeout", "retryTimeout",
-        ],
-        .livekit: [
-            "joinProcessing", "participantUpdateDelay", "participantRemovalAfter", "pingInterval", "pingTimeout",
-            "attemptTimeout",
-        ],
-    ]
+    public static var timingNames: [Dialect: Set<String>] {
+        Dictionary(uniqueKeysWithValues: Dialect.allCases.map { ($0, $0.engine.timingNames) })
+    }
 
     /// Reads a scenario from JSON text.
     ///

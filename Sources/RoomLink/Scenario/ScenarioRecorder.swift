@@ -5,10 +5,11 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
         var origin = RuntimeInstant.zero
         var isOpen = true
         var events = 0
-        var byType: [String: Int] = [:]
-        var byState: [String: Int] = [:]
-        var byReason: [String: Int] = [:]
-        var byCode: [String: Int] = [:]
+        var eventsPerPeer = 0
+        var byType = Tally()
+        var byState = Tally()
+        var byReason = Tally()
+        var byCode = Tally()
         var oracle: any SpecOracle
     }
 
@@ -37,24 +38,32 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
             let time = RuntimeInstant(nanoseconds: event.time.nanoseconds - state.origin.nanoseconds)
             forward?.record(Stamped(time: time, sequence: event.sequence, event: line), from: client)
             state.events += 1
-            state.byType[line.type, default: 0] += 1
+            state.byType.add(line.type)
+            var peers = 1
             for (name, value) in line.fields {
                 switch (name, value) {
-                case ("state", .string(let text)): state.byState[text, default: 0] += 1
-                case ("reason", .string(let text)): state.byReason[text, default: 0] += 1
-                case ("code", .integer(let number)): state.byCode[String(number), default: 0] += 1
+                case ("users", .strings(let users)): peers = max(1, users.count)
+                case ("state", .string(let text)): state.byState.add(text)
+                case ("reason", .string(let text)): state.byReason.add(text)
+                case ("code", .integer(let number)): state.byCode.add(String(number))
                 default: continue
                 }
             }
+            state.eventsPerPeer += peers
             state.oracle.observe(line, user: client, time: time.milliseconds)
         }
     }
 
     /// The counts and the oracle's violations.
     func summary() -> (
-        events: Int, byType: [String: Int], byState: [String: Int], byReason: [String: Int], byCode: [String: Int],
-        violations: [Violation]
+        events: Int, eventsPerPeer: Int, byType: [String: Int], byState: [String: Int], byReason: [String: Int],
+        byCode: [String: Int], violations: [Violation]
     ) {
-        state.withLock { ($0.events, $0.byType, $0.byState, $0.byReason, $0.byCode, $0.oracle.finish()) }
+        state.withLock {
+            (
+                $0.events, $0.eventsPerPeer, $0.byType.dictionary, $0.byState.dictionary, $0.byReason.dictionary,
+                $0.byCode.dictionary, $0.oracle.finish()
+            )
+        }
     }
 }

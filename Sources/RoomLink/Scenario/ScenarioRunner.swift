@@ -43,11 +43,7 @@ public struct ScenarioRunner: Sendable {
     ) async throws
         -> RunReport
     {
-        switch scenario.dialect {
-        case .zego: try await run(Zego.self, on: group, events: events)
-        case .agora: try await run(Agora.self, on: group, events: events)
-        case .livekit: try await run(LiveKit.self, on: group, events: events)
-        }
+        try await run(scenario.dialect.engine, on: group, events: events)
     }
 
     private func run<Dialect: RoomDialect>(
@@ -92,6 +88,7 @@ public struct ScenarioRunner: Sendable {
             clients: clients,
             rooms: world.server.roomCount,
             events: summary.events,
+            eventsPerPeer: summary.eventsPerPeer,
             eventsByType: summary.byType,
             eventsByState: summary.byState,
             eventsByReason: summary.byReason,

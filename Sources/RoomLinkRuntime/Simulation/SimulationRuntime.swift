@@ -54,6 +54,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private let shared = LockedBox(Shared())
     private let clock = Atomic<Int64>(0)
+    /// Timers fired so far (written on the service thread only; atomic so that any thread may read it).
+    private let fired = Atomic<Int>(0)
     /// Set when `shared.inbox` may hold messages, so the thread skips the lock on every virtual instant when
     /// nothing arrived from outside (the common case: everything runs on the simulation).
     private let hasMail = Atomic<Bool>(false)
@@ -180,6 +182,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     // MARK: - TimerService
 
     public var now: RuntimeInstant { RuntimeInstant(nanoseconds: clock.load(ordering: .acquiring)) }
+
+    /// How many timers the simulation has fired: heartbeats, retries, deadlines and every message in flight (a
+    /// simulated network delivers each message as a timer) — a count of the work a run did.
+    public var firedTimerCount: Int { fired.load(ordering: .relaxed) }
 
     public var isInServiceThread: Bool { thread.isCurrent }
 
@@ -351,6 +357,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             let now = max(UInt64(clamping: clock.load(ordering: .relaxed)), due.deadline)
             clock.store(Int64(clamping: now), ordering: .releasing)
             guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
+            fired.wrappingAdd(1, ordering: .relaxed)
             handler.timerFired(handle)
             if let (handler, handle) = timers.endFiring(due.id, now: now) { handler.timerCancelled(handle) }
             // Run what this firing made runnable before the next timer, as a real loop would.

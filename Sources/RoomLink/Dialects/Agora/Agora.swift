@@ -58,6 +58,9 @@ public enum Agora: RoomDialect {
         }
     }
 
+    public static let enginePath = EnginePath<Agora>.compiled
+    public static func makeOracle(for scenario: Scenario) -> any SpecOracle { AgoraOracle(scenario: scenario) }
+
     public static func apply(_ call: AppCall, on client: isolated AgoraClient) {
         switch call {
         case .join(let room, let options):

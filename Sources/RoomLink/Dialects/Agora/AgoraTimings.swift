@@ -18,6 +18,12 @@ public struct AgoraTimings: DialectTimings {
     public var joinTimeout: Duration
     /// How long after `interrupted` the client stops retrying: `failed/joinFailed`.
     public var retryTimeout: Duration
+    /// A keep-alive ping on the signalling connection, off by default (the media stream already tells both sides
+    /// when data stops). When on, a ping the server answers with "unknown session" reports
+    /// `reconnecting/keepAliveTimeout`, and `roomlink-bench dialects --same-work` gives every dialect the same pings.
+    public var keepAliveInterval: Duration?
+    /// With keep-alive pings: no answer for this long (checked at each ping) → the connection is lost.
+    public var keepAliveTimeout: Duration
 
     public init(
         server: ServerTimings = .agora,
@@ -25,7 +31,9 @@ public struct AgoraTimings: DialectTimings {
         lostAfter: Duration = .seconds(10),
         attemptTimeout: Duration = .seconds(5),
         joinTimeout: Duration = .seconds(20 * 60),
-        retryTimeout: Duration = .seconds(20 * 60)
+        retryTimeout: Duration = .seconds(20 * 60),
+        keepAliveInterval: Duration? = nil,
+        keepAliveTimeout: Duration = .seconds(15)
     ) {
         self.server = server
         self.interruptedAfter = interruptedAfter
@@ -33,9 +41,16 @@ public struct AgoraTimings: DialectTimings {
         self.attemptTimeout = attemptTimeout
         self.joinTimeout = joinTimeout
         self.retryTimeout = retryTimeout
+        self.keepAliveInterval = keepAliveInterval
+        self.keepAliveTimeout = keepAliveTimeout
     }
 
     public static let `default` = AgoraTimings()
+
+    public static let names: Set<String> = [
+        "joinProcessing", "peerJoinDelay", "peerOfflineAfter", "tokenRenewalGrace", "interruptedAfter", "lostAfter",
+        "attemptTimeout", "joinTimeout", "retryTimeout", "keepAliveInterval", "keepAliveTimeout",
+    ]
 
     /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
     public init(overrides: [String: Duration]) {
@@ -51,6 +66,8 @@ public struct AgoraTimings: DialectTimings {
             case "attemptTimeout": attemptTimeout = value
             case "joinTimeout": joinTimeout = value
             case "retryTimeout": retryTimeout = value
+            case "keepAliveInterval": keepAliveInterval = value
+            case "keepAliveTimeout": keepAliveTimeout = value
             default: continue  // another dialect's timing: accepted and ignored (SPEC §7)
             }
         }
@@ -59,8 +76,8 @@ public struct AgoraTimings: DialectTimings {
     public var engine: EngineTimings {
         EngineTimings(
             server: server,
-            heartbeatInterval: nil,
-            silenceTimeout: interruptedAfter,
+            heartbeatInterval: keepAliveInterval,
+            silenceTimeout: keepAliveTimeout,
             dataSilenceDetection: interruptedAfter,
             lostNotice: lostAfter,
             attemptTimeout: attemptTimeout,

@@ -59,6 +59,9 @@ public enum LiveKit: RoomDialect {
         }
     }
 
+    public static let enginePath = EnginePath<LiveKit>.compiled
+    public static func makeOracle(for scenario: Scenario) -> any SpecOracle { LiveKitOracle(scenario: scenario) }
+
     public static func apply(_ call: AppCall, on client: isolated LiveKitClient) {
         switch call {
         case .join(let room, let options):

@@ -27,6 +27,11 @@ public struct LiveKitTimings: DialectTimings {
 
     public static let `default` = LiveKitTimings()
 
+    public static let names: Set<String> = [
+        "joinProcessing", "participantUpdateDelay", "participantRemovalAfter", "pingInterval", "pingTimeout",
+        "attemptTimeout",
+    ]
+
     /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
     public init(overrides: [String: Duration]) {
         self.init()

@@ -40,6 +40,9 @@ public enum Zego: RoomDialect {
         }
     }
 
+    public static let enginePath = EnginePath<Zego>.compiled
+    public static func makeOracle(for scenario: Scenario) -> any SpecOracle { ZegoOracle(scenario: scenario) }
+
     public static func apply(_ call: AppCall, on client: isolated ZegoClient) {
         switch call {
         case .join(let room, let options): client.loginRoom(room, config: ZegoRoomConfig(options))

@@ -53,6 +53,11 @@ public struct ZegoTimings: DialectTimings {
         )
     }
 
+    public static let names: Set<String> = [
+        "loginProcessing", "userUpdateDelay", "serverHeartbeatTimeout", "tokenRenewalGrace", "heartbeatInterval",
+        "blackholeDetection", "attemptTimeout", "loginTimeout", "retryTimeout",
+    ]
+
     /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
     public init(overrides: [String: Duration]) {
         self.init()

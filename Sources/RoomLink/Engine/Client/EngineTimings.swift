@@ -49,4 +49,6 @@ public protocol DialectTimings: Sendable, Hashable {
     init(overrides: [String: Duration])
     /// The same timings in the engine's terms.
     var engine: EngineTimings { get }
+    /// The names a scenario's `timings` may give, for this dialect.
+    static var names: Set<String> { get }
 }

@@ -218,15 +218,31 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     // MARK: - Transport and timers
 
     public nonisolated func deliver(_ message: ServerMessage, from roomID: String) {
-        assumeIsolated { $0.receive(message, from: roomID) }
+        assumeIsolated { Dialect.enginePath.handle($0, .message(message, from: roomID)) }
     }
 
     public nonisolated func linkChanged(to state: LinkState) {
-        assumeIsolated { $0.linkChanged(state) }
+        assumeIsolated { Dialect.enginePath.handle($0, .link(state)) }
     }
 
     public nonisolated func timerFired(_ timer: TimerHandle) {
-        assumeIsolated { $0.heartbeatDue() }
+        assumeIsolated { Dialect.enginePath.handle($0, .heartbeat) }
+    }
+
+    /// What reaches the client from outside: a message, a change of its link, its heartbeat timer.
+    enum Entry {
+        case message(ServerMessage, from: String)
+        case link(LinkState)
+        case heartbeat
+    }
+
+    /// Handles an ``Entry`` (``EnginePath`` calls it, compiled for the dialect).
+    func handle(_ entry: Entry) {
+        switch entry {
+        case .message(let message, let roomID): receive(message, from: roomID)
+        case .link(let state): linkChanged(state)
+        case .heartbeat: heartbeatDue()
+        }
     }
 
     private func receive(_ message: ServerMessage, from roomID: String) {

@@ -28,6 +28,33 @@ public protocol RoomDialect: Sendable {
 
     /// Carries out `call` through the dialect's public API, as an app would (a scenario's actions arrive so).
     static func apply(_ call: AppCall, on client: isolated RoomClient<Self>)
+
+    /// The spec oracle that checks this dialect's event logs for `scenario`.
+    static func makeOracle(for scenario: Scenario) -> any SpecOracle
+
+    /// The engine compiled for this dialect: declare it as `public static let enginePath = EnginePath<Self>.compiled`
+    /// in the dialect's concrete type (see ``EnginePath``).
+    static var enginePath: EnginePath<Self> { get }
+}
+
+/// The engine's entry points (a message, a link change, a heartbeat) compiled for one dialect.
+///
+/// The transport and the runtime call a client through `any ClientEndpoint` and `any TimerHandler`, whose
+/// witnesses run the generic, unspecialised code of ``RoomClient``, and unspecialised code looks up the generic
+/// metadata of every dialect-typed value it touches (≈ 6 % of a run). `EnginePath<Zego>.compiled`, written where the
+/// dialect is a concrete type, is a closure compiled for that dialect: one indirect call, then specialised code.
+public struct EnginePath<Dialect: RoomDialect>: Sendable {
+    let handle: @Sendable (isolated RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void
+
+    /// The entry points compiled for `Dialect`; write `EnginePath<YourDialect>.compiled` with the concrete type.
+    public static var compiled: EnginePath {
+        EnginePath { client, entry in client.handle(entry) }
+    }
+}
+
+extension RoomDialect {
+    /// The names of this dialect's `timings`.
+    static var timingNames: Set<String> { Timings.names }
 }
 
 /// What an app asks of its SDK, in the engine's terms: a scenario's actions reach a client through its dialect's
