@@ -170,3 +170,39 @@ struct LiveKitSituationTests {
         }
     }
 }
+
+extension LiveKitSituationTests {
+    @Test
+    func aServerRequestReconnectsInFullAtOnceWhileZegoResumes() async throws {
+        let (events, report) = try await ScenarioHarness.run(
+            Self.scenario(#"{ "at": "10s", "user": "A", "action": "requestReconnect", "room": "r1" }"#, end: "1m")
+        )
+        // The request reaches A at 10.05 s; the full join is accepted at 10.17 s; B hears of the replacement as the
+        // old participant leaving and the new one joining, 20 ms after the server made it.
+        #expect(
+            events.lines(of: "A") == Self.connectedA + [
+                "10050 A r1 connectionState reconnecting connected", "10050 A r1 reconnectStarted full",
+                "10050 A r1 participantDisconnected B", "10170 A r1 connectionState connected reconnecting",
+                "10170 A r1 reconnectCompleted full", "10170 A r1 participantConnected B",
+            ]
+        )
+        #expect(
+            events.lines(of: "B") == Self.connectedB + [
+                "10190 B r1 participantDisconnected A", "10190 B r1 participantConnected A",
+            ]
+        )
+        #expect(report.violations == 0, "\(report.violationSample)")
+
+        let (zego, zegoReport) = try await ScenarioHarness.run(
+            ScenarioHarness.twoUsers(#"{ "at": "10s", "user": "A", "action": "requestReconnect", "room": "r1" }"#)
+        )
+        #expect(
+            zego.lines(of: "A") == [
+                "0 A r1 logining 0", "120 A r1 logined 0", "10050 A r1 reconnecting 1002051",
+                "10170 A r1 reconnected 0",
+            ]
+        )
+        #expect(zego.lines(of: "B") == ZegoSituationTests.loggedIn, "the same session resumes: B sees nothing")
+        #expect(zegoReport.violations == 0, "\(zegoReport.violationSample)")
+    }
+}

@@ -21,8 +21,8 @@ struct DialectResult: Codable, Sendable {
     var timerEventsPerWallSecond: Double
     /// Events counted once per peer they name (a ZEGO `userUpdate` of 40 users counts 40).
     var eventsPerPeer: Int
-    /// Median wall time divided by timer events plus events per peer: the cost of one unit of work (a fired timer —
-    /// a message, a heartbeat, a retry, a deadline — or one peer's news or one state change delivered and checked).
+    /// Median wall time divided by timer events plus events: the cost of one unit of work (a fired timer — a
+    /// message, a heartbeat, a retry, a deadline — or one callback delivered and checked).
     var nanosecondsPerWorkUnit: Double
 }
 
@@ -120,7 +120,7 @@ enum DialectCases {
                 eventsPerWallSecond: Double(report.events) / median,
                 timerEventsPerWallSecond: Double(timers) / median,
                 eventsPerPeer: report.eventsPerPeer,
-                nanosecondsPerWorkUnit: median * 1e9 / Double(max(1, timers + report.eventsPerPeer))
+                nanosecondsPerWorkUnit: median * 1e9 / Double(max(1, timers + report.events))
             )
         }
     }

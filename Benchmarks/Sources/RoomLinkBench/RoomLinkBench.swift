@@ -341,9 +341,9 @@ struct Dialects: AsyncParsableCommand {
             network for a minute at 2 min; 10 minutes of virtual time. The dialects do different amounts of work \
             at their defaults (LiveKit pings every 5 s, ZEGO heartbeats every 30 s, Agora's continuous media needs \
             none, and speaks one callback per peer where ZEGO batches peers in one), so besides wall time the \
-            table gives the cost of one unit of work — a fired timer (a message, a heartbeat, a retry, a deadline), \
-            or one state change or one peer's news delivered and checked (a ZEGO update listing 40 users is 40) — \
-            which must be within 1.2× across dialects. --same-work gives all three the same work: LiveKit's ping \
+            table gives the cost of one unit of work — a fired timer (a message, a heartbeat, a retry, a deadline) \
+            or a callback delivered and checked — which must be within 1.2× across dialects ("per peer" counts a \
+            ZEGO update listing 40 users as 40, for comparison). --same-work gives all three the same work: LiveKit's ping \
             (every 5 s, lost after 15 s, removed 20 s after last heard; Agora's keep-alive ping switched on) and \
             one retry policy (1 s doubling to 10 s, equal jitter, no limit); then the wall times themselves must \
             be within 1.2× (what still differs is each vendor's vocabulary: ZEGO batches peers in one callback).
@@ -416,7 +416,7 @@ struct Dialects: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "  cost per unit of work (timer, or event per peer), most / least expensive dialect: %.2f× (target ≤ 1.2×)",
+                    "  cost per unit of work (timer or callback), most / least expensive dialect: %.2f× (target ≤ 1.2×)",
                 costs.max()! / costs.min()!
             )
         )

@@ -104,6 +104,13 @@ public final class RoomServer: RoomDirectory {
         onLoop(of: room) { room in for userID in userIDs { room.kick(userID, reason: .admin) } }
     }
 
+    /// Asks users of a room to reconnect now, as a server node going away does (LiveKit's `LeaveRequest` with a
+    /// reconnect action): a LiveKit client reconnects in full, with a new session; ZEGO and Agora clients resume.
+    public func requestReconnect(roomID: String, userIDs: [String]) {
+        let room = serverRoom(roomID)
+        onLoop(of: room) { room in for userID in userIDs { room.requestReconnect(userID) } }
+    }
+
     /// Expires the current token of `userID`: later logins with it are refused, and the user's members in `roomIDs`
     /// (every room when `nil`) are warned and kicked out after the renewal grace unless they renew.
     public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {

@@ -17,6 +17,9 @@ public enum ServerMessage: Sendable, Equatable {
     case kicked(session: SessionID, reason: KickReason)
     /// The session's token expires in `remaining` unless renewed.
     case tokenWillExpire(session: SessionID, remaining: Duration)
+    /// The server asks the member to reconnect now (LiveKit's `LeaveRequest` with a reconnect action: a node going
+    /// away); a dialect with reconnect modes reconnects in full, with a new session.
+    case reconnectRequested(session: SessionID)
 }
 
 /// Whether peers joined or left a room.

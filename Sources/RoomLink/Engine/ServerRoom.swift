@@ -62,6 +62,11 @@ public actor ServerRoom: RoomEndpoint {
         apply(state.kick(userID: userID, reason: reason, now: loop.now))
     }
 
+    /// Asks `userID` to reconnect.
+    func requestReconnect(_ userID: String) {
+        apply(state.requestReconnect(userID: userID))
+    }
+
     /// The token of `userID` expired.
     func tokenExpired(_ userID: String) {
         apply(state.tokenExpired(userID: userID, now: loop.now))

@@ -238,6 +238,13 @@ public struct ServerRoomState {
             + remove(userID, reason: .dropped, now: now)
     }
 
+    /// The server asks `userID` to reconnect (it keeps the member until the reconnection replaces it, or times it
+    /// out).
+    public func requestReconnect(userID: String) -> [Effect] {
+        guard let member = members[userID] else { return [] }
+        return [.send(.reconnectRequested(session: member.session), to: member.client)]
+    }
+
     /// The token of `userID` expired: warn the member and kick it after the grace period unless it renews.
     public mutating func tokenExpired(userID: String, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID], member.tokenDeadline == nil else { return [] }

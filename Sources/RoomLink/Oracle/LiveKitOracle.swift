@@ -4,7 +4,8 @@
 /// - `transition`: each `connectionState` names as `from` the state the room was in, and moves along LiveKit's
 ///   transitions (`disconnected → connecting → connected`, `connecting → disconnected`, `connected → reconnecting →
 ///   connected`, `reconnecting → disconnected`, `… → disconnecting → disconnected`).
-/// - `mode`: `reconnectStarted` only while reconnecting, quick first, then at most one switch to full;
+/// - `mode`: `reconnectStarted` only while reconnecting, quick first, then at most one switch to full (or full
+///   from the start, when the server asked for it);
 ///   `reconnectCompleted` names the mode last started and comes with `connected` from `reconnecting`.
 /// - `quickSilence`: no participant event reaches a client reconnecting in quick mode (in full mode, only the
 ///   disconnects of every remote participant).
@@ -143,7 +144,8 @@ public struct LiveKitOracle: SpecOracle {
             let mode = strings["mode"] ?? ""
             if track.state != "reconnecting" {
                 violation("mode", "reconnectStarted(\(mode)) while \(track.state)")
-            } else if track.modes.isEmpty ? mode != "quick" : (mode != "full" || track.modes.count > 1) {
+            } else if !track.modes.isEmpty, mode != "full" || track.modes != ["quick"] {
+                // Quick, then full at most once; or full from the start (the server asked for it).
                 violation(
                     "mode",
                     "reconnectStarted(\(mode)) after \(track.modes); expected quick first, then full once"

@@ -129,6 +129,8 @@ public struct Scenario: Sendable, Equatable {
         case setClientRole(AgoraClientRole)
         /// Agora: the app sets a cloud proxy, and the connection moves to it.
         case setCloudProxy
+        /// The server asks the user to reconnect in `room` (LiveKit: a full reconnection).
+        case requestReconnect(room: String)
     }
 
     /// One line of the timeline.

@@ -315,11 +315,12 @@ struct ScenarioReader {
                 try oneOf(required(fields, "role", at: path), at: "\(path).role", AgoraClientRole.self)
             )
         case "setCloudProxy": return .setCloudProxy
+        case "requestReconnect": return .requestReconnect(room: try text("room"))
         default:
             throw .invalidArgument(
                 "\(path).action",
                 "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, networkChange, kick, "
-                    + "expireToken, renewToken, setClientRole, setCloudProxy",
+                    + "requestReconnect, expireToken, renewToken, setClientRole, setCloudProxy",
                 got: "\"\(name)\""
             )
         }

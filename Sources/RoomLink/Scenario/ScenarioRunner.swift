@@ -216,6 +216,8 @@ public struct ScenarioRunner: Sendable {
                 client.networkChanged()
             case .kick(let room):
                 server.kickOut(roomID: room, userIDs: [client.userID])
+            case .requestReconnect(let room):
+                server.requestReconnect(roomID: room, userIDs: [client.userID])
             case .expireToken:
                 server.expireToken(userID: client.userID, inRooms: client.roomIDs)
             case .renewToken(let token):

@@ -23,7 +23,7 @@ public enum Agora: RoomDialect {
         case .joined:
             state(.joinSuccess)
             emit(.joinChannelSuccess(channel: room))
-        case .lost(.closed), .lost(.silent): state(.interrupted)
+        case .lost(.closed), .lost(.silent), .lost(.serverRequest): state(.interrupted)
         case .lost(.sessionGone): state(.keepAliveTimeout)
         case .lost(.addressChanged): state(.clientIpAddressChanged)
         case .lost(.proxyChanged): state(.settingProxyServer)

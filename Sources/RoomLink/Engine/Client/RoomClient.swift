@@ -64,6 +64,9 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     private var dataSilence: TimerHandle?
     private var sessionsStarted: UInt64 = 0
     var isShutDown = false
+    /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
+    /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
+    private let handle: @Sendable (isolated RoomClient, Entry) -> Void
 
     /// Creates a client named `id` on `loop`.
     ///
@@ -91,6 +94,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             bufferingPolicy: environment.bufferingPolicy,
             sink: environment.sink
         )
+        self.handle = Dialect.enginePath.handle
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -218,15 +222,15 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     // MARK: - Transport and timers
 
     public nonisolated func deliver(_ message: ServerMessage, from roomID: String) {
-        assumeIsolated { Dialect.enginePath.handle($0, .message(message, from: roomID)) }
+        assumeIsolated { $0.handle($0, .message(message, from: roomID)) }
     }
 
     public nonisolated func linkChanged(to state: LinkState) {
-        assumeIsolated { Dialect.enginePath.handle($0, .link(state)) }
+        assumeIsolated { $0.handle($0, .link(state)) }
     }
 
     public nonisolated func timerFired(_ timer: TimerHandle) {
-        assumeIsolated { Dialect.enginePath.handle($0, .heartbeat) }
+        assumeIsolated { $0.handle($0, .heartbeat) }
     }
 
     /// What reaches the client from outside: a message, a change of its link, its heartbeat timer.
@@ -237,7 +241,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     }
 
     /// Handles an ``Entry`` (``EnginePath`` calls it, compiled for the dialect).
-    func handle(_ entry: Entry) {
+    func handle(entry: Entry) {
         switch entry {
         case .message(let message, let roomID): receive(message, from: roomID)
         case .link(let state): linkChanged(state)
@@ -295,6 +299,9 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
             report(.tokenWillExpire(remaining: remaining), room: roomID)
+        case .reconnectRequested(let session):
+            guard rooms[index].session == session, rooms[index].phase == .joined else { return }
+            connectionLost(at: index, closed: true, cause: .serverRequest, full: true)
         }
     }
 
@@ -378,15 +385,19 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     // MARK: - Attempts
 
     /// The connection of room `index` was lost: a joined room starts reconnecting; a room already trying counts
-    /// its attempt in flight as failed. `closed` tells the server (the socket closed under it).
-    private func connectionLost(at index: Int, closed: Bool, cause: LossCause) {
+    /// its attempt in flight as failed. `closed` tells the server (the socket closed under it); `full` starts a
+    /// dialect with reconnect modes in full mode (the server asked for it).
+    private func connectionLost(at index: Int, closed: Bool, cause: LossCause, full: Bool = false) {
         let roomID = rooms[index].roomID
         if closed { send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index].server) }
         let now = loop.now
         let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if rooms[index].connectionLost(at: now, retry: retry) {
             report(.lost(cause), room: roomID)
-            if Dialect.reconnectsInModes { report(.reconnectMode(.quick), room: roomID) }
+            if Dialect.reconnectsInModes {
+                // Full from the start: the first attempt switches, and reports it.
+                if full { rooms[index].fullOnNext = true } else { report(.reconnectMode(.quick), room: roomID) }
+            }
             if let notice = environment.engine.lostNotice { armLostNotice(roomID, after: notice) }
             setEpisodeDeadline(roomID, after: environment.reconnectLimit)
             attempt(roomID)

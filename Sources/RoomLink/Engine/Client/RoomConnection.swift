@@ -159,6 +159,12 @@ public struct RoomConnection: Sendable {
         fullOnNext = false
         var transitions: [RoomTransition] = [wasReconnecting ? .rejoined(mode) : .joined(roomSessionID: roomSessionID)]
         guard options.notifiesPeers else { return transitions }
+        if peers.isEmpty {
+            // A first join (or a full reconnection): everyone present is new, and no sets need building.
+            if !present.isEmpty { transitions.append(.peersChanged(.add, users: present, reason: nil)) }
+            peers = present.sorted()
+            return transitions
+        }
         let known = Set(peers)
         let current = Set(present)
         let gone = peers.filter { !current.contains($0) }

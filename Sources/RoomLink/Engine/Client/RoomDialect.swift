@@ -48,7 +48,7 @@ public struct EnginePath<Dialect: RoomDialect>: Sendable {
 
     /// The entry points compiled for `Dialect`; write `EnginePath<YourDialect>.compiled` with the concrete type.
     public static var compiled: EnginePath {
-        EnginePath { client, entry in client.handle(entry) }
+        EnginePath { client, entry in client.handle(entry: entry) }
     }
 }
 

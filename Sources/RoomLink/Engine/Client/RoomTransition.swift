@@ -45,6 +45,8 @@ public enum LossCause: String, Sendable, Hashable, CaseIterable {
     case addressChanged
     /// The app configured a proxy: the client reconnects through it.
     case proxyChanged
+    /// The server asked the client to reconnect.
+    case serverRequest
 }
 
 /// How a reconnection attempt reconnects (LiveKit's `ReconnectMode`).

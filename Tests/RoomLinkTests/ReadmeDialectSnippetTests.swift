@@ -1,0 +1,40 @@
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+/// The README's snippet of the Agora and LiveKit clients ("Embedding the engine"), run in virtual time.
+struct ReadmeDialectSnippetTests {
+    @Test
+    func theSnippetRunsAsTheReadmeSays() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            try await simulation.run {
+                let group = simulation
+                let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
+                let server = RoomServer(group: group, transport: network)
+                let token: String? = nil
+
+                let agora = AgoraClient(
+                    id: "A",
+                    loop: group.loop(for: "A"),
+                    environment: AgoraClient.Environment(transport: network)
+                )
+                #expect(await agora.joinChannel("c1", token: token) == 0)
+                let livekit = LiveKitClient(
+                    id: "B",
+                    loop: group.loop(for: "B"),
+                    environment: LiveKitClient.Environment(transport: network)
+                )
+                try await livekit.connect(to: "r1")
+                let changes = await livekit.events()
+                try await simulation.sleep(for: .seconds(1))
+                #expect(await agora.phase(of: "c1") == .joined)
+                #expect(await livekit.connectionState == .connected)
+                await livekit.shutdown()
+                var seen: [LiveKitEvent] = []
+                for await change in changes { seen.append(change.event) }
+                #expect(seen == [.connectionStateChanged(room: "r1", state: .connected, from: .connecting)])
+                #expect(server.roomCount == 2)
+            }
+        }
+    }
+}
