@@ -34,7 +34,7 @@ public struct AgoraOracle: SpecOracle {
         self.peerOfflineAfter = timings.server.heartbeatTimeout
         self.retryTimeout = min(timings.retryTimeout, scenario.retry?.maxElapsed ?? timings.retryTimeout)
         self.tolerance = tolerance ?? scenario.oracleTolerance
-        self.namedUsers = Set(scenario.users.map(\.id))
+        self.named = NamedUserRecord(scenario: scenario)
     }
 
     private struct Key: Hashable {
@@ -61,15 +61,13 @@ public struct AgoraOracle: SpecOracle {
     ]
     private static let callErrors: Set<String> = ["invalidAppId", "invalidChannelName"]
 
-    private let namedUsers: Set<String>
     private var tracks: [Key: Track] = [:]
-    /// When each named (user, channel) was connected (joinSuccess … failed / disconnected).
-    private var stays: [Key: [(from: Double, to: Double)]] = [:]
-    private var namedEvents: [LoggedEvent] = []
+    /// The named users' events, and when each was connected (joinSuccess … failed / disconnected).
+    private var named: NamedUserRecord
     private var violations: [Violation] = []
 
     public mutating func observe(_ event: LoggedEvent) {
-        if namedUsers.containsNamed(event.user) { namedEvents.append(event) }
+        if named.isNamed(event.user) { named.keep(event) }
         observe(
             user: event.user,
             room: event.room,
@@ -81,7 +79,7 @@ public struct AgoraOracle: SpecOracle {
     }
 
     public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
-        if namedUsers.containsNamed(user) {
+        if named.isNamed(user) {
             observe(LoggedEvent(line: line, user: user, time: time))
             return
         }
@@ -164,13 +162,9 @@ public struct AgoraOracle: SpecOracle {
                 }
                 track.episodeStart = nil
             }
-            if namedUsers.containsNamed(user) {
-                if reason == "joinSuccess" { stays[key, default: []].append((time, .infinity)) }
-                if ["failed", "disconnected"].contains(state), let last = stays[key]?.indices.last,
-                    stays[key]![last].to == .infinity
-                {
-                    stays[key]![last].to = time
-                }
+            if named.isNamed(user) {
+                if reason == "joinSuccess" { named.entered(user, room: room, at: time) }
+                if ["failed", "disconnected"].contains(state) { named.left(user, room: room, at: time) }
             }
             track.state = state
             track.reason = reason
@@ -197,18 +191,12 @@ public struct AgoraOracle: SpecOracle {
     /// The `interrupted`, `presence` and `rejoin` rules, from the scenario's outages of named users.
     private func timelineViolations() -> [Violation] {
         var found: [Violation] = []
-        let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
-        let audience = Set(scenario.users.filter { $0.role == .audience }.map(\.id))
         let slack = tolerance.milliseconds
         let detect = interruptedAfter.milliseconds
-        let offline = peerOfflineAfter.milliseconds
         for outage in scenario.namedOutages() {
-            guard let userID = userIDs[outage.user] else { continue }
-            for (key, spans) in stays where key.user == outage.user {
-                guard spans.contains(where: { $0.from <= outage.start && $0.to > outage.start }) else { continue }
-                let own = namedEvents.filter {
-                    $0.user == outage.user && $0.room == key.room && $0.type == "connectionState"
-                        && $0.strings["state"] == "reconnecting" && $0.time >= outage.start
+            for room in named.rooms(of: outage.user, at: outage.start) {
+                let own = named.events(of: outage.user, in: room) {
+                    $0.type == "connectionState" && $0.strings["state"] == "reconnecting" && $0.time >= outage.start
                         && $0.time <= outage.end + slack
                 }
                 if outage.length < detect - slack, let first = own.first {
@@ -217,7 +205,7 @@ public struct AgoraOracle: SpecOracle {
                             rule: "interrupted",
                             time: first.time,
                             user: outage.user,
-                            room: key.room,
+                            room: room,
                             message: "reconnecting after an outage of \(outage.length) ms, under \(detect) ms"
                         )
                     )
@@ -231,75 +219,24 @@ public struct AgoraOracle: SpecOracle {
                             rule: "interrupted",
                             time: outage.start + detect,
                             user: outage.user,
-                            room: key.room,
+                            room: room,
                             message: "expected reconnecting/interrupted \(detect) ms after the outage began"
                         )
                     )
                 }
-                guard !audience.contains(outage.user) else { continue }  // peers never saw it
-                for (peerKey, peerSpans) in stays where peerKey.room == key.room && peerKey.user != outage.user {
-                    guard peerSpans.contains(where: { $0.from <= outage.start && $0.to > outage.start + offline })
-                    else { continue }
-                    let drops = namedEvents.filter {
-                        $0.user == peerKey.user && $0.room == key.room && $0.type == "userOffline"
-                            && $0.strings["peer"] == userID && $0.time >= outage.start
-                            && $0.time <= outage.end + slack
-                    }
-                    if outage.length < offline - slack {
-                        for drop in drops {
-                            found.append(
-                                Violation(
-                                    rule: "presence",
-                                    time: drop.time,
-                                    user: peerKey.user,
-                                    room: key.room,
-                                    message:
-                                        "saw \(userID) offline after an outage of \(outage.length) ms, under \(offline) ms"
-                                )
-                            )
-                        }
-                    } else if outage.length > offline + slack {
-                        let expected = outage.start + offline
-                        guard
-                            drops.contains(where: {
-                                $0.strings["reason"] == "dropped" && abs($0.time - expected) <= slack
-                            })
-                        else {
-                            found.append(
-                                Violation(
-                                    rule: "presence",
-                                    time: expected,
-                                    user: peerKey.user,
-                                    room: key.room,
-                                    message: "expected userOffline(\(userID), dropped) at \(expected) ms"
-                                )
-                            )
-                            continue
-                        }
-                        if let back = namedEvents.first(where: {
-                            $0.user == outage.user && $0.room == key.room && $0.strings["reason"] == "rejoinSuccess"
-                                && $0.time >= outage.end
-                        }), peerSpans.contains(where: { $0.to > back.time + slack }),
-                            !namedEvents.contains(where: {
-                                $0.user == peerKey.user && $0.room == key.room && $0.type == "userJoined"
-                                    && $0.strings["peer"] == userID && abs($0.time - back.time) <= slack
-                            })
-                        {
-                            found.append(
-                                Violation(
-                                    rule: "rejoin",
-                                    time: back.time,
-                                    user: peerKey.user,
-                                    room: key.room,
-                                    message:
-                                        "\(userID) rejoined at \(back.time) ms after being dropped, but no userJoined"
-                                )
-                            )
-                        }
-                    }
-                }
             }
         }
-        return found
+        // Peers: audience members are never seen, so their outages are not checked.
+        var visible = scenario
+        visible.users = scenario.users.filter { $0.role != .audience }
+        let rule = NamedUserRecord.PresenceRule(
+            timeout: peerOfflineAfter.milliseconds,
+            earlier: { _ in 0 },  // the server hears the data stop at once, even from a blackhole
+            departs: { $0.type == "userOffline" && $0.strings["peer"] == $1 && $0.strings["reason"] == "dropped" },
+            arrives: { $0.type == "userJoined" && $0.strings["peer"] == $1 },
+            isBack: { $0.strings["reason"] == "rejoinSuccess" },
+            departureName: "userOffline(dropped)"
+        )
+        return found + named.presenceViolations(rule, scenario: visible, slack: slack)
     }
 }

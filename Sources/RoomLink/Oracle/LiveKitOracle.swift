@@ -29,7 +29,7 @@ public struct LiveKitOracle: SpecOracle {
         self.timings = LiveKitTimings(overrides: scenario.timings)
         self.policy = scenario.retry ?? LiveKit.defaultRetryPolicy
         self.tolerance = tolerance ?? scenario.oracleTolerance
-        self.namedUsers = Set(scenario.users.map(\.id))
+        self.named = NamedUserRecord(scenario: scenario)
     }
 
     private struct Key: Hashable {
@@ -53,19 +53,18 @@ public struct LiveKitOracle: SpecOracle {
         "disconnecting": ["disconnected"],
     ]
 
-    private let namedUsers: Set<String>
     private var tracks: [Key: Track] = [:]
-    private var stays: [Key: [(from: Double, to: Double)]] = [:]
-    private var namedEvents: [LoggedEvent] = []
+    /// The named users' events, and when each was connected.
+    private var named: NamedUserRecord
     private var violations: [Violation] = []
 
     public mutating func observe(_ event: LoggedEvent) {
-        if namedUsers.containsNamed(event.user) { namedEvents.append(event) }
+        if named.isNamed(event.user) { named.keep(event) }
         observe(user: event.user, room: event.room, type: event.type, strings: event.strings, time: event.time)
     }
 
     public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
-        if namedUsers.containsNamed(user) {
+        if named.isNamed(user) {
             observe(LoggedEvent(line: line, user: user, time: time))
             return
         }
@@ -130,11 +129,9 @@ public struct LiveKitOracle: SpecOracle {
                     )
                 }
             }
-            if namedUsers.containsNamed(user) {
-                if state == "connected", from == "connecting" { stays[key, default: []].append((time, .infinity)) }
-                if state == "disconnected", let last = stays[key]?.indices.last, stays[key]![last].to == .infinity {
-                    stays[key]![last].to = time
-                }
+            if named.isNamed(user) {
+                if state == "connected", from == "connecting" { named.entered(user, room: room, at: time) }
+                if state == "disconnected" { named.left(user, room: room, at: time) }
             }
             if state != "reconnecting", state != "connected" { track.episodeStart = nil }
             track.from = from
@@ -187,78 +184,15 @@ public struct LiveKitOracle: SpecOracle {
     }
 
     private func presenceViolations() -> [Violation] {
-        var found: [Violation] = []
-        let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
-        let slack = tolerance.milliseconds
-        let removal = timings.server.heartbeatTimeout.milliseconds
-        for outage in scenario.namedOutages() {
-            guard let userID = userIDs[outage.user] else { continue }
-            let earliest = outage.start + removal - (outage.silent ? timings.pingInterval.milliseconds : 0)
-            for (key, spans) in stays where key.user == outage.user {
-                guard spans.contains(where: { $0.from <= outage.start && $0.to > outage.start }) else { continue }
-                for (peerKey, peerSpans) in stays where peerKey.room == key.room && peerKey.user != outage.user {
-                    guard peerSpans.contains(where: { $0.from <= outage.start && $0.to > outage.start + removal })
-                    else { continue }
-                    let gone = namedEvents.filter {
-                        $0.user == peerKey.user && $0.room == key.room && $0.type == "participantDisconnected"
-                            && $0.strings["peer"] == userID && $0.time >= outage.start
-                            && $0.time <= outage.end + slack
-                    }
-                    if outage.length < earliest - outage.start - slack {
-                        for event in gone {
-                            found.append(
-                                Violation(
-                                    rule: "presence",
-                                    time: event.time,
-                                    user: peerKey.user,
-                                    room: key.room,
-                                    message:
-                                        "saw \(userID) disconnect after an outage of \(outage.length) ms, under the removal time"
-                                )
-                            )
-                        }
-                    } else if outage.length > removal + slack {
-                        guard
-                            gone.contains(where: {
-                                $0.time >= earliest - slack && $0.time <= outage.start + removal + slack
-                            })
-                        else {
-                            found.append(
-                                Violation(
-                                    rule: "presence",
-                                    time: outage.start + removal,
-                                    user: peerKey.user,
-                                    room: key.room,
-                                    message:
-                                        "expected participantDisconnected(\(userID)) by \(outage.start + removal) ms"
-                                )
-                            )
-                            continue
-                        }
-                        if let back = namedEvents.first(where: {
-                            $0.user == outage.user && $0.room == key.room && $0.type == "connectionState"
-                                && $0.strings["state"] == "connected" && $0.time >= outage.end
-                        }), peerSpans.contains(where: { $0.to > back.time + slack }),
-                            !namedEvents.contains(where: {
-                                $0.user == peerKey.user && $0.room == key.room && $0.type == "participantConnected"
-                                    && $0.strings["peer"] == userID && abs($0.time - back.time) <= slack
-                            })
-                        {
-                            found.append(
-                                Violation(
-                                    rule: "rejoin",
-                                    time: back.time,
-                                    user: peerKey.user,
-                                    room: key.room,
-                                    message:
-                                        "\(userID) reconnected at \(back.time) ms after removal, but no participantConnected"
-                                )
-                            )
-                        }
-                    }
-                }
-            }
-        }
-        return found
+        let ping = timings.pingInterval.milliseconds
+        let rule = NamedUserRecord.PresenceRule(
+            timeout: timings.server.heartbeatTimeout.milliseconds,
+            earlier: { $0.silent ? ping : 0 },  // a silent user was last heard at its last ping
+            departs: { $0.type == "participantDisconnected" && $0.strings["peer"] == $1 },
+            arrives: { $0.type == "participantConnected" && $0.strings["peer"] == $1 },
+            isBack: { $0.type == "connectionState" && $0.strings["state"] == "connected" },
+            departureName: "participantDisconnected"
+        )
+        return named.presenceViolations(rule, scenario: scenario, slack: tolerance.milliseconds)
     }
 }

@@ -1,0 +1,146 @@
+/// What an oracle keeps of a scenario's named users for the rules that need the whole log — their events, and when
+/// each was in each room — and the presence rule that Agora and LiveKit share.
+struct NamedUserRecord: Sendable {
+    struct Key: Hashable, Sendable {
+        var user: String
+        var room: String
+    }
+
+    /// How a dialect's peers see a user whose network failed.
+    struct PresenceRule {
+        /// The server drops a silent member this long after it last heard it (ms).
+        var timeout: Double
+        /// How much sooner than `timeout` after the outage began the drop may come (ms): a silent user was last
+        /// heard up to one heartbeat before its outage.
+        var earlier: (Scenario.Outage) -> Double
+        /// Whether `event` (a peer's) reports `userID` leaving.
+        var departs: (LoggedEvent, String) -> Bool
+        /// Whether `event` (a peer's) reports `userID` arriving.
+        var arrives: (LoggedEvent, String) -> Bool
+        /// Whether `event` (the user's own) marks it back in the room.
+        var isBack: (LoggedEvent) -> Bool
+        /// The departure's name in messages.
+        var departureName: String
+    }
+
+    let names: Set<String>
+    private(set) var events: [LoggedEvent] = []
+    /// When each named (user, room) was in the room: from its join to its end.
+    private var stays: [Key: [(from: Double, to: Double)]] = [:]
+
+    init(scenario: Scenario) {
+        names = Set(scenario.users.map(\.id))
+    }
+
+    /// Whether `user` is a named user (free in a population run without any).
+    func isNamed(_ user: String) -> Bool { names.containsNamed(user) }
+
+    mutating func keep(_ event: LoggedEvent) { events.append(event) }
+
+    /// A named user entered `room` at `time`.
+    mutating func entered(_ user: String, room: String, at time: Double) {
+        stays[Key(user: user, room: room), default: []].append((time, .infinity))
+    }
+
+    /// A named user's stay in `room` ended at `time`.
+    mutating func left(_ user: String, room: String, at time: Double) {
+        let key = Key(user: user, room: room)
+        guard let last = stays[key]?.indices.last, stays[key]![last].to == .infinity else { return }
+        stays[key]![last].to = time
+    }
+
+    /// Whether `user` was in `room` from `from` and still at `through`.
+    func wasIn(_ user: String, room: String, from: Double, through: Double) -> Bool {
+        stays[Key(user: user, room: room)]?.contains { $0.from <= from && $0.to > through } ?? false
+    }
+
+    /// The rooms `user` was in at `time`.
+    func rooms(of user: String, at time: Double) -> [String] {
+        stays.compactMap { key, spans in
+            key.user == user && spans.contains { $0.from <= time && $0.to > time } ? key.room : nil
+        }.sorted()
+    }
+
+    /// The named users other than `user` in `room` from `from` through `through`.
+    func others(of user: String, in room: String, from: Double, through: Double) -> [String] {
+        stays.keys.filter { $0.room == room && $0.user != user }.map(\.user).sorted().filter {
+            wasIn($0, room: room, from: from, through: through)
+        }
+    }
+
+    /// `user`'s events in `room` that satisfy `matches`.
+    func events(of user: String, in room: String, where matches: (LoggedEvent) -> Bool) -> [LoggedEvent] {
+        events.filter { $0.user == user && $0.room == room && matches($0) }
+    }
+
+    /// The presence rule over the scenario's outages of named users: a peer sees the user leave only if the outage
+    /// outlasted the server's timeout, and then at about that time; and sees it arrive when the user is back.
+    func presenceViolations(_ rule: PresenceRule, scenario: Scenario, slack: Double) -> [Violation] {
+        var found: [Violation] = []
+        let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
+        for outage in scenario.namedOutages() {
+            guard let userID = userIDs[outage.user] else { continue }
+            let earliest = outage.start + rule.timeout - rule.earlier(outage)
+            let latest = outage.start + rule.timeout
+            for room in rooms(of: outage.user, at: outage.start) {
+                for peer in others(of: outage.user, in: room, from: outage.start, through: latest) {
+                    let gone = events(of: peer, in: room) {
+                        rule.departs($0, userID) && $0.time >= outage.start && $0.time <= outage.end + slack
+                    }
+                    if outage.length < earliest - outage.start - slack {
+                        for event in gone {
+                            found.append(
+                                Violation(
+                                    rule: "presence",
+                                    time: event.time,
+                                    user: peer,
+                                    room: room,
+                                    message:
+                                        "saw \(userID) leave after an outage of \(outage.length) ms, under the server's timeout"
+                                )
+                            )
+                        }
+                        continue
+                    }
+                    guard outage.length > rule.timeout + slack else { continue }
+                    guard gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack }) else {
+                        found.append(
+                            Violation(
+                                rule: "presence",
+                                time: latest,
+                                user: peer,
+                                room: room,
+                                message: "expected \(rule.departureName)(\(userID)) by \(latest) ms"
+                            )
+                        )
+                        continue
+                    }
+                    guard
+                        let back = events(
+                            of: outage.user,
+                            in: room,
+                            where: { rule.isBack($0) && $0.time >= outage.end }
+                        ).first,
+                        wasIn(peer, room: room, from: outage.start, through: back.time + slack)
+                    else { continue }
+                    let arrived = !events(of: peer, in: room) {
+                        rule.arrives($0, userID) && abs($0.time - back.time) <= slack
+                    }.isEmpty
+                    if !arrived {
+                        found.append(
+                            Violation(
+                                rule: "rejoin",
+                                time: back.time,
+                                user: peer,
+                                room: room,
+                                message:
+                                    "\(userID) was back at \(back.time) ms after leaving, but \(peer) did not see it arrive"
+                            )
+                        )
+                    }
+                }
+            }
+        }
+        return found
+    }
+}
