@@ -51,3 +51,4 @@ struct ClockOptions: ParsableArguments {
 }
 
 extension TimerBackend: ExpressibleByArgument {}
+extension Scenario.Dialect: ExpressibleByArgument {}

@@ -129,6 +129,22 @@ struct ScenarioTests {
         ),
         ("{ \"end\": \"1m\", \"users\": [ {\"id\": \"A\", \"role\": \"host\"} ] }", "users[0].role:"),
         (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"login\", \"room\": \"r\", \"for\": \"5s\"} ] }",
+            "timeline[0].for:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkDown\", \"for\": {\"uniform\": [\"2s\", \"1s\"]}} ] }",
+            "timeline[0].for.uniform:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkDown\", \"for\": {\"gaussian\": \"1s\"}} ] }",
+            "timeline[0].for:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"population\": {\"clients\": 5, \"rooms\": 1}, \"timeline\": [ {\"at\": \"1s\", \"user\": \"*\", \"action\": \"networkUp\", \"fraction\": 0.5, \"offset\": 0.6} ] }",
+            "timeline[0].offset:"
+        ),
+        (
             "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"setClientRole\"} ] }",
             "timeline[0].role:"
         ),

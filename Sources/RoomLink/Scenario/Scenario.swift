@@ -103,8 +103,10 @@ public struct Scenario: Sendable, Equatable {
         /// One user, by ``User/id``.
         case user(String)
         /// Every user of the population (`"user": "*"`), or a seeded random `fraction` of them, spread evenly
-        /// over the window `over` when given.
-        case population(fraction: Double, over: Duration)
+        /// over the window `over` when given. The population is shuffled once per scenario; an entry takes the
+        /// `fraction` of it that starts `offset` into it, so entries with the same offset strike the same users and
+        /// consecutive offsets different ones (churn).
+        case population(fraction: Double, over: Duration, offset: Double = 0)
     }
 
     /// What happens.
@@ -118,8 +120,8 @@ public struct Scenario: Sendable, Equatable {
         case networkUp
         /// Messages are silently lost until `networkUp`; only missed heartbeats reveal it.
         case blackhole
-        /// The business server kicks the user out of `room`.
-        case kick(room: String)
+        /// The business server kicks the user out of `room` (a population entry without one: each user's own room).
+        case kick(room: String?)
         /// The server expires the user's token.
         case expireToken
         case renewToken(token: String)
@@ -138,11 +140,15 @@ public struct Scenario: Sendable, Equatable {
         public var at: Duration
         public var target: Target
         public var action: Action
+        /// For `networkDown` and `blackhole`: each user's network comes back (`networkUp`) after this long, drawn
+        /// per user (`"for"`).
+        public var length: OutageLength?
 
-        public init(at: Duration, target: Target, action: Action) {
+        public init(at: Duration, target: Target, action: Action, length: OutageLength? = nil) {
             self.at = at
             self.target = target
             self.action = action
+            self.length = length
         }
     }
 

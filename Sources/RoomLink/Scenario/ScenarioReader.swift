@@ -9,7 +9,7 @@ struct ScenarioReader {
         "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount", "role",
     ]
     private static let entryKeys: Set<String> = [
-        "at", "user", "action", "room", "token", "from", "to", "fraction", "over", "role",
+        "at", "user", "action", "room", "token", "from", "to", "fraction", "over", "offset", "role", "for",
     ]
     private static let retryKeys: Set<String> = [
         "preset", "strategy", "base", "cap", "multiplier", "jitter", "delays", "jitterFromAttempt", "maxAttempts",
@@ -260,12 +260,23 @@ struct ScenarioReader {
                 }
                 let over =
                     try fields["over"].map { v throws(RoomLinkError) in try duration(v, at: "\(path).over") } ?? .zero
-                target = .population(fraction: fraction, over: over)
+                var offset = 0.0
+                if let value = fields["offset"] {
+                    offset = try number(value, at: "\(path).offset")
+                    guard offset >= 0, offset + fraction <= 1 + 1e-9 else {
+                        throw .invalidArgument(
+                            "\(path).offset",
+                            "a share of at least 0 with offset + fraction at most 1 (fraction \(fraction))",
+                            got: value.summary
+                        )
+                    }
+                }
+                target = .population(fraction: fraction, over: over, offset: offset)
             } else {
                 guard known.contains(who) else {
                     throw .invalidArgument("\(path).user", "a user listed in users, or \"*\"", got: "\"\(who)\"")
                 }
-                for key in ["fraction", "over"] where fields[key] != nil {
+                for key in ["fraction", "over", "offset"] where fields[key] != nil {
                     throw .invalidArgument(
                         "\(path).\(key)",
                         "no \(key) for a single user (only with \"user\": \"*\")",
@@ -275,9 +286,19 @@ struct ScenarioReader {
                 target = .user(who)
             }
             let isPopulation = if case .population = target { true } else { false }
-            entries.append(
-                Scenario.Entry(at: at, target: target, action: try action(fields, at: path, population: isPopulation))
-            )
+            let action = try action(fields, at: path, population: isPopulation)
+            var length: OutageLength?
+            if let value = fields["for"] {
+                guard action == .networkDown || action == .blackhole else {
+                    throw .invalidArgument(
+                        "\(path).for",
+                        "no length for \(fields["action"]?.summary ?? "this action") (only networkDown and blackhole take one)",
+                        got: value.summary
+                    )
+                }
+                length = try outageLength(value, at: "\(path).for")
+            }
+            entries.append(Scenario.Entry(at: at, target: target, action: action, length: length))
         }
         return entries
     }
@@ -306,7 +327,7 @@ struct ScenarioReader {
         case "networkDown": return .networkDown
         case "networkUp": return .networkUp
         case "blackhole": return .blackhole
-        case "kick": return .kick(room: try text("room"))
+        case "kick": return .kick(room: population ? try optionalText("room") : try text("room"))
         case "expireToken": return .expireToken
         case "renewToken": return .renewToken(token: try text("token"))
         case "networkChange": return .networkChange
@@ -323,6 +344,35 @@ struct ScenarioReader {
                     + "requestReconnect, expireToken, renewToken, setClientRole, setCloudProxy",
                 got: "\"\(name)\""
             )
+        }
+    }
+
+    /// `"30s"`, `{"uniform": ["10s", "1m"]}` or `{"exponential": "30s"}`.
+    private func outageLength(_ value: JSONValue, at path: String) throws(RoomLinkError) -> OutageLength {
+        let expected = #"a duration ("30s"), {"uniform": ["10s", "1m"]} or {"exponential": "30s"}"#
+        if case .string = value { return .fixed(try duration(value, at: path)) }
+        guard case .object(let fields) = value, fields.count == 1, let (kind, parameter) = fields.first else {
+            throw .invalidArgument(path, expected, got: value.summary)
+        }
+        switch kind {
+        case "uniform":
+            guard case .array(let bounds) = parameter, bounds.count == 2 else {
+                throw .invalidArgument("\(path).uniform", "two durations, shortest first", got: parameter.summary)
+            }
+            let lower = try duration(bounds[0], at: "\(path).uniform[0]")
+            let upper = try duration(bounds[1], at: "\(path).uniform[1]")
+            guard lower <= upper else {
+                throw .invalidArgument("\(path).uniform", "two durations, shortest first", got: parameter.summary)
+            }
+            return .uniform(lower, upper)
+        case "exponential":
+            let mean = try duration(parameter, at: "\(path).exponential")
+            guard mean > .zero else {
+                throw .invalidArgument("\(path).exponential", "a positive mean", got: parameter.summary)
+            }
+            return .exponential(mean: mean)
+        default:
+            throw .invalidArgument(path, expected, got: value.summary)
         }
     }
 

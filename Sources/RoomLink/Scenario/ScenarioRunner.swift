@@ -73,6 +73,18 @@ public struct ScenarioRunner: Sendable {
                 _ = try client.loop.schedule(at: deadline) {
                     client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
                 }
+                // An outage with a length: this user's network comes back after its own draw.
+                if let length = entry.length {
+                    var random = SeededRandom(
+                        seed: scenario.seed,
+                        stream: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(participant)
+                    )
+                    let back = deadline.advanced(by: length.draw(using: &random))
+                    guard back < origin.advanced(by: scenario.end) else { continue }
+                    _ = try client.loop.schedule(at: back) {
+                        client.assumeIsolated { world.perform(.networkUp, by: participant, client: $0) }
+                    }
+                }
             }
         }
         try await group.loops[0].sleep(until: origin.advanced(by: scenario.end))
@@ -181,9 +193,10 @@ public struct ScenarioRunner: Sendable {
             switch entry.target {
             case .user(let id):
                 return named[id].map { [($0, .zero)] } ?? []
-            case .population(let fraction, let over):
-                let count = Int((Double(shuffled.count) * fraction).rounded())
-                let picked = shuffled.prefix(count)
+            case .population(let fraction, let over, let offset):
+                let start = min(shuffled.count, Int((Double(shuffled.count) * offset).rounded()))
+                let count = min(shuffled.count - start, Int((Double(shuffled.count) * fraction).rounded()))
+                let picked = shuffled[start..<(start + count)]
                 let step = count > 0 ? over / count : .zero
                 return picked.enumerated().map { ($0.element, step * $0.offset) }
             }
@@ -215,6 +228,8 @@ public struct ScenarioRunner: Sendable {
             case .networkChange:
                 client.networkChanged()
             case .kick(let room):
+                // A population entry without a room kicks each user out of its own room.
+                guard let room = room ?? population?.room(ofUser: index - namedOptions.count) else { return }
                 server.kickOut(roomID: room, userIDs: [client.userID])
             case .requestReconnect(let room):
                 server.requestReconnect(roomID: room, userIDs: [client.userID])

@@ -26,6 +26,18 @@ extension Duration {
         return nil
     }
 
+    /// The duration as `init(roomLinkText:)` reads it, in the largest unit that divides it exactly: `"90s"`, `"20m"`,
+    /// `"1500ms"`.
+    public var roomLinkText: String {
+        let nanoseconds = nanosecondsClamped
+        guard nanoseconds != 0 else { return "0" }
+        let units: [(String, Int64)] = [
+            ("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000),
+        ]
+        for (suffix, size) in units where nanoseconds % size == 0 { return "\(nanoseconds / size)\(suffix)" }
+        return "\(nanoseconds)ns"
+    }
+
     /// The duration in seconds, as a floating-point number.
     public var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import RoomLink
+
+/// `roomlink load`: a reconnection load test built from flags — a population, a dialect, fault patterns — played
+/// like `roomlink run` plays a scenario file.
+struct Load: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Load-test reconnection: a population of clients, fault patterns from flags, the spec oracle's verdict.",
+        discussion: """
+            The flags build a population scenario (SPEC §7): --clients users in --rooms rooms log in over \
+            --login-over, then the faults strike, each on its own slice of the population. Faults combine and \
+            repeat: --outages SHARE@AT:LENGTH[/OVER] (LENGTH 30s, 10s..2m uniform, ~30s exponential), --storm \
+            SHARE@AT:LENGTH, --flapping SHARE:PERIOD:DUTY[@FROM..UNTIL], --kick-storm SHARE@AT[/OVER], --token-wave \
+            SHARE@AT[/OVER], --churn RATE[:AWAY][@FROM..UNTIL]. --save-scenario writes the scenario, which \
+            `roomlink run` replays. Exit status 1 on spec violations, 2 on bad input, 64 on a bad flag.
+            """
+    )
+
+    @Option(help: "Simulated clients.") var clients: Int = 1_000
+    @Option(help: "Rooms (client i is in room-(i mod rooms)).") var rooms: Int = 10
+    @Option(help: "zego, agora or livekit.") var dialect: Scenario.Dialect = .zego
+    @Option(help: "Scenario length.") var duration = DurationArgument("30m")
+    @Option(help: "The population logs in over this window.") var loginOver = DurationArgument("60s")
+    @Flag(help: "Population users hear of peers (ZEGO's userStatusNotify; Agora and LiveKit always do).")
+    var notify = false
+    @Option(help: "One-way network latency.") var latency = DurationArgument("50ms")
+    @Option(help: "Uniform jitter on top of the latency.") var jitter = DurationArgument("0")
+    @Option(help: "Share of messages lost, in [0, 1].") var loss: Double = 0
+    @Option(
+        help:
+            "Retry policy: a preset name, NAME:BASE:CAP (fullJitter, equalJitter, decorrelatedJitter), or a JSON object."
+    )
+    var retry: String?
+    @Option(help: "Random outages: SHARE@AT:LENGTH[/OVER], e.g. 0.1@5m:10s..2m/30s.") var outages: [String] = []
+    @Option(help: "A storm: SHARE of all clients drop at AT for LENGTH: SHARE@AT:LENGTH, e.g. 0.5@10m:60s.")
+    var storm: [String] = []
+    @Option(help: "Flapping: SHARE:PERIOD:DUTY[@FROM..UNTIL], e.g. 0.05:20s:0.3@2m..8m.") var flapping: [String] = []
+    @Option(help: "A kick storm: SHARE@AT[/OVER].") var kickStorm: [String] = []
+    @Option(help: "A token-expiry wave: SHARE@AT[/OVER].") var tokenWave: [String] = []
+    @Option(help: "Churn: RATE clients log out per second and back in AWAY later: RATE[:AWAY][@FROM..UNTIL].")
+    var churn: [String] = []
+    @Option(help: "Write the equivalent scenario (JSON) to this file.") var saveScenario: String?
+    @Option(help: "Write the event log (JSON Lines) to this file, or - for standard output.") var events: String?
+    @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
+    var report: String?
+    @OptionGroup var clockOptions: ClockOptions
+
+    func validate() throws {
+        if events == "-", report == "-" {
+            throw ValidationError("--events and --report cannot both write to standard output (-)")
+        }
+        guard loss.isFinite, (0...1).contains(loss) else {
+            throw ValidationError("--loss must be in [0, 1], got \(loss)")
+        }
+    }
+
+    /// The plan the flags describe.
+    func plan() throws(RoomLinkError) -> LoadPlan {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: duration.duration)
+        plan.dialect = dialect
+        plan.seed = clockOptions.seed ?? 1
+        plan.notify = notify
+        plan.loginOver = loginOver.duration
+        plan.network = Scenario.Network(latency: latency.duration, jitter: jitter.duration, loss: loss)
+        plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text) }
+        for text in outages { plan.faults.append(try LoadPlan.outages(text)) }
+        for text in storm { plan.faults.append(try LoadPlan.storm(text)) }
+        for text in flapping { plan.faults.append(try LoadPlan.flapping(text, end: duration.duration)) }
+        for text in kickStorm { plan.faults.append(try LoadPlan.kickStorm(text)) }
+        for text in tokenWave { plan.faults.append(try LoadPlan.tokenWave(text)) }
+        for text in churn {
+            plan.faults.append(try LoadPlan.churn(text, start: loginOver.duration, end: duration.duration))
+        }
+        return plan
+    }
+
+    func run() async throws {
+        let plan: LoadPlan
+        let scenario: Scenario
+        do {
+            plan = try self.plan()
+            scenario = try plan.scenario()
+        } catch {
+            throw fail("\(error)")
+        }
+        if let saveScenario {
+            guard FileManager.default.createFile(atPath: saveScenario, contents: Data(plan.scenarioJSON().utf8)) else {
+                throw fail("--save-scenario: expected a file that can be written, got \(saveScenario)")
+            }
+        }
+        try await Playback(events: events, report: report, clockOptions: clockOptions).play(scenario, name: "load")
+    }
+}

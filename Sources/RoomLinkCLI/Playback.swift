@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import RoomLink
+
+/// Plays a scenario for `roomlink run` and `roomlink load`: opens the destinations, runs on the chosen clock, writes
+/// the event log and the report, and turns violations and bad input into exit statuses (1 and 2).
+struct Playback {
+    var events: String?
+    var report: String?
+    var clockOptions: ClockOptions
+
+    /// Plays `scenario` (called `name` in messages).
+    func play(_ scenario: Scenario, name: String) async throws {
+        let runner: ScenarioRunner
+        do {
+            runner = try ScenarioRunner(scenario: scenario)
+        } catch {
+            throw fail("\(name): \(error)")
+        }
+        // Open both destinations before running, so a bad path fails in a millisecond, not after the run.
+        let writer: EventLogWriter<EventLogLine>?
+        do {
+            writer =
+                switch events {
+                case nil: nil
+                case "-": EventLogWriter()
+                case let path?: try EventLogWriter(path: path)
+                }
+        } catch {
+            throw fail("\(error)")
+        }
+        if let report, report != "-", !FileManager.default.createFile(atPath: report, contents: nil) {
+            throw fail("--report: expected a file that can be written, got \(report)")
+        }
+        var options = clockOptions
+        options.seed = scenario.seed
+        let result: RunReport
+        do {
+            result = try await options.withRuntime { try await runner.run(on: $0, events: writer) }
+        } catch {
+            // Keep every event already produced: write what is buffered before reporting the failure.
+            try? writer?.close()
+            throw fail("the run stopped: \(error)")
+        }
+        do {
+            try writer?.close()
+        } catch {
+            throw fail("\(error)")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        let json = try encoder.encode(result) + Data("\n".utf8)
+        switch report {
+        case nil:
+            FileHandle.standardError.write(Data(summary(result).utf8))
+        case "-":
+            FileHandle.standardOutput.write(json)
+        case let path?:
+            guard FileManager.default.createFile(atPath: path, contents: json) else {
+                throw fail("--report: expected a file that can be written, got \(path)")
+            }
+        }
+        if result.violations > 0 {
+            FileHandle.standardError.write(
+                Data(
+                    ("roomlink: \(result.violations) spec violations\n"
+                        + result.violationSample.map { "  \($0)\n" }.joined()).utf8
+                )
+            )
+            throw ExitCode(1)
+        }
+    }
+
+    private func summary(_ report: RunReport) -> String {
+        let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        return """
+            roomlink — \(report.dialect), \(report.clients) clients, \(report.rooms) rooms, \(report.scenarioSeconds) s of \
+            scenario time on the \(report.clock) clock
+              events      \(report.events) (\(types.joined(separator: ", ")))
+              violations  \(report.violations)
+              wall time   \(String(format: "%.3f", report.wallSeconds)) s
+              peak RSS    \(report.peakRSSBytes / 1_048_576) MiB
+
+            """
+    }
+}

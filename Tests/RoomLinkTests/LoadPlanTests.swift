@@ -1,0 +1,167 @@
+import Foundation
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+/// `roomlink load`'s plans: flags read into faults, faults into a population scenario, and what each fault does.
+struct LoadPlanTests {
+    static func plan(
+        clients: Int = 400,
+        rooms: Int = 4,
+        duration: String = "10m",
+        _ faults: [LoadPlan.Fault]
+    )
+        -> LoadPlan
+    {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: Duration(roomLinkText: duration)!)
+        plan.loginOver = .seconds(10)
+        plan.faults = faults
+        return plan
+    }
+
+    /// The (ms, user, text) of every event of a virtual-time run of `plan`.
+    static func run(_ plan: LoadPlan) async throws -> (EventCollector, RunReport) {
+        try await ScenarioHarness.run(try plan.scenario())
+    }
+
+    @Test
+    func theSavedScenarioIsWhatRunsAndReadsBackTheSame() throws {
+        var plan = Self.plan([
+            try LoadPlan.storm("0.5@5m:60s"), try LoadPlan.outages("0.1@2m:~30s/10s"),
+            try LoadPlan.kickStorm("0.05@7m"), try LoadPlan.tokenWave("0.05@8m/5s"),
+        ])
+        plan.retryJSON = try LoadPlan.retryJSON("fullJitter:100ms:10s")
+        let scenario = try plan.scenario()
+        #expect(try Scenario(json: Data(plan.scenarioJSON().utf8)) == scenario)
+        #expect(scenario.population == Scenario.Population(clients: 400, rooms: 4))
+        #expect(scenario.retry == (try .fullJitter(base: .milliseconds(100), cap: .seconds(10))))
+        #expect(
+            scenario.timeline.map(\.action) == [
+                .login(room: nil, token: nil), .networkDown, .networkDown, .kick(room: nil), .expireToken,
+            ]
+        )
+        // Each fault strikes its own slice of the shuffled population, in the order given (the timeline is in time order).
+        #expect(
+            scenario.timeline.map(\.target) == [
+                .population(fraction: 1, over: .seconds(10)),
+                .population(fraction: 0.1, over: .seconds(10), offset: 0.5),
+                .population(fraction: 0.5, over: .zero),
+                .population(fraction: 0.05, over: .zero, offset: 0.6),
+                .population(fraction: 0.05, over: .seconds(5), offset: 0.65),
+            ]
+        )
+        #expect(scenario.timeline[1].length == .exponential(mean: .seconds(30)))
+        #expect(scenario.timeline[2].length == .fixed(.seconds(60)))
+    }
+
+    @Test
+    func aStormPutsItsShareIntoReconnectingAtItsInstantAndBringsThemBack() async throws {
+        let (events, report) = try await Self.run(Self.plan([try LoadPlan.storm("0.25@2m:30s")]))
+        let reconnecting = events.entries.filter { $0.line.string("reason") == "reconnecting" }
+        #expect(reconnecting.count == 100, "a quarter of 400")
+        #expect(reconnecting.allSatisfy { $0.time.milliseconds == 120_000 }, "all at the storm's instant")
+        let back = events.entries.filter { $0.line.string("reason") == "reconnected" }
+        #expect(back.count == 100)
+        #expect(back.allSatisfy { $0.time.milliseconds >= 150_000 && $0.time.milliseconds < 152_000 })
+        #expect(report.violations == 0, "\(report.violationSample)")
+    }
+
+    @Test
+    func outagesLastTheirOwnDrawnLengths() async throws {
+        let (events, report) = try await Self.run(Self.plan([try LoadPlan.outages("0.2@1m:10s..40s")]))
+        var down: [String: Double] = [:]
+        var lengths: [Double] = []
+        for entry in events.entries {
+            switch entry.line.string("reason") {
+            case "reconnecting": down[entry.user] = entry.time.milliseconds
+            case "reconnected": if let start = down[entry.user] { lengths.append(entry.time.milliseconds - start) }
+            default: continue
+            }
+        }
+        #expect(lengths.count == 80)
+        #expect(lengths.allSatisfy { $0 >= 10_000 && $0 <= 40_000 + 1_000 }, "back within a second of the draw")
+        #expect(Set(lengths.map { Int($0 / 1_000) }).count > 10, "lengths spread over the range")
+        #expect(report.violations == 0, "\(report.violationSample)")
+    }
+
+    @Test
+    func flappingRepeatsAndChurnHasTheRequestedRate() async throws {
+        let flapping = try LoadPlan.flapping("0.05:20s:0.5@2m..3m", end: .seconds(600))
+        let churn = try LoadPlan.churn("4:20s@4m..5m", start: .seconds(10), end: .seconds(600))
+        let (events, report) = try await Self.run(Self.plan([flapping, churn]))
+        let reconnecting = events.entries.filter { $0.line.string("reason") == "reconnecting" }
+        #expect(reconnecting.count == 20 * 3, "20 users, three cycles of 20 s within the minute")
+        let logouts = events.entries.filter { $0.line.string("reason") == "logout" }
+        #expect(logouts.count == 4 * 60, "4 a second for a minute")
+        let perSecond = Dictionary(grouping: logouts) { Int($0.time.milliseconds / 1_000) }.mapValues(\.count)
+        #expect(perSecond.values.allSatisfy { $0 == 4 })
+        #expect(Set(logouts.map(\.user)).count == 240, "each second's users are new ones")
+        let relogins = events.entries.filter { $0.line.string("reason") == "logining" && $0.time.milliseconds > 60_000 }
+        #expect(relogins.count == 240, "everyone who left comes back 20 s later")
+        #expect(report.violations == 0, "\(report.violationSample)")
+    }
+
+    @Test
+    func kicksAndTokenWavesStrikeTheirShare() async throws {
+        let (events, report) = try await Self.run(
+            Self.plan([try LoadPlan.kickStorm("0.1@1m/5s"), try LoadPlan.tokenWave("0.05@2m")])
+        )
+        #expect(events.entries.filter { $0.line.string("reason") == "kickOut" }.count == 40 + 20)
+        #expect(events.entries.filter { $0.line.type == "tokenWillExpire" }.count == 20)
+        #expect(report.violations == 0, "\(report.violationSample)")
+    }
+
+    @Test
+    func theSameSeedGivesTheSameReportApartFromWallClockFields() async throws {
+        var plan = Self.plan(dialect: .agora, [try LoadPlan.outages("0.3@1m:~20s"), try LoadPlan.storm("0.3@3m:25s")])
+        plan.seed = 7
+        let (_, first) = try await Self.run(plan)
+        let (_, second) = try await Self.run(plan)
+        func stable(_ report: RunReport) -> RunReport {
+            var report = report
+            report.wallSeconds = 0
+            report.eventsPerWallSecond = 0
+            report.peakRSSBytes = 0
+            report.peakRSSBytesPerClient = 0
+            return report
+        }
+        #expect(stable(first) == stable(second))
+        plan.seed = 8
+        let (_, other) = try await Self.run(plan)
+        #expect(stable(other) != stable(first), "another seed, another run")
+    }
+
+    @Test(arguments: [
+        ("--storm", "1.5@1m:10s"), ("--storm", "0.5@soon:10s"), ("--outages", "0.1@1m"),
+        ("--outages", "0.1@1m:40s..10s"),
+        ("--flapping", "0.1:20s:1.5"), ("--kick-storm", "0.1"), ("--churn", "0"), ("--retry", "fastest"),
+        ("--retry", "fullJitter:1s"),
+    ])
+    func aMalformedFlagIsNamedWithItsForm(flag: String, text: String) {
+        let error = #expect(throws: RoomLinkError.self) {
+            switch flag {
+            case "--storm": _ = try LoadPlan.storm(text)
+            case "--outages": _ = try LoadPlan.outages(text)
+            case "--flapping": _ = try LoadPlan.flapping(text, end: .seconds(60))
+            case "--kick-storm": _ = try LoadPlan.kickStorm(text)
+            case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(60))
+            default: _ = try LoadPlan.retryJSON(text)
+            }
+        }
+        #expect(error?.message.hasPrefix(flag) == true, "\(String(describing: error?.message))")
+        #expect(error?.message.contains("expected") == true)
+    }
+
+    @Test
+    func aPlanWithMoreRoomsThanClientsIsRefused() {
+        #expect(throws: RoomLinkError.self) { try Self.plan(clients: 5, rooms: 10, []).scenario() }
+    }
+}
+
+extension LoadPlanTests {
+    static func plan(dialect: Scenario.Dialect, _ faults: [LoadPlan.Fault]) -> LoadPlan {
+        var plan = plan(faults)
+        plan.dialect = dialect
+        return plan
+    }
+}
