@@ -90,6 +90,7 @@ struct Load: AsyncParsableCommand {
                 throw fail("--save-scenario: expected a file that can be written, got \(saveScenario)")
             }
         }
-        try await Playback(events: events, report: report, clockOptions: clockOptions).play(scenario, name: "load")
+        try await Playback(events: events, report: report, clockOptions: clockOptions, collectsLoadStatistics: true)
+            .play(scenario, name: "load")
     }
 }

@@ -8,12 +8,15 @@ struct Playback {
     var events: String?
     var report: String?
     var clockOptions: ClockOptions
+    /// Whether to gather a load test's statistics (`roomlink load`).
+    var collectsLoadStatistics = false
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
-        let runner: ScenarioRunner
+        var runner: ScenarioRunner
         do {
             runner = try ScenarioRunner(scenario: scenario)
+            runner.collectsLoadStatistics = collectsLoadStatistics
         } catch {
             throw fail("\(name): \(error)")
         }
@@ -73,6 +76,20 @@ struct Playback {
 
     private func summary(_ report: RunReport) -> String {
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+        var load = ""
+        if let stats = report.load {
+            func f(_ value: Double) -> String { String(format: "%.2f", value) }
+            load = """
+                  connections online \(stats.online), reconnecting \(stats.reconnecting), failed \(stats.failed) at the end
+                  reconnections \(stats.reconnections): p50 \(f(stats.reconnectSecondsP50)) s, p90 \(f(stats.reconnectSecondsP90)) s, \
+                p99 \(f(stats.reconnectSecondsP99)) s, max \(f(stats.reconnectSecondsMax)) s
+                  storm        \(stats.peakReconnecting) reconnecting at \(f(stats.peakReconnectingAtSeconds)) s; 99 % back \
+                \(stats.secondsUntil99PercentBack.map { "after \(f($0)) s" } ?? "never"); attempts per 100 ms peak \
+                \(stats.attemptsPer100msPeak), mean \(f(stats.attemptsPer100msMean)) (peak/mean \(f(stats.attemptsPeakToMean))); \
+                logins per second peak \(stats.loginsPerSecondPeak)
+
+                """
+        }
         return """
             roomlink — \(report.dialect), \(report.clients) clients, \(report.rooms) rooms, \(report.scenarioSeconds) s of \
             scenario time on the \(report.clock) clock
@@ -80,7 +97,7 @@ struct Playback {
               violations  \(report.violations)
               wall time   \(String(format: "%.3f", report.wallSeconds)) s
               peak RSS    \(report.peakRSSBytes / 1_048_576) MiB
-
+            \(load)
             """
     }
 }

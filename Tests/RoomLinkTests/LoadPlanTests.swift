@@ -169,3 +169,36 @@ extension LoadPlanTests {
         return plan
     }
 }
+
+extension LoadPlanTests {
+    @Test
+    func theLoadStatisticsFollowTheStormAndStayConsistent() async throws {
+        var runner = try ScenarioRunner(scenario: try Self.plan([try LoadPlan.storm("0.25@2m:30s")]).scenario())
+        runner.collectsLoadStatistics = true
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        let load = try #require(report.load)
+        #expect(load.reconnections == 25)
+        #expect(
+            load.reconnectSecondsP50 >= 30 && load.reconnectSecondsMax < 31,
+            "back within a second of the storm's end"
+        )
+        #expect(load.peakReconnecting == 25 && load.peakReconnectingAtSeconds == 120)
+        #expect(load.secondsUntil99PercentBack.map { $0 >= 30 && $0 < 31 } == true)
+        #expect(load.online == 100 && load.reconnecting == 0 && load.failed == 0)
+        #expect(load.timeSeries.count == 300)
+        for second in load.timeSeries {
+            let connections: Int = second.online + second.reconnecting + second.failed
+            #expect(connections <= 100, "never more connections than clients")
+        }
+        #expect(load.timeSeries[125].reconnecting == 25 && load.timeSeries[125].online == 75)
+        #expect(load.timeSeries[120].lost == 25)
+        let logins: Int = load.timeSeries.map(\.logins).reduce(0, +)
+        let attempts: Int = load.timeSeries.map(\.attempts).reduce(0, +)
+        #expect(logins == 100 + attempts, "every login is a first join or a reconnect attempt")
+        #expect(load.loginsPerSecondPeak >= 25, "the storm's clients all retry the moment the network is back")
+        var plain = try ScenarioRunner(scenario: try Self.plan([]).scenario())
+        plain.collectsLoadStatistics = false
+        let without = try await SimulationRuntime.withSimulation(seed: 1) { try await plain.run(on: $0) }
+        #expect(without.load == nil, "only when asked")
+    }
+}

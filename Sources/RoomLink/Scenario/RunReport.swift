@@ -35,4 +35,6 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var peakRSSBytes: Int
     /// Peak RSS divided by clients: an upper bound of the memory per client.
     public var peakRSSBytesPerClient: Int
+    /// The load test's statistics (`roomlink load`), when the runner collected them.
+    public var load: LoadReport? = nil
 }

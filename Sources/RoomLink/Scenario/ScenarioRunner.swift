@@ -13,6 +13,8 @@ internal import Foundation
 /// `over`.
 public struct ScenarioRunner: Sendable {
     public let scenario: Scenario
+    /// Whether the run gathers a load test's statistics (``LoadStatistics``) into its report's `load`.
+    public var collectsLoadStatistics = false
 
     /// Prepares a run.
     ///
@@ -63,8 +65,9 @@ public struct ScenarioRunner: Sendable {
         events: (any EventSink<EventLogLine>)?
     ) async throws -> RunReport {
         let wallStart = ContinuousClock.now
-        let world = World<Dialect>(scenario: scenario, group: group, forward: events)
         let origin = group.now
+        let statistics = collectsLoadStatistics ? LoadStatistics(origin: origin) : nil
+        let world = World<Dialect>(scenario: scenario, group: group, forward: events, observer: statistics)
         world.recorder.start(at: origin)
         for (index, entry) in scenario.timeline.enumerated() {
             for (participant, offset) in world.targets(of: entry, index: index) {
@@ -113,7 +116,8 @@ public struct ScenarioRunner: Sendable {
             scenarioSeconds: scenario.end.seconds,
             eventsPerWallSecond: wall > .zero ? Double(summary.events) / wall.seconds : 0,
             peakRSSBytes: usage.peakRSSBytes,
-            peakRSSBytesPerClient: clients > 0 ? usage.peakRSSBytes / clients : 0
+            peakRSSBytesPerClient: clients > 0 ? usage.peakRSSBytes / clients : 0,
+            load: statistics?.report(end: scenario.end.seconds)
         )
     }
 
@@ -133,7 +137,12 @@ public struct ScenarioRunner: Sendable {
         /// The population in seeded shuffled order (indices into `clients`).
         let shuffled: [Int]
 
-        init(scenario: Scenario, group: any RuntimeLoopGroup, forward: (any EventSink<EventLogLine>)?) {
+        init(
+            scenario: Scenario,
+            group: any RuntimeLoopGroup,
+            forward: (any EventSink<EventLogLine>)?,
+            observer: (any EngineObserver)?
+        ) {
             recorder = ScenarioRecorder(scenario: scenario, forward: forward)
             network = SimulatedNetwork(conditions: scenario.network, seed: scenario.seed)
             let timings = Dialect.Timings(overrides: scenario.timings)
@@ -142,7 +151,8 @@ public struct ScenarioRunner: Sendable {
                 transport: network,
                 timings: timings,
                 retryPolicy: scenario.retry ?? Dialect.defaultRetryPolicy,
-                sink: recorder
+                sink: recorder,
+                observer: observer
             )
             var clients: [RoomClient<Dialect>] = []
             var named: [String: Int] = [:]

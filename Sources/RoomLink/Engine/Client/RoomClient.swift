@@ -17,6 +17,8 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         public let retryPolicy: RetryPolicy
         public let sink: (any EventSink<Dialect.Event>)?
         public let bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy
+        /// Sees every transition and attempt of every client (a load test's statistics), if set.
+        public let observer: (any EngineObserver)?
         /// `timings` in the engine's terms, converted once.
         let engine: EngineTimings
 
@@ -26,8 +28,10 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             timings: Dialect.Timings = .default,
             retryPolicy: RetryPolicy = Dialect.defaultRetryPolicy,
             sink: (any EventSink<Dialect.Event>)? = nil,
-            bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy = .unbounded
+            bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy = .unbounded,
+            observer: (any EngineObserver)? = nil
         ) {
+            self.observer = observer
             self.transport = transport
             self.timings = timings
             self.retryPolicy = retryPolicy
@@ -442,6 +446,12 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             return
         }
         rooms[index].attemptInFlight = true
+        environment.observer?.attempt(
+            client: endpointID,
+            room: roomID,
+            reconnecting: rooms[index].phase == .reconnecting,
+            at: loop.now
+        )
         armAttemptTimer(at: index, after: environment.engine.attemptTimeout, answerTimeout: true)
     }
 
@@ -552,6 +562,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
 
     /// Reports a transition of `room` as the dialect's events.
     func report(_ transition: RoomTransition, room: String) {
+        environment.observer?.transition(transition, client: endpointID, room: room, at: loop.now)
         Dialect.report(transition, room: room) { publish($0) }
     }
 
