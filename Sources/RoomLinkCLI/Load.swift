@@ -42,6 +42,8 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Churn: RATE clients log out per second and back in AWAY later: RATE[:AWAY][@FROM..UNTIL].")
     var churn: [String] = []
     @Option(help: "Write the equivalent scenario (JSON) to this file.") var saveScenario: String?
+    @Option(help: "Draw the time series and the reconnect-duration histogram to this SVG file.") var plot: String?
+    @Option(help: "Write the per-second time series to this CSV file.") var timeseries: String?
     @Option(help: "Write the event log (JSON Lines) to this file, or - for standard output.") var events: String?
     @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
     var report: String?
@@ -90,7 +92,31 @@ struct Load: AsyncParsableCommand {
                 throw fail("--save-scenario: expected a file that can be written, got \(saveScenario)")
             }
         }
-        try await Playback(events: events, report: report, clockOptions: clockOptions, collectsLoadStatistics: true)
-            .play(scenario, name: "load")
+        // Open every destination before running, so a bad path fails at once, not after the run.
+        for (flag, path) in [("--plot", plot), ("--timeseries", timeseries)] {
+            if let path, !FileManager.default.createFile(atPath: path, contents: nil) {
+                throw fail("\(flag): expected a file that can be written, got \(path)")
+            }
+        }
+        let title =
+            "roomlink load — \(plan.dialect.rawValue), \(plan.clients) clients, \(plan.rooms) rooms, \(plan.duration.roomLinkText)"
+        var playback = Playback(
+            events: events,
+            report: report,
+            clockOptions: clockOptions,
+            collectsLoadStatistics: true
+        )
+        playback.afterRun = { [plot, timeseries] result in
+            guard let load = result.load else { return }
+            if let plot, !FileManager.default.createFile(atPath: plot, contents: Data(load.svg(title: title).utf8)) {
+                throw fail("--plot: expected a file that can be written, got \(plot)")
+            }
+            if let timeseries,
+                !FileManager.default.createFile(atPath: timeseries, contents: Data(load.timeSeriesCSV.utf8))
+            {
+                throw fail("--timeseries: expected a file that can be written, got \(timeseries)")
+            }
+        }
+        try await playback.play(scenario, name: "load")
     }
 }

@@ -10,6 +10,8 @@ struct Playback {
     var clockOptions: ClockOptions
     /// Whether to gather a load test's statistics (`roomlink load`).
     var collectsLoadStatistics = false
+    /// Runs after the report is written, before violations set the exit status (`roomlink load`'s pictures).
+    var afterRun: ((RunReport) throws -> Void)? = nil
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -63,6 +65,7 @@ struct Playback {
                 throw fail("--report: expected a file that can be written, got \(path)")
             }
         }
+        try afterRun?(result)
         if result.violations > 0 {
             FileHandle.standardError.write(
                 Data(

@@ -196,6 +196,22 @@ extension LoadPlanTests {
         let attempts: Int = load.timeSeries.map(\.attempts).reduce(0, +)
         #expect(logins == 40 + attempts, "every login is a first join or a reconnect attempt")
         #expect(load.loginsPerSecondPeak >= 10, "the storm's clients all retry the moment the network is back")
+        #expect(load.reconnectSecondsHistogram.reduce(0, +) == 10)
+        #expect(
+            load.reconnectSecondsHistogram.count == 31 && load.reconnectSecondsHistogram[30] == 10,
+            "all took 30.x s"
+        )
+        let csv = load.timeSeriesCSV.split(separator: "\n")
+        #expect(csv.count == 301 && csv[0].hasPrefix("second,online,reconnecting,failed"))
+        #expect(csv[126] == "125,30,10,0,0,0,0,0,0")
+        let svg = load.svg(title: "storm <test>")
+        #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
+        #expect(svg.components(separatedBy: "<polyline").count == 4, "online, reconnecting, attempts")
+        #expect(svg.contains("storm &lt;test&gt;"), "the title is escaped")
+        #expect(
+            svg.components(separatedBy: "fill=\"#5f6368\"").count == 2,
+            "one histogram bar: every reconnection took 30 s"
+        )
         var plain = try ScenarioRunner(scenario: try Self.plan([]).scenario())
         plain.collectsLoadStatistics = false
         let without = try await SimulationRuntime.withSimulation(seed: 1) { try await plain.run(on: $0) }

@@ -17,6 +17,8 @@ public final class LoadStatistics: EngineObserver {
             highestTrackableValue: 86_400_000_000_000,
             numberOfSignificantValueDigits: .three
         )
+        /// Reconnect durations in whole seconds: how many took 0–1 s, 1–2 s, … (for the report's histogram).
+        var durationSeconds: [Int] = []
         var completed = 0
         /// Per second since the origin: the counts at its end, and what happened during it.
         var seconds: [LoadReport.Second] = []
@@ -58,8 +60,16 @@ public final class LoadStatistics: EngineObserver {
                 state.online += 1
                 state.seconds[second].rejoined += 1
                 if let lost = state.lostAt.removeValue(forKey: key) {
-                    state.durations.record(UInt64(max(0, time.nanoseconds - lost.nanoseconds)))
+                    let nanoseconds = max(0, time.nanoseconds - lost.nanoseconds)
+                    state.durations.record(UInt64(nanoseconds))
                     state.completed += 1
+                    let bucket = Int(nanoseconds / 1_000_000_000)
+                    if bucket >= state.durationSeconds.count {
+                        state.durationSeconds.append(
+                            contentsOf: repeatElement(0, count: bucket - state.durationSeconds.count + 1)
+                        )
+                    }
+                    state.durationSeconds[bucket] += 1
                 }
             case .gaveUp(let phase), .rejected(_, let phase), .kicked(_, let phase):
                 Self.leave(phase, key: key, in: &state)
@@ -128,6 +138,7 @@ public final class LoadStatistics: EngineObserver {
                 peakReconnectingAtSeconds: state.peakReconnectingAt,
                 secondsUntil99PercentBack: state.recoveredAt.map { $0 - state.peakReconnectingAt },
                 loginsPerSecondPeak: state.seconds.map(\.logins).max() ?? 0,
+                reconnectSecondsHistogram: state.durationSeconds,
                 timeSeries: state.seconds
             )
         }
@@ -208,5 +219,18 @@ public struct LoadReport: Sendable, Codable, Equatable {
     public var secondsUntil99PercentBack: Double?
     /// The most logins (joins and reconnections) the server was sent in one second.
     public var loginsPerSecondPeak: Int
+    /// How many reconnections took 0–1 s, 1–2 s, 2–3 s, …
+    public var reconnectSecondsHistogram: [Int]
     public var timeSeries: [Second]
+
+    /// The time series as CSV, one row per second, with a header.
+    public var timeSeriesCSV: String {
+        var text = "second,online,reconnecting,failed,lost,rejoined,failed_now,attempts,logins\n"
+        for row in timeSeries {
+            text +=
+                "\(row.second),\(row.online),\(row.reconnecting),\(row.failed),\(row.lost),\(row.rejoined),"
+                + "\(row.failedNow),\(row.attempts),\(row.logins)\n"
+        }
+        return text
+    }
 }

@@ -1,0 +1,78 @@
+internal import Foundation
+
+extension LoadReport {
+    /// An SVG picture of the run: the time series (online, reconnecting, reconnect attempts per second) above, the
+    /// reconnect-duration histogram below — the storm at a glance. Plain SVG 1.1, no script, no external files.
+    public func svg(title: String) -> String {
+        let width = 960.0
+        let chart = (left: 70.0, top: 50.0, width: 860.0, height: 260.0)
+        let bars = (left: 70.0, top: 380.0, width: 860.0, height: 160.0)
+        var out = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="600" viewBox="0 0 \(Int(width)) 600" \
+            font-family="sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(chart.left)" y="24" font-size="16">\(Self.escape(title))</text>
+
+            """
+        // The series, on one scale: connections and attempts per second.
+        let seconds = max(1, timeSeries.count)
+        let top = max(1, timeSeries.map { max($0.online, $0.reconnecting, $0.attempts) }.max() ?? 1)
+        func x(_ second: Int) -> Double { chart.left + chart.width * Double(second) / Double(seconds) }
+        func y(_ value: Int) -> Double { chart.top + chart.height * (1 - Double(value) / Double(top)) }
+        out += Self.axes(chart.left, chart.top, chart.width, chart.height)
+        out += Self.label(chart.left - 8, chart.top + 4, "\(top)", anchor: "end")
+        out += Self.label(chart.left - 8, chart.top + chart.height, "0", anchor: "end")
+        out += Self.label(chart.left + chart.width, chart.top + chart.height + 18, "\(seconds) s", anchor: "end")
+        let series: [(String, String, (Second) -> Int)] = [
+            ("online", "#2b7bba", \.online), ("reconnecting", "#e8710a", \.reconnecting),
+            ("attempts / s", "#c5221f", \.attempts),
+        ]
+        for (index, (name, color, value)) in series.enumerated() {
+            let points = timeSeries.map { String(format: "%.1f,%.1f", x($0.second), y(value($0))) }
+            out +=
+                "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
+            let legendX = chart.left + 10 + Double(index) * 150
+            out += "<rect x=\"\(legendX)\" y=\"\(chart.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
+            out += Self.label(legendX + 18, chart.top - 11, name)
+        }
+        // The reconnect-duration histogram, one bar per second of duration.
+        let counts = reconnectSecondsHistogram
+        let highest = max(1, counts.max() ?? 1)
+        out += Self.axes(bars.left, bars.top, bars.width, bars.height)
+        out += Self.label(
+            bars.left,
+            bars.top - 10,
+            "reconnect duration (\(reconnections) reconnections; p50 \(Self.format(reconnectSecondsP50)) s, p99 \(Self.format(reconnectSecondsP99)) s)"
+        )
+        let barWidth = bars.width / Double(max(1, counts.count))
+        for (second, count) in counts.enumerated() where count > 0 {
+            let height = bars.height * Double(count) / Double(highest)
+            out += String(
+                format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#5f6368\"/>\n",
+                bars.left + Double(second) * barWidth,
+                bars.top + bars.height - height,
+                max(1, barWidth - 1),
+                height
+            )
+        }
+        out += Self.label(bars.left - 8, bars.top + 4, "\(highest)", anchor: "end")
+        out += Self.label(bars.left + bars.width, bars.top + bars.height + 18, "\(counts.count) s", anchor: "end")
+        out += "</svg>\n"
+        return out
+    }
+
+    private static func axes(_ left: Double, _ top: Double, _ width: Double, _ height: Double) -> String {
+        "<path d=\"M\(left) \(top) V\(top + height) H\(left + width)\" stroke=\"#444\" fill=\"none\"/>\n"
+    }
+
+    private static func label(_ x: Double, _ y: Double, _ text: String, anchor: String = "start") -> String {
+        "<text x=\"\(x)\" y=\"\(y)\" text-anchor=\"\(anchor)\">\(escape(text))</text>\n"
+    }
+
+    private static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+    }
+}
