@@ -44,6 +44,8 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Write the equivalent scenario (JSON) to this file.") var saveScenario: String?
     @Option(help: "Draw the time series and the reconnect-duration histogram to this SVG file.") var plot: String?
     @Option(help: "Write the per-second time series to this CSV file.") var timeseries: String?
+    @Flag(help: "No progress output (on a terminal, one updating status line; otherwise a plain line every 5 s).")
+    var quiet = false
     @Option(help: "Write the event log (JSON Lines) to this file, or - for standard output.") var events: String?
     @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
     var report: String?
@@ -117,6 +119,16 @@ struct Load: AsyncParsableCommand {
                 throw fail("--timeseries: expected a file that can be written, got \(timeseries)")
             }
         }
+        if !quiet {
+            let terminal = isatty(STDERR_FILENO) != 0
+            playback.progressInterval = terminal ? .seconds(1) : .seconds(5)
+            playback.progress = { sample in
+                // On a terminal, one status line rewritten in place; otherwise plain lines a log can keep.
+                let text = terminal ? "\r\u{1B}[2K" + sample.line : "progress: " + sample.line + "\n"
+                FileHandle.standardError.write(Data(text.utf8))
+            }
+        }
         try await playback.play(scenario, name: "load")
+        if !quiet, isatty(STDERR_FILENO) != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

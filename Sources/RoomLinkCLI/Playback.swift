@@ -12,6 +12,9 @@ struct Playback {
     var collectsLoadStatistics = false
     /// Runs after the report is written, before violations set the exit status (`roomlink load`'s pictures).
     var afterRun: ((RunReport) throws -> Void)? = nil
+    /// Receives a progress sample every `progressInterval` of wall time while the run goes, and one at its end.
+    var progress: (@Sendable (LoadProgress) -> Void)? = nil
+    var progressInterval: Duration = .seconds(1)
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -41,7 +44,9 @@ struct Playback {
         options.seed = scenario.seed
         let result: RunReport
         do {
-            result = try await options.withRuntime { try await runner.run(on: $0, events: writer) }
+            result = try await options.withRuntime { [progress, progressInterval] in
+                try await runner.run(on: $0, events: writer, progress: progress, progressInterval: progressInterval)
+            }
         } catch {
             // Keep every event already produced: write what is buffered before reporting the failure.
             try? writer?.close()

@@ -218,3 +218,26 @@ extension LoadPlanTests {
         #expect(without.load == nil, "only when asked")
     }
 }
+
+extension LoadPlanTests {
+    @Test
+    func progressIsSampledWhileTheRunGoesAndOnceAtItsEnd() async throws {
+        var runner = try ScenarioRunner(scenario: try Self.plan([try LoadPlan.storm("0.25@2m:30s")]).scenario())
+        runner.collectsLoadStatistics = true
+        let samples = LockedBox<[LoadProgress]>([])
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            try await runner.run(
+                on: simulation,
+                progress: { sample in samples.withLock { $0.append(sample) } },
+                progressInterval: .milliseconds(1)
+            )
+        }
+        let taken = samples.withLock { $0 }
+        let last = try #require(taken.last)
+        #expect(last.scenarioSeconds == 300 && last.scenarioEnd == 300)
+        #expect(last.online == 40 && last.reconnecting == 0 && last.events == report.events)
+        #expect(taken.map(\.scenarioSeconds) == taken.map(\.scenarioSeconds).sorted(), "scenario time only moves on")
+        #expect(last.line.hasPrefix("t 300.0/300 s  wall "))
+        #expect(last.line.contains("online 40  reconnecting 0  failed 0"))
+    }
+}

@@ -108,6 +108,11 @@ public final class LoadStatistics: EngineObserver {
         }
     }
 
+    /// The counts now: connections online, reconnecting and failed, and reconnect attempts sent so far.
+    public func snapshot() -> (online: Int, reconnecting: Int, failed: Int, attempts: Int) {
+        state.withLock { ($0.online, $0.reconnecting, $0.failed, $0.attemptBuckets.reduce(0, +)) }
+    }
+
     /// The report, with the series carried up to `end` (seconds since the origin).
     public func report(end: Double) -> LoadReport {
         state.withLock { state in

@@ -54,6 +54,9 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
         }
     }
 
+    /// Events recorded so far.
+    var eventCount: Int { state.withLock { $0.events } }
+
     /// The counts and the oracle's violations.
     func summary() -> (
         events: Int, eventsPerPeer: Int, byType: [String: Int], byState: [String: Int], byReason: [String: Int],

@@ -41,28 +41,45 @@ public struct ScenarioRunner: Sendable {
     ///   ``EventLogWriter`` writes the event log).
     public func run(
         on group: any RuntimeLoopGroup,
-        events: (any EventSink<EventLogLine>)? = nil
+        events: (any EventSink<EventLogLine>)? = nil,
+        progress: (@Sendable (LoadProgress) -> Void)? = nil,
+        progressInterval: Duration = .seconds(1)
     ) async throws
         -> RunReport
     {
-        try await run(scenario.dialect.engine, on: group, events: events)
+        try await run(
+            scenario.dialect.engine,
+            on: group,
+            events: events,
+            progress: progress.map { Progress(report: $0, interval: progressInterval) }
+        )
+    }
+
+    /// Where and how often a run reports its progress.
+    private struct Progress: Sendable {
+        var report: @Sendable (LoadProgress) -> Void
+        var interval: Duration
     }
 
     private func run<Dialect: RoomDialect>(
         _ dialect: Dialect.Type,
         on group: any RuntimeLoopGroup,
-        events: (any EventSink<EventLogLine>)?
+        events: (any EventSink<EventLogLine>)?,
+        progress: Progress?
     ) async throws -> RunReport {
         if let simulation = group as? SimulationRuntime {
-            return try await simulation.run { try await self.play(Dialect.self, on: simulation, events: events) }
+            return try await simulation.run {
+                try await self.play(Dialect.self, on: simulation, events: events, progress: progress)
+            }
         }
-        return try await play(Dialect.self, on: group, events: events)
+        return try await play(Dialect.self, on: group, events: events, progress: progress)
     }
 
     private func play<Dialect: RoomDialect>(
         _ dialect: Dialect.Type,
         on group: any RuntimeLoopGroup,
-        events: (any EventSink<EventLogLine>)?
+        events: (any EventSink<EventLogLine>)?,
+        progress: Progress?
     ) async throws -> RunReport {
         let wallStart = ContinuousClock.now
         let origin = group.now
@@ -90,7 +107,43 @@ public struct ScenarioRunner: Sendable {
                 }
             }
         }
+        // Progress: a task on the global executor samples the run every wall interval (the simulation's clock and
+        // the statistics are safe to read from any thread), and once more at the end.
+        let sampler = progress.map { progress in
+            Task.detached {
+                var previous = (time: ContinuousClock.now, events: 0)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: progress.interval)
+                    let sample = Self.sample(
+                        world: world,
+                        statistics: statistics,
+                        origin: origin,
+                        group: group,
+                        since: previous,
+                        wallStart: wallStart,
+                        end: scenario.end
+                    )
+                    previous = (ContinuousClock.now, sample.events)
+                    if Task.isCancelled || sample.scenarioSeconds >= sample.scenarioEnd { break }  // the end reports
+                    progress.report(sample)
+                }
+            }
+        }
         try await group.loops[0].sleep(until: origin.advanced(by: scenario.end))
+        sampler?.cancel()
+        if let progress {
+            progress.report(
+                Self.sample(
+                    world: world,
+                    statistics: statistics,
+                    origin: origin,
+                    group: group,
+                    since: (wallStart, 0),
+                    wallStart: wallStart,
+                    end: scenario.end
+                )
+            )
+        }
         world.recorder.close()
         let wall = ContinuousClock.now - wallStart
         let usage = ProcessUsage.current()
@@ -118,6 +171,34 @@ public struct ScenarioRunner: Sendable {
             peakRSSBytes: usage.peakRSSBytes,
             peakRSSBytesPerClient: clients > 0 ? usage.peakRSSBytes / clients : 0,
             load: statistics?.report(end: scenario.end.seconds)
+        )
+    }
+
+    /// A progress sample of a run.
+    private static func sample<Dialect: RoomDialect>(
+        world: World<Dialect>,
+        statistics: LoadStatistics?,
+        origin: RuntimeInstant,
+        group: any RuntimeLoopGroup,
+        since previous: (time: ContinuousClock.Instant, events: Int),
+        wallStart: ContinuousClock.Instant,
+        end: Duration
+    ) -> LoadProgress {
+        let now = ContinuousClock.now
+        let counts = statistics?.snapshot() ?? (online: 0, reconnecting: 0, failed: 0, attempts: 0)
+        let events = world.recorder.eventCount
+        let elapsed = (now - previous.time).seconds
+        return LoadProgress(
+            scenarioSeconds: min(end.seconds, Double(group.now.nanoseconds - origin.nanoseconds) / 1e9),
+            scenarioEnd: end.seconds,
+            wallSeconds: (now - wallStart).seconds,
+            online: counts.online,
+            reconnecting: counts.reconnecting,
+            failed: counts.failed,
+            attempts: counts.attempts,
+            events: events,
+            eventsPerSecond: elapsed > 0 ? Double(events - previous.events) / elapsed : 0,
+            rssBytes: ProcessUsage.currentRSSBytes()
         )
     }
 

@@ -1,0 +1,37 @@
+internal import Foundation
+
+/// How a running load test is doing, for a progress line: sampled every wall-clock interval while it runs.
+public struct LoadProgress: Sendable, Equatable {
+    /// Scenario time reached, and wall time spent.
+    public var scenarioSeconds: Double
+    public var scenarioEnd: Double
+    public var wallSeconds: Double
+    public var online: Int
+    public var reconnecting: Int
+    public var failed: Int
+    /// Reconnect attempts sent so far.
+    public var attempts: Int
+    /// Events delivered so far, and per wall second since the previous sample.
+    public var events: Int
+    public var eventsPerSecond: Double
+    public var rssBytes: Int
+
+    /// One line: `t 312.0/1800 s  wall 4.2 s  online 98000  reconnecting 2000  failed 0  attempts 5123  events 412k
+    /// (98k/s)  RSS 180 MiB`.
+    public var line: String {
+        String(
+            format:
+                "t %.1f/%.0f s  wall %.1f s  online %d  reconnecting %d  failed %d  attempts %d  events %d (%.0f/s)  RSS %d MiB",
+            scenarioSeconds,
+            scenarioEnd,
+            wallSeconds,
+            online,
+            reconnecting,
+            failed,
+            attempts,
+            events,
+            eventsPerSecond,
+            rssBytes / 1_048_576
+        )
+    }
+}
