@@ -46,15 +46,10 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Write the per-second time series to this CSV file.") var timeseries: String?
     @Flag(help: "No progress output (on a terminal, one updating status line; otherwise a plain line every 5 s).")
     var quiet = false
-    @Option(help: "Write the event log (JSON Lines) to this file, or - for standard output.") var events: String?
-    @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
-    var report: String?
+    @OptionGroup var output: OutputOptions
     @OptionGroup var clockOptions: ClockOptions
 
     func validate() throws {
-        if events == "-", report == "-" {
-            throw ValidationError("--events and --report cannot both write to standard output (-)")
-        }
         guard loss.isFinite, (0...1).contains(loss) else {
             throw ValidationError("--loss must be in [0, 1], got \(loss)")
         }
@@ -103,8 +98,8 @@ struct Load: AsyncParsableCommand {
         let title =
             "roomlink load — \(plan.dialect.rawValue), \(plan.clients) clients, \(plan.rooms) rooms, \(plan.duration.roomLinkText)"
         var playback = Playback(
-            events: events,
-            report: report,
+            events: output.events,
+            report: output.report,
             clockOptions: clockOptions,
             collectsLoadStatistics: true
         )

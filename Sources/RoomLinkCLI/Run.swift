@@ -16,24 +16,14 @@ struct Run: AsyncParsableCommand {
     @Argument(help: "The scenario file (JSON; SPEC §7).")
     var scenario: String
 
-    @Option(help: "Write the event log (JSON Lines) to this file, or - for standard output.")
-    var events: String?
-
-    @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
-    var report: String?
+    @OptionGroup var output: OutputOptions
 
     @OptionGroup var clockOptions: ClockOptions
-
-    func validate() throws {
-        if events == "-", report == "-" {
-            throw ValidationError("--events and --report cannot both write to standard output (-)")
-        }
-    }
 
     func run() async throws {
         var scenario = try load()
         if let seed = clockOptions.seed { scenario.seed = seed }
-        try await Playback(events: events, report: report, clockOptions: clockOptions).play(
+        try await Playback(events: output.events, report: output.report, clockOptions: clockOptions).play(
             scenario,
             name: self.scenario
         )
