@@ -82,43 +82,35 @@ public struct LoadPlan: Sendable, Equatable {
             if over > .zero { text += #", "over": "\#(over.roomLinkText)""# }
             return text + extra + " }"
         }
+        /// A network outage of a slice, each user's network back after `length`.
+        func outage(
+            _ at: Duration,
+            fraction: Double,
+            offset: Double,
+            over: Duration = .zero,
+            length: OutageLength
+        ) -> String {
+            entry(
+                at,
+                "networkDown",
+                fraction: fraction,
+                offset: offset,
+                over: over,
+                extra: #", "for": \#(length.jsonText)"#
+            )
+        }
         for fault in faults {
             switch fault {
             case .outages(let fraction, let at, let length, let over):
-                entries.append(
-                    entry(
-                        at,
-                        "networkDown",
-                        fraction: fraction,
-                        offset: slice(fraction),
-                        over: over,
-                        extra: #", "for": \#(length.jsonText)"#
-                    )
-                )
+                entries.append(outage(at, fraction: fraction, offset: slice(fraction), over: over, length: length))
             case .storm(let fraction, let at, let length):
-                entries.append(
-                    entry(
-                        at,
-                        "networkDown",
-                        fraction: fraction,
-                        offset: slice(fraction),
-                        extra: #", "for": "\#(length.roomLinkText)""#
-                    )
-                )
+                entries.append(outage(at, fraction: fraction, offset: slice(fraction), length: .fixed(length)))
             case .flapping(let fraction, let period, let duty, let from, let until):
                 let start = slice(fraction)
                 var time = from
                 let down = Duration.nanoseconds(Int64(Double(period.nanosecondsClamped) * duty))
                 while period > .zero, time < until {
-                    entries.append(
-                        entry(
-                            time,
-                            "networkDown",
-                            fraction: fraction,
-                            offset: start,
-                            extra: #", "for": "\#(down.roomLinkText)""#
-                        )
-                    )
+                    entries.append(outage(time, fraction: fraction, offset: start, length: .fixed(down)))
                     time += period
                 }
             case .kickStorm(let fraction, let at, let over):

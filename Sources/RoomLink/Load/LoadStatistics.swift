@@ -39,6 +39,13 @@ public final class LoadStatistics: EngineObserver {
     }
 
     public func transition(_ transition: RoomTransition, client: String, room: String, at time: RuntimeInstant) {
+        switch transition {
+        case .joining, .stillLost, .reconnectMode, .peersCleared, .tokenRenewedWhileReconnecting, .peersChanged,
+            .tokenWillExpire:
+            return  // no change of counts: the most frequent transitions (peer updates) take no lock
+        case .joined, .lost, .rejoined, .gaveUp, .rejected, .kicked, .left:
+            break
+        }
         state.withLock { state in
             let second = Self.second(of: time, in: &state)
             let key = client + "\u{1F}" + room
@@ -77,9 +84,8 @@ public final class LoadStatistics: EngineObserver {
                 state.seconds[second].failedNow += 1
             case .left(let phase):
                 Self.leave(phase, key: key, in: &state)
-            case .joining, .stillLost, .reconnectMode, .peersCleared, .tokenRenewedWhileReconnecting, .peersChanged,
-                .tokenWillExpire:
-                return
+            default:
+                return  // filtered out above
             }
             if state.recoveredAt == nil, state.peakReconnecting > 0,
                 state.reconnecting * 100 <= state.peakReconnecting

@@ -60,7 +60,7 @@ public struct LiveKitOracle: SpecOracle {
 
     public mutating func observe(_ event: LoggedEvent) {
         if named.isNamed(event.user) { named.keep(event) }
-        observe(user: event.user, room: event.room, type: event.type, strings: event.strings, time: event.time)
+        observe(user: event.user, room: event.room, type: event.type, field: { event.strings[$0] }, time: event.time)
     }
 
     public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
@@ -68,9 +68,8 @@ public struct LiveKitOracle: SpecOracle {
             observe(LoggedEvent(line: line, user: user, time: time))
             return
         }
-        var strings: [String: String] = [:]
-        for (name, value) in line.fields { if case .string(let text) = value { strings[name] = text } }
-        observe(user: user, room: line.room, type: line.type, strings: strings, time: time)
+        // Fields read from the line as needed: no dictionary per event on a run's path.
+        observe(user: user, room: line.room, type: line.type, field: { line.string($0) }, time: time)
     }
 
     /// The earliest and latest a reconnection that uses every attempt can give up, after it began.
@@ -90,7 +89,7 @@ public struct LiveKitOracle: SpecOracle {
         user: String,
         room: String?,
         type: String,
-        strings: [String: String],
+        field: (String) -> String?,
         time: Double
     ) {
         guard let room else { return }
@@ -105,7 +104,7 @@ public struct LiveKitOracle: SpecOracle {
         defer { if changed { tracks[key] = track } }
         switch type {
         case "connectionState":
-            guard let state = strings["state"], let from = strings["from"] else {
+            guard let state = field("state"), let from = field("from") else {
                 violation("transition", "a connectionState line without state or from")
                 return
             }
@@ -138,7 +137,7 @@ public struct LiveKitOracle: SpecOracle {
             track.state = state
             track.time = time
         case "reconnectStarted":
-            let mode = strings["mode"] ?? ""
+            let mode = field("mode") ?? ""
             if track.state != "reconnecting" {
                 violation("mode", "reconnectStarted(\(mode)) while \(track.state)")
             } else if !track.modes.isEmpty, mode != "full" || track.modes != ["quick"] {
@@ -150,7 +149,7 @@ public struct LiveKitOracle: SpecOracle {
             }
             track.modes.append(mode)
         case "reconnectCompleted":
-            let mode = strings["mode"] ?? ""
+            let mode = field("mode") ?? ""
             if !(track.state == "connected" && track.from == "reconnecting" && track.time == time) {
                 violation("mode", "reconnectCompleted without connected from reconnecting at the same time")
             } else if mode != track.modes.last {
@@ -167,7 +166,7 @@ public struct LiveKitOracle: SpecOracle {
                 violation("transition", "\(type) while \(track.state)")
             }
         case "disconnected":
-            let reason = strings["reason"] ?? ""
+            let reason = field("reason") ?? ""
             if track.state != "disconnected" || track.time != time {
                 violation("disconnect", "disconnected(\(reason)) without connectionState disconnected at the same time")
             } else if (reason == "clientInitiated") != (track.from == "disconnecting") {
@@ -176,7 +175,6 @@ public struct LiveKitOracle: SpecOracle {
         default:
             return
         }
-        _ = slack
     }
 
     public func finish() -> [Violation] {

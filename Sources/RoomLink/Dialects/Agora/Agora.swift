@@ -84,12 +84,15 @@ public enum Agora: RoomDialect {
     /// Whether `name` is a valid Agora channel name: 1–64 bytes of ASCII letters, digits, space and
     /// `!#$%&()+-:;<=.>?@[]^_{|}~,`.
     public static func isValidChannelName(_ name: String) -> Bool {
-        let allowed = Set("!#$%&()+-:;<=.>?@[]^_{|}~, ".unicodeScalars)
-        return !name.isEmpty && name.utf8.count <= 64
+        !name.isEmpty && name.utf8.count <= 64
             && name.unicodeScalars.allSatisfy {
-                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || allowed.contains($0)
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+                    || channelNamePunctuation.contains($0)
             }
     }
+
+    /// The punctuation a channel name may use besides letters and digits (built once, not per join).
+    private static let channelNamePunctuation = Set("!#$%&()+-:;<=.>?@[]^_{|}~, ".unicodeScalars)
 
     /// Whether `appID` has the form of an Agora App ID: 32 hexadecimal digits.
     public static func isValidAppID(_ appID: String) -> Bool {

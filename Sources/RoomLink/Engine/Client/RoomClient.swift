@@ -417,7 +417,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         if Dialect.reconnectsInModes,
             let forgotten = rooms[index].switchToFullIfDue(
                 maxAttempts: environment.retryPolicy.maxAttempts,
-                newSession: newSession()
+                newSession: { newSession() }
             )
         {
             report(.reconnectMode(.full), room: roomID)

@@ -117,12 +117,12 @@ public struct RoomConnection: Sendable {
     /// Before an attempt of a reconnection in modes: switches to a full reconnection when the server could not
     /// resume the session or when this is the policy's last attempt, and returns the peers the client forgets
     /// (`nil` when the mode does not change). A full reconnection takes `newSession`.
-    mutating func switchToFullIfDue(maxAttempts: Int?, newSession: SessionID) -> [String]? {
+    mutating func switchToFullIfDue(maxAttempts: Int?, newSession: () -> SessionID) -> [String]? {
         guard phase == .reconnecting, mode == .quick else { return nil }
         let isLast = maxAttempts.map { attemptsMade >= $0 } ?? false
         guard fullOnNext || isLast else { return nil }
         mode = .full
-        session = newSession
+        session = newSession()
         let forgotten = peers
         peers = []
         return forgotten
