@@ -12,8 +12,8 @@ struct Load: AsyncParsableCommand {
             The flags build a population scenario (SPEC §7): --clients users in --rooms rooms log in over \
             --login-over, then the faults strike, each on its own slice of the population. Faults combine and \
             repeat: --outages SHARE@AT:LENGTH[/OVER] (LENGTH 30s, 10s..2m uniform, ~30s exponential), --storm \
-            SHARE@AT:LENGTH, --flapping SHARE:PERIOD:DUTY[@FROM..UNTIL], --kick-storm SHARE@AT[/OVER], --token-wave \
-            SHARE@AT[/OVER], --churn RATE[:AWAY][@FROM..UNTIL]. --save-scenario writes the scenario, which \
+            SHARE@AT:LENGTH, --partition SHARE@AT:LENGTH (a share of the rooms), --flapping SHARE:PERIOD:DUTY[@FROM..UNTIL], \
+            --kick-storm SHARE@AT[/OVER], --token-wave SHARE@AT[/OVER], --churn RATE[:AWAY][@FROM..UNTIL]. --save-scenario writes the scenario, which \
             `roomlink run` replays. Exit status 1 on spec violations, 2 on bad input, 64 on a bad flag.
             """
     )
@@ -36,6 +36,8 @@ struct Load: AsyncParsableCommand {
     @Option(help: "Random outages: SHARE@AT:LENGTH[/OVER], e.g. 0.1@5m:10s..2m/30s.") var outages: [String] = []
     @Option(help: "A storm: SHARE of all clients drop at AT for LENGTH: SHARE@AT:LENGTH, e.g. 0.5@10m:60s.")
     var storm: [String] = []
+    @Option(help: "A room partition: SHARE of the rooms cut off at AT for LENGTH (drawn per room): SHARE@AT:LENGTH.")
+    var partition: [String] = []
     @Option(help: "Flapping: SHARE:PERIOD:DUTY[@FROM..UNTIL], e.g. 0.05:20s:0.3@2m..8m.") var flapping: [String] = []
     @Option(help: "A kick storm: SHARE@AT[/OVER].") var kickStorm: [String] = []
     @Option(help: "A token-expiry wave: SHARE@AT[/OVER].") var tokenWave: [String] = []
@@ -66,6 +68,7 @@ struct Load: AsyncParsableCommand {
         plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text) }
         for text in outages { plan.faults.append(try LoadPlan.outages(text)) }
         for text in storm { plan.faults.append(try LoadPlan.storm(text)) }
+        for text in partition { plan.faults.append(try LoadPlan.partition(text)) }
         for text in flapping { plan.faults.append(try LoadPlan.flapping(text, end: duration.duration)) }
         for text in kickStorm { plan.faults.append(try LoadPlan.kickStorm(text)) }
         for text in tokenWave { plan.faults.append(try LoadPlan.tokenWave(text)) }

@@ -139,7 +139,7 @@ struct LoadPlanTests {
         ("--storm", "1.5@1m:10s"), ("--storm", "0.5@soon:10s"), ("--outages", "0.1@1m"),
         ("--outages", "0.1@1m:40s..10s"),
         ("--flapping", "0.1:20s:1.5"), ("--kick-storm", "0.1"), ("--churn", "0"), ("--retry", "fastest"),
-        ("--retry", "fullJitter:1s"),
+        ("--retry", "fullJitter:1s"), ("--partition", "0.1@1m"), ("--partition", "2@1m:10s"),
     ])
     func aMalformedFlagIsNamedWithItsForm(flag: String, text: String) {
         let error = #expect(throws: RoomLinkError.self) {
@@ -149,6 +149,7 @@ struct LoadPlanTests {
             case "--flapping": _ = try LoadPlan.flapping(text, end: .seconds(60))
             case "--kick-storm": _ = try LoadPlan.kickStorm(text)
             case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(60))
+            case "--partition": _ = try LoadPlan.partition(text)
             default: _ = try LoadPlan.retryJSON(text)
             }
         }
@@ -239,5 +240,60 @@ extension LoadPlanTests {
         #expect(taken.map(\.scenarioSeconds) == taken.map(\.scenarioSeconds).sorted(), "scenario time only moves on")
         #expect(last.line.hasPrefix("t 300.0/300 s  wall "))
         #expect(last.line.contains("online 40  reconnecting 0  failed 0"))
+    }
+}
+
+extension LoadPlanTests {
+    /// The events of each dialect that say a connection was lost, and that it came back.
+    static func lossAndReturn(
+        _ dialect: Scenario.Dialect
+    ) -> (lost: (EventLogLine) -> Bool, back: (EventLogLine) -> Bool) {
+        switch dialect {
+        case .zego:
+            return ({ $0.string("reason") == "reconnecting" }, { $0.string("reason") == "reconnected" })
+        case .agora:
+            return (
+                { $0.type == "connectionState" && $0.string("reason") == "interrupted" },
+                { $0.type == "rejoinChannelSuccess" }
+            )
+        case .livekit:
+            // A reconnection starts quick (and may turn full later in its episode).
+            return (
+                { $0.type == "reconnectStarted" && $0.string("mode") == "quick" }, { $0.type == "reconnectCompleted" }
+            )
+        }
+    }
+
+    @Test(arguments: Scenario.Dialect.allCases)
+    func aPartitionTouchesOnlyItsRoomsAndNobodyIsBackBeforeItHeals(dialect: Scenario.Dialect) async throws {
+        var plan = Self.plan(rooms: 8, [try LoadPlan.partition("0.25@2m:60s")])
+        plan.dialect = dialect
+        let scenario = try plan.scenario()
+        #expect(scenario.timeline.last?.target == .populationRooms(fraction: 0.25))
+        let (events, report) = try await Self.run(plan)
+        let (isLost, isBack) = Self.lossAndReturn(dialect)
+        let lost = events.entries.filter { isLost($0.line) }
+        let rooms = Set(lost.compactMap(\.line.room))
+        #expect(rooms.count == 2, "a quarter of 8 rooms")
+        #expect(Set(lost.map(\.user)).count == 10, "every member of those rooms (5 each), once")
+        #expect(
+            lost.allSatisfy { $0.time.milliseconds > 120_000 && $0.time.milliseconds < 180_000 },
+            "found by silence"
+        )
+        let back = events.entries.filter { isBack($0.line) }
+        #expect(back.count == 10 && Set(back.compactMap(\.line.room)) == rooms)
+        #expect(back.allSatisfy { $0.time.milliseconds > 180_000 }, "unreachable until it heals")
+        #expect(report.violations == 0, "\(report.violationSample)")
+    }
+
+    @Test
+    func aPartitionShorterThanAgorasDetectionIsInvisible() async throws {
+        var plan = Self.plan(rooms: 8, [try LoadPlan.partition("0.5@2m:3s")])
+        plan.dialect = .agora
+        let (events, report) = try await Self.run(plan)
+        let (isLost, _) = Self.lossAndReturn(.agora)
+        #expect(!events.entries.contains { isLost($0.line) }, "the data resumed within 4 s")
+        #expect(!events.entries.contains { $0.line.type == "userOffline" })
+        #expect(report.violations == 0, "\(report.violationSample)")
     }
 }

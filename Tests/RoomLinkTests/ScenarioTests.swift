@@ -71,6 +71,25 @@ struct ScenarioTests {
     }
 
     @Test
+    func partitionEntriesNameARoomOrAShareOfThePopulationsRooms() throws {
+        let scenario = try Self.parse(
+            """
+            { "population": {"clients": 100, "rooms": 10}, "end": "30m", "timeline": [
+                { "at": "1m", "action": "partition", "rooms": "*", "fraction": 0.3, "offset": 0.1, "for": {"exponential": "20s"} },
+                { "at": "2m", "action": "partition", "room": "lobby" },
+                { "at": "3m", "action": "heal", "room": "lobby" } ] }
+            """
+        )
+        #expect(scenario.timeline.map(\.action) == [.partition, .partition, .heal])
+        #expect(
+            scenario.timeline.map(\.target) == [
+                .populationRooms(fraction: 0.3, offset: 0.1), .room("lobby"), .room("lobby"),
+            ]
+        )
+        #expect(scenario.timeline[0].length == .exponential(mean: .seconds(20)))
+    }
+
+    @Test
     func aTimingOfAnotherDialectIsIgnoredAndARetryObjectBecomesAPolicy() throws {
         let scenario = try Self.parse(
             """
@@ -187,6 +206,26 @@ struct ScenarioTests {
         (
             "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkUp\", \"when\": \"now\"} ] }",
             "timeline[0].when:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"partition\", \"room\": \"r\"} ] }",
+            "timeline[0].user:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"timeline\": [ {\"at\": \"1s\", \"action\": \"partition\"} ] }",
+            "timeline[0].room:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"timeline\": [ {\"at\": \"1s\", \"action\": \"partition\", \"rooms\": \"*\"} ] }",
+            "timeline[0].rooms:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"timeline\": [ {\"at\": \"1s\", \"action\": \"heal\", \"room\": \"r\", \"for\": \"5s\"} ] }",
+            "timeline[0].for:"
+        ),
+        (
+            "{ \"end\": \"1m\", \"users\": [{\"id\": \"A\"}], \"timeline\": [ {\"at\": \"1s\", \"user\": \"A\", \"action\": \"networkUp\", \"rooms\": \"*\"} ] }",
+            "timeline[0].rooms:"
         ),
     ]
 

@@ -39,6 +39,15 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
     /// blackhole looks like an up link). Called on ``loop``'s thread.
     func linkChanged(to state: LinkState)
+    /// The path to the server of `room` was cut (`reachable` false) or restored, while the client's own link stayed
+    /// up (a room partition): nothing tells the client, but the data it receives for the room stops or resumes.
+    /// Called on ``loop``'s thread.
+    func routeChanged(toRoom room: String, reachable: Bool)
+}
+
+extension ClientEndpoint {
+    /// A client that watches only its heartbeats needs nothing: silence reveals a partition.
+    public func routeChanged(toRoom room: String, reachable: Bool) {}
 }
 
 /// The server side of one room, as a transport sees it.
@@ -50,6 +59,13 @@ public protocol RoomEndpoint: AnyObject, Sendable {
     var loop: any RuntimeLoop { get }
     /// Handles a message from `client`. Called on ``loop``'s thread.
     func deliver(_ message: ClientMessage, from client: any ClientEndpoint)
+    /// The room was cut off from its clients (`reachable` false) or healed: it tells its members' clients through
+    /// ``ClientEndpoint/routeChanged(toRoom:reachable:)``. Called on ``loop``'s thread.
+    func routeChanged(reachable: Bool)
+}
+
+extension RoomEndpoint {
+    public func routeChanged(reachable: Bool) {}
 }
 
 /// Finds, or opens, the server side of a room by its ID.

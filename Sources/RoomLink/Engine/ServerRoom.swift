@@ -57,6 +57,15 @@ public actor ServerRoom: RoomEndpoint {
         }
     }
 
+    public nonisolated func routeChanged(reachable: Bool) {
+        assumeIsolated { room in
+            // The members' data stops or resumes; each client's own loop hears of it.
+            for client in room.state.memberClients {
+                client.loop.runSoon { client.routeChanged(toRoom: room.roomID, reachable: reachable) }
+            }
+        }
+    }
+
     /// Kicks `userID` out on behalf of the business server.
     func kick(_ userID: String, reason: KickReason) {
         apply(state.kick(userID: userID, reason: reason, now: loop.now))

@@ -83,6 +83,9 @@ public struct ServerRoomState {
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { Array(members.keys) }
 
+    /// The clients of the members, in the order they joined.
+    var memberClients: [any ClientEndpoint] { members.values.map(\.client) }
+
     /// The member with `userID`, if any.
     public func member(_ userID: String) -> Member? { members[userID] }
 

@@ -4,8 +4,10 @@ import Synchronization
 /// link state per client, and is delivered as a timer on the receiver's loop.
 ///
 /// Change a client's link with ``setLink(_:for:)``: `down` refuses its messages and tells it at once, `blackhole`
-/// loses them silently (only missed heartbeats reveal it), `up` restores it and tells it. Timers, not threads, carry
-/// the latency, so the same network runs in virtual and in real time.
+/// loses them silently (only missed heartbeats reveal it), `up` restores it and tells it. Cut a room off with
+/// ``setPartitioned(_:room:)``: every message between the room's server and its clients is lost until it heals, and
+/// only silence reveals it. Timers, not threads, carry the latency, so the same network runs in virtual and in real
+/// time.
 ///
 /// A message's fate is drawn from the seed, its two endpoints, its direction and its send time, with no state per
 /// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop; a lock guards
@@ -15,6 +17,9 @@ public final class SimulatedNetwork: RoomTransport {
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up: while none is, sending needs no lock (the common case).
     private let linksNotUp = Atomic<Int>(0)
+    /// The rooms cut off from their clients, and how many (read without the lock while none is).
+    private let partitioned = LockedBox<Set<String>>([])
+    private let partitionCount = Atomic<Int>(0)
     private let delivered = Atomic<Int>(0)
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
 
@@ -56,6 +61,27 @@ public final class SimulatedNetwork: RoomTransport {
         client.loop.runSoon { client.linkChanged(to: state) }
     }
 
+    /// Whether `roomID` is cut off from its clients.
+    public func isPartitioned(_ roomID: String) -> Bool {
+        guard partitionCount.load(ordering: .acquiring) > 0 else { return false }
+        return partitioned.withLock { $0.contains(roomID) }
+    }
+
+    /// Cuts `roomID` off from every client (`true`) or heals it (`false`): while cut off, every message between the
+    /// room's server and a client is lost in both directions, and new logins to it go unanswered. Neither side is
+    /// told — a partition looks like silence — except that the room's current members see their data for the room
+    /// stop or resume (``ClientEndpoint/routeChanged(toRoom:reachable:)``), which dialects that watch their media
+    /// (Agora) notice after their detection time. Setting the state the room already has does nothing.
+    public func setPartitioned(_ cutOff: Bool, room roomID: String) {
+        let changed = partitioned.withLock { rooms -> Bool in
+            let changed = cutOff ? rooms.insert(roomID).inserted : rooms.remove(roomID) != nil
+            partitionCount.store(rooms.count, ordering: .releasing)
+            return changed
+        }
+        guard changed, let room = room(roomID) else { return }
+        room.loop.runSoon { room.routeChanged(reachable: !cutOff) }
+    }
+
     /// The room `roomID` of the attached server; `nil` when no server is attached (or it is gone), as if the
     /// network had no route to it.
     public func room(_ roomID: String) -> (any RoomEndpoint)? {
@@ -77,9 +103,11 @@ public final class SimulatedNetwork: RoomTransport {
         case .connectionResumed:
             // The data flows again: an edge of a continuous stream, not one packet that loss could take.
             guard link(of: client) == .up else { return .refused }
+            guard !isPartitioned(room.roomID) else { return .sent }
             transit = .delivered(after: model.conditions.latency)
         default:
             transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
+            if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
         }
         switch transit {
         case .refused: return .refused
@@ -93,7 +121,7 @@ public final class SimulatedNetwork: RoomTransport {
 
     public func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
         let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
-        guard case .delivered(let delay) = transit else { return }
+        guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
         delivered.wrappingAdd(1, ordering: .relaxed)
         _ = try? client.loop.schedule(
             after: delay,

@@ -33,6 +33,20 @@ extension LoadPlan {
         )
     }
 
+    /// `SHARE@AT:LENGTH` — SHARE of the rooms, LENGTH as for ``outages(_:)`` (drawn per room), e.g. `0.1@5m:60s`.
+    public static func partition(_ text: String) throws(RoomLinkError) -> Fault {
+        let flag = "--partition"
+        let form = "SHARE@AT:LENGTH (a share of the rooms), e.g. 0.1@5m:60s (LENGTH 60s, 30s..2m or ~60s)"
+        let (share, rest) = try splitShare(text, flag: flag, form: form)
+        let parts = rest.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { throw .invalidArgument(flag, form, got: text) }
+        return .partition(
+            fraction: share,
+            at: try duration(parts[0], flag: flag, form: form),
+            length: try length(parts[1], flag: flag, form: form)
+        )
+    }
+
     /// `SHARE:PERIOD:DUTY[@FROM..UNTIL]`, e.g. `0.05:20s:0.3@2m..8m` (the whole run when no window is given).
     public static func flapping(_ text: String, end: Duration) throws(RoomLinkError) -> Fault {
         let flag = "--flapping"

@@ -7,7 +7,8 @@ internal import struct Foundation.Data
 /// writes is exactly what ran, and `roomlink run` replays it.
 ///
 /// Faults pick their users from the population's one seeded shuffle, each fault from the next slice of it (wrapping
-/// around), so that two faults strike different users while the population allows.
+/// around), so that two faults strike different users while the population allows; partitions pick rooms from the
+/// rooms' own shuffle the same way.
 public struct LoadPlan: Sendable, Equatable {
     /// A pattern of trouble, over the whole population.
     public enum Fault: Sendable, Equatable {
@@ -21,6 +22,9 @@ public struct LoadPlan: Sendable, Equatable {
         case kickStorm(fraction: Double, at: Duration, over: Duration)
         /// A share of the clients' tokens expire from `at`, spread over `over` (they are kicked after the grace).
         case tokenWave(fraction: Double, at: Duration, over: Duration)
+        /// A share of the rooms are cut off from their clients at `at`, each healing after its own drawn length;
+        /// only silence tells the clients (and no network-up event makes them all retry at once).
+        case partition(fraction: Double, at: Duration, length: OutageLength)
         /// `perSecond` clients log out every second from `from` until `until`, each logging back in `away` later.
         case churn(perSecond: Int, away: Duration, from: Duration, until: Duration)
     }
@@ -63,12 +67,14 @@ public struct LoadPlan: Sendable, Equatable {
             #"{ "at": "0s", "user": "*", "action": "login", "over": "\#(loginOver.roomLinkText)" }"#
         ]
         var offset = 0.0
-        /// The next slice of the shuffle for a fault of `fraction`.
-        func slice(_ fraction: Double) -> Double {
+        var roomOffset = 0.0
+        /// The next slice of a shuffle for a fault of `fraction`.
+        func slice(_ fraction: Double, from offset: inout Double) -> Double {
             if offset + fraction > 1 + 1e-9 { offset = 0 }
             defer { offset += fraction }
             return offset
         }
+        func slice(_ fraction: Double) -> Double { slice(fraction, from: &offset) }
         func entry(
             _ at: Duration,
             _ action: String,
@@ -117,6 +123,12 @@ public struct LoadPlan: Sendable, Equatable {
                 entries.append(entry(at, "kick", fraction: fraction, offset: slice(fraction), over: over))
             case .tokenWave(let fraction, let at, let over):
                 entries.append(entry(at, "expireToken", fraction: fraction, offset: slice(fraction), over: over))
+            case .partition(let fraction, let at, let length):
+                let start = slice(fraction, from: &roomOffset)
+                var text =
+                    #"{ "at": "\#(at.roomLinkText)", "rooms": "*", "action": "partition", "fraction": \#(fraction)"#
+                if start > 0 { text += #", "offset": \#(start)"# }
+                entries.append(text + #", "for": \#(length.jsonText) }"#)
             case .churn(let perSecond, let away, let from, let until):
                 let share = min(1, Double(perSecond) / Double(max(1, clients)))
                 var time = from

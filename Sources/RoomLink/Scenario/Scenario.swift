@@ -98,7 +98,7 @@ public struct Scenario: Sendable, Equatable {
         public func room(ofUser index: Int) -> String { "room-\(index % rooms)" }
     }
 
-    /// Which users an entry acts on.
+    /// Which users — or, for `partition` and `heal`, which rooms — an entry acts on.
     public enum Target: Sendable, Equatable {
         /// One user, by ``User/id``.
         case user(String)
@@ -107,6 +107,11 @@ public struct Scenario: Sendable, Equatable {
         /// `fraction` of it that starts `offset` into it, so entries with the same offset strike the same users and
         /// consecutive offsets different ones (churn).
         case population(fraction: Double, over: Duration, offset: Double = 0)
+        /// One room, by name (`"room": "r1"`).
+        case room(String)
+        /// The population's rooms (`"rooms": "*"`), or a seeded random `fraction` of them starting `offset` into
+        /// their own shuffled order.
+        case populationRooms(fraction: Double, offset: Double = 0)
     }
 
     /// What happens.
@@ -133,6 +138,11 @@ public struct Scenario: Sendable, Equatable {
         case setCloudProxy
         /// The server asks the user to reconnect in `room` (LiveKit: a full reconnection).
         case requestReconnect(room: String)
+        /// The target rooms are cut off from their clients: messages both ways are lost until `heal`, and only
+        /// silence reveals it (a server or data-centre partition).
+        case partition
+        /// The target rooms are reachable again.
+        case heal
     }
 
     /// One line of the timeline.
@@ -141,7 +151,7 @@ public struct Scenario: Sendable, Equatable {
         public var target: Target
         public var action: Action
         /// For `networkDown` and `blackhole`: each user's network comes back (`networkUp`) after this long, drawn
-        /// per user (`"for"`).
+        /// per user; for `partition`, each room heals after this long, drawn per room (`"for"`).
         public var length: OutageLength?
 
         public init(at: Duration, target: Target, action: Action, length: OutageLength? = nil) {

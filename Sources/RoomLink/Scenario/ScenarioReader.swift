@@ -9,7 +9,8 @@ struct ScenarioReader {
         "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount", "role",
     ]
     private static let entryKeys: Set<String> = [
-        "at", "user", "action", "room", "token", "from", "to", "fraction", "over", "offset", "role", "for",
+        "at", "user", "action", "room", "rooms", "token", "from", "to", "fraction", "over", "offset", "role",
+        "for",
     ]
     private static let retryKeys: Set<String> = [
         "preset", "strategy", "base", "cap", "multiplier", "jitter", "delays", "jitterFromAttempt", "maxAttempts",
@@ -237,6 +238,17 @@ struct ScenarioReader {
             let path = "timeline[\(index)]"
             let fields = try object(item, at: path, keys: Self.entryKeys)
             let at = try duration(required(fields, "at", at: path), at: "\(path).at")
+            if case .string(let name) = fields["action"], name == "partition" || name == "heal" {
+                entries.append(try roomEntry(fields, at: at, path: path, action: name, hasPopulation: hasPopulation))
+                continue
+            }
+            if let rooms = fields["rooms"] {
+                throw .invalidArgument(
+                    "\(path).rooms",
+                    "no rooms for \(fields["action"]?.summary ?? "this action") (only partition and heal take them)",
+                    got: rooms.summary
+                )
+            }
             let who = try nonEmptyString(required(fields, "user", at: path), at: "\(path).user")
             let target: Scenario.Target
             if who == "*" {
@@ -247,30 +259,9 @@ struct ScenarioReader {
                         got: "\"*\""
                     )
                 }
-                var fraction = 1.0
-                if let value = fields["fraction"] {
-                    fraction = try number(value, at: "\(path).fraction")
-                    guard fraction > 0, fraction <= 1 else {
-                        throw .invalidArgument(
-                            "\(path).fraction",
-                            "a share greater than 0 and at most 1",
-                            got: value.summary
-                        )
-                    }
-                }
+                let (fraction, offset) = try share(fields, at: path)
                 let over =
                     try fields["over"].map { v throws(RoomLinkError) in try duration(v, at: "\(path).over") } ?? .zero
-                var offset = 0.0
-                if let value = fields["offset"] {
-                    offset = try number(value, at: "\(path).offset")
-                    guard offset >= 0, offset + fraction <= 1 + 1e-9 else {
-                        throw .invalidArgument(
-                            "\(path).offset",
-                            "a share of at least 0 with offset + fraction at most 1 (fraction \(fraction))",
-                            got: value.summary
-                        )
-                    }
-                }
                 target = .population(fraction: fraction, over: over, offset: offset)
             } else {
                 guard known.contains(who) else {
@@ -301,6 +292,86 @@ struct ScenarioReader {
             entries.append(Scenario.Entry(at: at, target: target, action: action, length: length))
         }
         return entries
+    }
+
+    /// A `partition` or `heal` entry: `"room": "r1"`, or `"rooms": "*"` with an optional `fraction` and `offset` of the
+    /// population's rooms; a partition may carry `"for"` (each room heals after its own draw).
+    private func roomEntry(
+        _ fields: [String: JSONValue],
+        at: Duration,
+        path: String,
+        action name: String,
+        hasPopulation: Bool
+    ) throws(RoomLinkError) -> Scenario.Entry {
+        for key in ["user", "over"] where fields[key] != nil {
+            throw .invalidArgument(
+                "\(path).\(key)",
+                "no \(key) for \(name) (it acts on rooms: \"room\" or \"rooms\": \"*\")",
+                got: fields[key]!.summary
+            )
+        }
+        let target: Scenario.Target
+        switch (fields["room"], fields["rooms"]) {
+        case (let room?, nil):
+            for key in ["fraction", "offset"] where fields[key] != nil {
+                throw .invalidArgument(
+                    "\(path).\(key)",
+                    "no \(key) for one room (only with \"rooms\": \"*\")",
+                    got: fields[key]!.summary
+                )
+            }
+            target = .room(try nonEmptyString(room, at: "\(path).room"))
+        case (nil, let rooms?):
+            guard case .string("*") = rooms else {
+                throw .invalidArgument("\(path).rooms", "\"*\" (the population's rooms)", got: rooms.summary)
+            }
+            guard hasPopulation else {
+                throw .invalidArgument("\(path).rooms", "a population (\"*\" names its rooms)", got: "\"*\"")
+            }
+            let (fraction, offset) = try share(fields, at: path)
+            target = .populationRooms(fraction: fraction, offset: offset)
+        default:
+            throw .invalidArgument(
+                "\(path).room",
+                "either \"room\": NAME or \"rooms\": \"*\" for \(name)",
+                got: fields["room"] == nil ? "neither" : "both"
+            )
+        }
+        var length: OutageLength?
+        if let value = fields["for"] {
+            guard name == "partition" else {
+                throw .invalidArgument(
+                    "\(path).for",
+                    "no length for heal (only partition takes one)",
+                    got: value.summary
+                )
+            }
+            length = try outageLength(value, at: "\(path).for")
+        }
+        return Scenario.Entry(at: at, target: target, action: name == "partition" ? .partition : .heal, length: length)
+    }
+
+    /// A population share: `fraction` (default 1) and `offset` (default 0) with offset + fraction ≤ 1.
+    private func share(_ fields: [String: JSONValue], at path: String) throws(RoomLinkError) -> (Double, Double) {
+        var fraction = 1.0
+        if let value = fields["fraction"] {
+            fraction = try number(value, at: "\(path).fraction")
+            guard fraction > 0, fraction <= 1 else {
+                throw .invalidArgument("\(path).fraction", "a share greater than 0 and at most 1", got: value.summary)
+            }
+        }
+        var offset = 0.0
+        if let value = fields["offset"] {
+            offset = try number(value, at: "\(path).offset")
+            guard offset >= 0, offset + fraction <= 1 + 1e-9 else {
+                throw .invalidArgument(
+                    "\(path).offset",
+                    "a share of at least 0 with offset + fraction at most 1 (fraction \(fraction))",
+                    got: value.summary
+                )
+            }
+        }
+        return (fraction, offset)
     }
 
     private func action(
@@ -341,7 +412,7 @@ struct ScenarioReader {
             throw .invalidArgument(
                 "\(path).action",
                 "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, networkChange, kick, "
-                    + "requestReconnect, expireToken, renewToken, setClientRole, setCloudProxy",
+                    + "requestReconnect, expireToken, renewToken, setClientRole, setCloudProxy, partition, heal",
                 got: "\"\(name)\""
             )
         }

@@ -87,6 +87,9 @@ public struct ScenarioRunner: Sendable {
         let world = World<Dialect>(scenario: scenario, group: group, forward: events, observer: statistics)
         world.recorder.start(at: origin)
         for (index, entry) in scenario.timeline.enumerated() {
+            for (position, roomID) in world.rooms(of: entry).enumerated() {
+                try world.schedule(entry, index: index, room: roomID, position: position, origin: origin)
+            }
             for (participant, offset) in world.targets(of: entry, index: index) {
                 let client = world.clients[participant]
                 let deadline = origin.advanced(by: entry.at + offset)
@@ -217,6 +220,10 @@ public struct ScenarioRunner: Sendable {
         let population: Scenario.Population?
         /// The population in seeded shuffled order (indices into `clients`).
         let shuffled: [Int]
+        /// The population's rooms in their own seeded shuffled order (room `i` is `room-<i>`).
+        let shuffledRooms: [Int]
+        let seed: UInt64
+        let end: Duration
 
         init(
             scenario: Scenario,
@@ -275,6 +282,10 @@ public struct ScenarioRunner: Sendable {
             }
             var random = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("population"))
             shuffled = Array(populationStart..<clients.count).shuffled(using: &random)
+            var roomRandom = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("rooms"))
+            shuffledRooms = Array(0..<(population?.rooms ?? 0)).shuffled(using: &roomRandom)
+            seed = scenario.seed
+            end = scenario.end
             self.clients = clients
             self.named = named
         }
@@ -285,12 +296,54 @@ public struct ScenarioRunner: Sendable {
             case .user(let id):
                 return named[id].map { [($0, .zero)] } ?? []
             case .population(let fraction, let over, let offset):
-                let start = min(shuffled.count, Int((Double(shuffled.count) * offset).rounded()))
-                let count = min(shuffled.count - start, Int((Double(shuffled.count) * fraction).rounded()))
-                let picked = shuffled[start..<(start + count)]
-                let step = count > 0 ? over / count : .zero
+                let picked = Self.share(fraction, offset: offset, of: shuffled)
+                let step = picked.isEmpty ? .zero : over / picked.count
                 return picked.enumerated().map { ($0.element, step * $0.offset) }
+            case .room, .populationRooms:
+                return []
             }
+        }
+
+        /// The rooms a `partition` or `heal` entry acts on (none for an entry that acts on users).
+        func rooms(of entry: Scenario.Entry) -> [String] {
+            switch entry.target {
+            case .user, .population: return []
+            case .room(let roomID): return [roomID]
+            case .populationRooms(let fraction, let offset):
+                // Population user `i` is in `room-<i mod rooms>` (``Scenario/Population/room(ofUser:)``).
+                return Self.share(fraction, offset: offset, of: shuffledRooms).map { "room-\($0)" }
+            }
+        }
+
+        /// Cuts off or heals `roomID` at the entry's time, on the room's loop; a partition with a length heals after
+        /// the room's own draw (stream: the entry's index and the room's position in it).
+        func schedule(
+            _ entry: Scenario.Entry,
+            index: Int,
+            room roomID: String,
+            position: Int,
+            origin: RuntimeInstant
+        ) throws {
+            let loop = server.serverRoom(roomID).loop
+            let network = network
+            let cutOff = entry.action == .partition
+            let deadline = origin.advanced(by: entry.at)
+            _ = try loop.schedule(at: deadline) { network.setPartitioned(cutOff, room: roomID) }
+            guard cutOff, let length = entry.length else { return }
+            var random = SeededRandom(
+                seed: seed,
+                stream: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(position) &+ 0x5EED
+            )
+            let healed = deadline.advanced(by: length.draw(using: &random))
+            guard healed < origin.advanced(by: end) else { return }
+            _ = try loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
+        }
+
+        /// The `fraction` of `order` that starts `offset` into it.
+        private static func share(_ fraction: Double, offset: Double, of order: [Int]) -> ArraySlice<Int> {
+            let start = min(order.count, Int((Double(order.count) * offset).rounded()))
+            let count = min(order.count - start, Int((Double(order.count) * fraction).rounded()))
+            return order[start..<(start + count)]
         }
 
         /// Carries out `action` for participant `index`, on its client's loop.
@@ -332,6 +385,8 @@ public struct ScenarioRunner: Sendable {
                 Dialect.apply(.setClientRole(role), on: client)
             case .setCloudProxy:
                 Dialect.apply(.setCloudProxy, on: client)
+            case .partition, .heal:
+                return  // acts on rooms (see `schedule(_:index:room:position:origin:)`)
             }
         }
     }

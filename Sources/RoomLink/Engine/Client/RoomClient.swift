@@ -233,14 +233,20 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         assumeIsolated { $0.handle($0, .link(state)) }
     }
 
+    public nonisolated func routeChanged(toRoom room: String, reachable: Bool) {
+        assumeIsolated { $0.handle($0, .route(room, reachable: reachable)) }
+    }
+
     public nonisolated func timerFired(_ timer: TimerHandle) {
         assumeIsolated { $0.handle($0, .heartbeat) }
     }
 
-    /// What reaches the client from outside: a message, a change of its link, its heartbeat timer.
+    /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
+    /// heartbeat timer.
     enum Entry {
         case message(ServerMessage, from: String)
         case link(LinkState)
+        case route(String, reachable: Bool)
         case heartbeat
     }
 
@@ -249,6 +255,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         switch entry {
         case .message(let message, let roomID): receive(message, from: roomID)
         case .link(let state): linkChanged(state)
+        case .route(let roomID, let reachable): routeChanged(roomID, reachable: reachable)
         case .heartbeat: heartbeatDue()
         }
     }
@@ -346,6 +353,34 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         }
     }
 
+    /// The path to one room was cut or restored (a room partition). Heartbeats notice it by silence; a dialect that
+    /// watches its data sees the room's data stop — the server sees it too — and declares the room lost after the
+    /// detection time unless the path comes back first. A room already trying keeps its schedule: nothing tells the
+    /// client the path is back.
+    private func routeChanged(_ roomID: String, reachable: Bool) {
+        guard let detection = environment.engine.dataSilenceDetection,
+            let index = rooms.firstIndex(where: { $0.roomID == roomID }), rooms[index].phase == .joined
+        else { return }
+        let session = rooms[index].session
+        if reachable {
+            // The joined room's one timer is this silence timer (attempt timers belong to episodes).
+            guard let timer = rooms[index].attemptTimer else { return }
+            loop.cancel(timer)
+            rooms[index].attemptTimer = nil
+            send(.connectionResumed(userID: userID, session: session), to: rooms[index].server)
+        } else {
+            guard rooms[index].attemptTimer == nil else { return }
+            send(.connectionClosed(userID: userID, session: session), to: rooms[index].server)
+            rooms[index].attemptTimer = arm(at: loop.now.advanced(by: detection)) { client in
+                guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
+                    client.rooms[index].session == session, client.rooms[index].phase == .joined
+                else { return }
+                client.rooms[index].attemptTimer = nil
+                client.connectionLost(at: index, closed: false, cause: .silent)
+            }
+        }
+    }
+
     /// Arms the data-silence timer, unless it is armed: when it fires, every joined room has lost its connection.
     private func armDataSilence() {
         guard dataSilence == nil, let detection = environment.engine.dataSilenceDetection else { return }
@@ -393,6 +428,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     /// dialect with reconnect modes in full mode (the server asked for it).
     private func connectionLost(at index: Int, closed: Bool, cause: LossCause, full: Bool = false) {
         let roomID = rooms[index].roomID
+        if rooms[index].phase == .joined { cancelTimers(of: index) }  // a partition's silence timer, if armed
         if closed { send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index].server) }
         let now = loop.now
         let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
