@@ -32,7 +32,10 @@ let package = Package(
         ),
         .target(
             name: "RoomLinkRuntime",
-            dependencies: [.product(name: "DequeModule", package: "swift-collections")],
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),

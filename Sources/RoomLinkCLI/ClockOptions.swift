@@ -19,6 +19,14 @@ struct ClockOptions: ParsableArguments {
     @Option(help: "libevent loops (threads) on the real clock; default one per core.")
     var loops: Int = LibeventLoopGroup.coreCount
 
+    @Option(
+        help: """
+            Virtual clock: simulations (threads) that share a population scenario by room (default: one per core for \
+            `load`, 1 for `run`; an event log always takes 1, to keep its order).
+            """
+    )
+    var shards: Int?
+
     @Option(help: "How real-clock loops keep timers: \(TimerBackend.allCases.map(\.rawValue).joined(separator: ", ")).")
     var timerBackend: TimerBackend = .wheel
 
@@ -28,6 +36,9 @@ struct ClockOptions: ParsableArguments {
         }
         if clock == .virtual, timeScale != 1 {
             throw ValidationError("--time-scale applies to --clock real only (virtual time takes no wall time)")
+        }
+        if let shards, !(1...LibeventLoopGroup.maximumLoopCount).contains(shards) {
+            throw ValidationError("--shards must be from 1 to \(LibeventLoopGroup.maximumLoopCount), got \(shards)")
         }
         guard (1...LibeventLoopGroup.maximumLoopCount).contains(loops) else {
             throw ValidationError("--loops must be from 1 to \(LibeventLoopGroup.maximumLoopCount), got \(loops)")

@@ -28,6 +28,8 @@ struct Load: AsyncParsableCommand {
     @Option(help: "One-way network latency.") var latency = DurationArgument("50ms")
     @Option(help: "Uniform jitter on top of the latency.") var jitter = DurationArgument("0")
     @Option(help: "Share of messages lost, in [0, 1].") var loss: Double = 0
+    @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. heartbeatInterval=5s (repeatable).")
+    var timing: [String] = []
     @Option(
         help:
             "Retry policy: a preset name, NAME:BASE:CAP (fullJitter, equalJitter, decorrelatedJitter), or a JSON object."
@@ -65,6 +67,10 @@ struct Load: AsyncParsableCommand {
         plan.notify = notify
         plan.loginOver = loginOver.duration
         plan.network = Scenario.Network(latency: latency.duration, jitter: jitter.duration, loss: loss)
+        for text in timing {
+            let (name, value) = try LoadPlan.timing(text)
+            plan.timings[name] = value
+        }
         plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text) }
         for text in outages { plan.faults.append(try LoadPlan.outages(text)) }
         for text in storm { plan.faults.append(try LoadPlan.storm(text)) }
@@ -106,6 +112,7 @@ struct Load: AsyncParsableCommand {
             clockOptions: clockOptions,
             collectsLoadStatistics: true
         )
+        playback.defaultShards = LibeventLoopGroup.coreCount
         playback.afterRun = { [plot, timeseries] result in
             guard let load = result.load else { return }
             if let plot, !FileManager.default.createFile(atPath: plot, contents: Data(load.svg(title: title).utf8)) {

@@ -15,6 +15,8 @@ struct Playback {
     /// Receives a progress sample every `progressInterval` of wall time while the run goes, and one at its end.
     var progress: (@Sendable (LoadProgress) -> Void)? = nil
     var progressInterval: Duration = .seconds(1)
+    /// Simulations sharing a population in virtual time when `--shards` is not given.
+    var defaultShards = 1
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -22,6 +24,7 @@ struct Playback {
         do {
             runner = try ScenarioRunner(scenario: scenario)
             runner.collectsLoadStatistics = collectsLoadStatistics
+            runner.shards = clockOptions.shards ?? defaultShards
         } catch {
             throw fail("\(name): \(error)")
         }
@@ -85,18 +88,27 @@ struct Playback {
     private func summary(_ report: RunReport) -> String {
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         var load = ""
+        let lateness =
+            report.timerLateness.map {
+                "  timers late p50 / p99 / max \($0.text) (\($0.count) timers)\n"
+            } ?? ""
         if let stats = report.load {
             func f(_ value: Double) -> String { String(format: "%.2f", value) }
             load = """
-                  connections online \(stats.online), reconnecting \(stats.reconnecting), failed \(stats.failed) at the end
+                  connections online \(stats.online), reconnecting \(stats.reconnecting), failed \(stats.failed), offline \
+                \(stats.offline) at the end (\(stats.failures) failures in all)
                   reconnections \(stats.reconnections): p50 \(f(stats.reconnectSecondsP50)) s, p90 \(f(stats.reconnectSecondsP90)) s, \
                 p99 \(f(stats.reconnectSecondsP99)) s, max \(f(stats.reconnectSecondsMax)) s
                   storm        \(stats.peakReconnecting) reconnecting at \(f(stats.peakReconnectingAtSeconds)) s; 99 % back \
                 \(stats.secondsUntil99PercentBack.map { "after \(f($0)) s" } ?? "never"); attempts per 100 ms peak \
                 \(stats.attemptsPer100msPeak), mean \(f(stats.attemptsPer100msMean)) (peak/mean \(f(stats.attemptsPeakToMean))); \
                 logins per second peak \(stats.loginsPerSecondPeak)
+                  peer sees leave \(stats.peerSeesLeave.count == 0 ? "not seen" : "p50 / p99 / max \(stats.peerSeesLeave.text) (\(stats.peerSeesLeave.count))")
 
                 """
+            if let delivery = stats.deliveryLatency {
+                load += "  delivery    p50 / p99 / max \(delivery.text) from cause to callback (\(delivery.count))\n"
+            }
         }
         return """
             roomlink — \(report.dialect), \(report.clients) clients, \(report.rooms) rooms, \(report.scenarioSeconds) s of \
@@ -104,8 +116,9 @@ struct Playback {
               events      \(report.events) (\(types.joined(separator: ", ")))
               violations  \(report.violations)
               wall time   \(String(format: "%.3f", report.wallSeconds)) s
-              peak RSS    \(report.peakRSSBytes / 1_048_576) MiB
-            \(load)
+              peak RSS    \(report.peakRSSBytes / 1_048_576) MiB (\(report.bytesPerClient) B per client added)
+              CPU time    \(String(format: "%.1f", report.cpuSeconds)) s (\(String(format: "%.2f", report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0)) cores)
+            \(lateness)\(load)
             """
     }
 }

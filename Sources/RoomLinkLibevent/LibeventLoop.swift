@@ -38,6 +38,12 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     private var wheelTimers: TimerTable<TimerWheel<TimerRecord>>
     private var eventTimers: TimerTable<LibeventTimerQueue>?
     private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    /// How late each timer of the batch being fired ran (real nanoseconds), handed to ``lateness`` once per batch.
+    private var latenessBuffer: [Int64] = []
+    /// How late this loop's timers ran, from their deadline to their handler's call, in real time.
+    private let lateness = LockedBox(LatencyRecorder())
+    /// The real-time deadline of the timer whose handler is running, if one is.
+    private var firingDeadline: UInt64?
     private var armedDriverDeadline: UInt64?
     private var isStopped = false
 
@@ -275,20 +281,50 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         wheelTimers.expire(at: now, into: &dueBuffer)
         for due in dueBuffer {
             guard let (handler, handle) = wheelTimers.beginFiring(due.id) else { continue }
+            // Read the clock per timer: a timer late because the ones before it in the batch ran long is late.
+            latenessBuffer.append(Int64(bitPattern: realNow() &- due.deadline))
+            firingDeadline = due.deadline
             handler.timerFired(handle)
+            firingDeadline = nil
             if let (handler, handle) = wheelTimers.endFiring(due.id, now: now) { handler.timerCancelled(handle) }
         }
+        recordLateness()
         finishCallback()
     }
 
     fileprivate func eventTimerFired(slot: Int) {
         let now = realNow()
         guard let id = eventTimers?.queue.eventFired(slot: slot, now: now),
+            let deadline = eventTimers?.queue.deadline(of: id),
             let (handler, handle) = eventTimers?.beginFiring(id)
         else { return }
+        latenessBuffer.append(Int64(bitPattern: now &- deadline))
+        recordLateness()
+        firingDeadline = deadline
         handler.timerFired(handle)
+        firingDeadline = nil
         if let (handler, handle) = eventTimers!.endFiring(id, now: now) { handler.timerCancelled(handle) }
         finishCallback()
+    }
+
+    public var firingLateness: Duration? {
+        firingDeadline.map { .nanoseconds(Int64(bitPattern: realNow() &- $0)) }
+    }
+
+    /// Moves the batch's lateness into the shared recorder: one lock per batch, not per timer.
+    private func recordLateness() {
+        guard !latenessBuffer.isEmpty else { return }
+        lateness.withLock { recorder in for value in latenessBuffer { recorder.record(nanoseconds: value) } }
+        latenessBuffer.removeAll(keepingCapacity: true)
+    }
+
+    /// How late this loop's timers have run (real time from each deadline to its handler's call) since it started
+    /// or since ``resetTimerLateness()``. Safe from any thread.
+    public var timerLateness: LatencyRecorder { lateness.withLock { $0 } }
+
+    /// Forgets the lateness recorded so far (to measure a steady state after a warm-up).
+    public func resetTimerLateness() {
+        lateness.withLock { $0 = LatencyRecorder() }
     }
 
     fileprivate func finishCallback() {

@@ -121,6 +121,19 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
 
     /// Stops every loop: pending timers are cancelled, jobs already sent run, and every thread ends before this
     /// returns (unless called from one of the loops, whose thread then ends on its own).
+    /// How late the timers of every loop ran — real time from each deadline to its handler's call, whatever the
+    /// time scale — since the group started or since ``resetTimerLateness()``.
+    public var timerLateness: LatencySummary {
+        var all = LatencyRecorder()
+        for loop in eventLoops { all.merge(loop.timerLateness) }
+        return all.summary
+    }
+
+    /// Forgets the lateness recorded so far on every loop.
+    public func resetTimerLateness() {
+        for loop in eventLoops { loop.resetTimerLateness() }
+    }
+
     public func shutdown() {
         for loop in eventLoops { loop.shutdown() }
     }

@@ -131,6 +131,11 @@ struct LibeventTimerQueue: TimerQueue {
         return TimerQueueID(index: Int32(index), generation: slots[index].generation)
     }
 
+    /// The real-time deadline of a timer handed out by ``eventFired(slot:now:)``.
+    func deadline(of id: TimerQueueID) -> UInt64? {
+        valid(id).map { slots[$0].deadline }
+    }
+
     /// Frees every libevent event. Call on the loop thread before the base is freed.
     mutating func freeEvents() {
         for index in slots.indices {

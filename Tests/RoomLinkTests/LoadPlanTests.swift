@@ -127,6 +127,8 @@ struct LoadPlanTests {
             report.eventsPerWallSecond = 0
             report.peakRSSBytes = 0
             report.peakRSSBytesPerClient = 0
+            report.bytesPerClient = 0
+            report.cpuSeconds = 0
             return report
         }
         #expect(stable(first) == stable(second))
@@ -295,5 +297,51 @@ extension LoadPlanTests {
         #expect(!events.entries.contains { isLost($0.line) }, "the data resumed within 4 s")
         #expect(!events.entries.contains { $0.line.type == "userOffline" })
         #expect(report.violations == 0, "\(report.violationSample)")
+    }
+}
+
+extension LoadPlanTests {
+    @Test
+    func shardsSplitThePopulationByRoomAndAddUpToTheSameReport() async throws {
+        let plan = Self.plan(
+            rooms: 8,
+            [try LoadPlan.storm("0.5@1m:30s"), try LoadPlan.partition("0.25@3m:40s"), try LoadPlan.kickStorm("0.1@4m")]
+        )
+        func run(shards: Int) async throws -> RunReport {
+            var runner = try ScenarioRunner(scenario: try plan.scenario())
+            runner.collectsLoadStatistics = true
+            runner.shards = shards
+            return try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        }
+        let one = try await run(shards: 1)
+        let three = try await run(shards: 3)
+        #expect(one.shards == 1 && three.shards == 3)
+        #expect(three.clients == 40 && three.rooms == 8)
+        #expect(three.eventsByType == one.eventsByType && three.eventsByReason == one.eventsByReason)
+        #expect(three.violations == 0 && one.violations == 0, "\(three.violationSample)")
+        let (a, b) = (try #require(one.load), try #require(three.load))
+        #expect(b.timeSeries == a.timeSeries, "per-second counts add up")
+        #expect(b.reconnectSecondsHistogram == a.reconnectSecondsHistogram)
+        #expect(b.reconnections == a.reconnections && b.failures == a.failures && b.offline == a.offline)
+        #expect(b.peakReconnecting == a.peakReconnecting && b.attemptsPer100msPeak == a.attemptsPer100msPeak)
+        // An event log keeps one simulation (its order), and so does a scenario with named users.
+        var logged = try ScenarioRunner(scenario: try plan.scenario())
+        logged.shards = 3
+        let collector = EventCollector()
+        let report = try await SimulationRuntime.withSimulation(seed: 1) {
+            try await logged.run(on: $0, events: collector)
+        }
+        #expect(report.shards == 1 && collector.entries.count == one.events)
+        #expect(try !ScenarioRunner(scenario: Self.harnessScenario()).canShard)
+    }
+
+    /// A scenario with named users (which cannot be split).
+    static func harnessScenario() throws -> Scenario {
+        try Scenario(
+            json: Data(
+                #"{ "end": "1m", "users": [{"id": "A"}], "timeline": [ {"at": "0s", "user": "A", "action": "login", "room": "r"} ] }"#
+                    .utf8
+            )
+        )
     }
 }

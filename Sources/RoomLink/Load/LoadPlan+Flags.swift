@@ -89,6 +89,15 @@ extension LoadPlan {
         return .churn(perSecond: rate, away: away, from: from, until: until)
     }
 
+    /// `NAME=DURATION`, e.g. `heartbeatInterval=5s` (a timing of the dialect; the scenario reader checks the name).
+    public static func timing(_ text: String) throws(RoomLinkError) -> (String, Duration) {
+        let flag = "--timing"
+        let form = "NAME=DURATION, e.g. heartbeatInterval=5s"
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty else { throw .invalidArgument(flag, form, got: text) }
+        return (parts[0], try duration(parts[1], flag: flag, form: form))
+    }
+
     /// A preset name (`liveKitJS`), a parameterised preset (`fullJitter:100ms:10s`), or a JSON retry object.
     public static func retryJSON(_ text: String) throws(RoomLinkError) -> String {
         let flag = "--retry"

@@ -39,6 +39,8 @@ public struct LoadPlan: Sendable, Equatable {
     public var notify = false
     /// The population logs in over this window at the start.
     public var loginOver: Duration = .seconds(60)
+    /// Overrides of the dialect's timings, by name (the scenario's `"timings"`: `heartbeatInterval`, …).
+    public var timings: [String: Duration] = [:]
     /// The `"retry"` object of the scenario, as JSON text (`{"preset": "liveKitJS"}`); `nil`: the dialect's default.
     public var retryJSON: String?
     public var faults: [Fault] = []
@@ -153,6 +155,10 @@ public struct LoadPlan: Sendable, Equatable {
               "population": { "clients": \(clients), "rooms": \(rooms), "userStatusNotify": \(notify) },
 
             """
+        if !timings.isEmpty {
+            let fields = timings.sorted { $0.key < $1.key }.map { "\"\($0.key)\": \"\($0.value.roomLinkText)\"" }
+            text += "  \"timings\": { " + fields.joined(separator: ", ") + " },\n"
+        }
         if let retryJSON { text += "  \"retry\": \(retryJSON),\n" }
         text += "  \"timeline\": [\n    " + entries.joined(separator: ",\n    ") + "\n  ],\n"
         text += "  \"end\": \"\(duration.roomLinkText)\"\n}\n"

@@ -29,6 +29,19 @@ public final class LoadStatistics: EngineObserver {
         var peakReconnectingAt = 0.0
         /// When reconnecting fell to 1 % of its peak after it (seconds), if it did.
         var recoveredAt: Double?
+        /// Connections whose room ended in failure (gave up, refused, kicked) and that have not joined it again.
+        var failedKeys: Set<String> = []
+        /// Every failure so far, including those that joined again.
+        var failures = 0
+        /// When each user whose network just went (an outage or a partition) lost it, until a peer sees the user
+        /// leave or the user is back.
+        var outageStart: [String: RuntimeInstant] = [:]
+        var peerSeesLeave = LatencyRecorder()
+        var delivery = LatencyRecorder()
+        /// Per 100 ms since the origin: the most connections reconnecting during it, and how many at its end (to
+        /// merge shards' peaks, which the exact peak above cannot).
+        var reconnectingPeaks: [Int] = []
+        var reconnectingEnds: [Int] = []
     }
 
     private let state: LockedBox<State>
@@ -40,18 +53,23 @@ public final class LoadStatistics: EngineObserver {
 
     public func transition(_ transition: RoomTransition, client: String, room: String, at time: RuntimeInstant) {
         switch transition {
+        case .peersChanged(.delete, let users, _):
+            peersLeft(users, at: time)
+            return
         case .joining, .stillLost, .reconnectMode, .peersCleared, .tokenRenewedWhileReconnecting, .peersChanged,
             .tokenWillExpire:
-            return  // no change of counts: the most frequent transitions (peer updates) take no lock
+            return  // no change of counts: the most frequent transitions (peers joining) take no lock
         case .joined, .lost, .rejoined, .gaveUp, .rejected, .kicked, .left:
             break
         }
         state.withLock { state in
             let second = Self.second(of: time, in: &state)
+            let tenth = Self.tenth(of: time, in: &state)
             let key = client + "\u{1F}" + room
             switch transition {
             case .joined:
                 state.online += 1
+                if state.failedKeys.remove(key) != nil { state.failed -= 1 }
             case .lost:
                 state.online -= 1
                 state.reconnecting += 1
@@ -66,6 +84,7 @@ public final class LoadStatistics: EngineObserver {
                 state.reconnecting -= 1
                 state.online += 1
                 state.seconds[second].rejoined += 1
+                state.outageStart[client] = nil  // back before any peer saw it leave: no peer will
                 if let lost = state.lostAt.removeValue(forKey: key) {
                     let nanoseconds = max(0, time.nanoseconds - lost.nanoseconds)
                     state.durations.record(UInt64(nanoseconds))
@@ -80,7 +99,8 @@ public final class LoadStatistics: EngineObserver {
                 }
             case .gaveUp(let phase), .rejected(_, let phase), .kicked(_, let phase):
                 Self.leave(phase, key: key, in: &state)
-                state.failed += 1
+                if state.failedKeys.insert(key).inserted { state.failed += 1 }
+                state.failures += 1
                 state.seconds[second].failedNow += 1
             case .left(let phase):
                 Self.leave(phase, key: key, in: &state)
@@ -95,6 +115,8 @@ public final class LoadStatistics: EngineObserver {
             state.seconds[second].online = state.online
             state.seconds[second].reconnecting = state.reconnecting
             state.seconds[second].failed = state.failed
+            state.reconnectingPeaks[tenth] = max(state.reconnectingPeaks[tenth], state.reconnecting)
+            state.reconnectingEnds[tenth] = state.reconnecting
         }
     }
 
@@ -114,45 +136,139 @@ public final class LoadStatistics: EngineObserver {
         }
     }
 
+    public func delivered(client: String, latency: Duration) {
+        state.withLock { $0.delivery.record(nanoseconds: latency.nanosecondsClamped) }
+    }
+
+    /// `user`'s network went at `time` (an outage, a blackhole, or a partition of its room): the first peer to see
+    /// the user leave afterwards gives one peer-sees-leave latency. Not an engine event — the scenario runner,
+    /// which causes the outages, reports them.
+    public func outageBegan(user: String, at time: RuntimeInstant) {
+        state.withLock { state in
+            if state.outageStart[user] == nil { state.outageStart[user] = time }
+        }
+    }
+
+    /// Peers saw `users` leave at `time`.
+    private func peersLeft(_ users: [String], at time: RuntimeInstant) {
+        state.withLock { state in
+            guard !state.outageStart.isEmpty else { return }
+            for user in users {
+                guard let start = state.outageStart.removeValue(forKey: user) else { continue }
+                state.peerSeesLeave.record(nanoseconds: time.nanoseconds - start.nanoseconds)
+            }
+        }
+    }
+
     /// The counts now: connections online, reconnecting and failed, and reconnect attempts sent so far.
     public func snapshot() -> (online: Int, reconnecting: Int, failed: Int, attempts: Int) {
         state.withLock { ($0.online, $0.reconnecting, $0.failed, $0.attemptBuckets.reduce(0, +)) }
     }
 
-    /// The report, with the series carried up to `end` (seconds since the origin).
-    public func report(end: Double) -> LoadReport {
-        state.withLock { state in
-            let last = max(0, Int(end.rounded(.up)) - 1)
-            _ = Self.second(ofIndex: last, in: &state)
-            let buckets = state.attemptBuckets
-            let first = buckets.firstIndex { $0 > 0 }
-            let lastBusy = buckets.lastIndex { $0 > 0 }
-            let span = first.flatMap { first in lastBusy.map { Array(buckets[first...$0]) } } ?? []
-            let peak = span.max() ?? 0
-            let mean = span.isEmpty ? 0 : Double(span.reduce(0, +)) / Double(span.count)
-            func seconds(_ percentile: Double) -> Double {
-                state.completed == 0 ? 0 : Double(state.durations.valueAtPercentile(percentile)) / 1e9
+    /// The report, with the series carried up to `end` (seconds since the origin), for `clients` clients.
+    public func report(end: Double, clients: Int) -> LoadReport {
+        Self.report(merging: [self], end: end, clients: clients)
+    }
+
+    /// The report of a run shared by several simulations (shards), each with its own statistics: counts, series
+    /// and histograms add up; the peak of reconnecting connections is the largest sum of the shards' peaks within
+    /// one 100 ms (exact for one shard, at most that much early or high for several).
+    static func report(merging parts: [LoadStatistics], end: Double, clients: Int) -> LoadReport {
+        let lastSecond = max(0, Int(end.rounded(.up)) - 1)
+        let lastTenth = max(0, Int((end * 10).rounded(.up)) - 1)
+        let states = parts.map { part in
+            part.state.withLock { state in
+                _ = second(ofIndex: lastSecond, in: &state)
+                _ = tenth(ofIndex: lastTenth, in: &state)
+                return state
             }
-            return LoadReport(
-                online: state.online,
-                reconnecting: state.reconnecting,
-                failed: state.failed,
-                reconnections: state.completed,
-                reconnectSecondsP50: seconds(50),
-                reconnectSecondsP90: seconds(90),
-                reconnectSecondsP99: seconds(99),
-                reconnectSecondsMax: state.completed == 0 ? 0 : Double(state.durations.max) / 1e9,
-                attemptsPer100msPeak: peak,
-                attemptsPer100msMean: mean,
-                attemptsPeakToMean: mean > 0 ? Double(peak) / mean : 0,
-                peakReconnecting: state.peakReconnecting,
-                peakReconnectingAtSeconds: state.peakReconnectingAt,
-                secondsUntil99PercentBack: state.recoveredAt.map { $0 - state.peakReconnectingAt },
-                loginsPerSecondPeak: state.seconds.map(\.logins).max() ?? 0,
-                reconnectSecondsHistogram: state.durationSeconds,
-                timeSeries: state.seconds
-            )
         }
+        var state = states[0]
+        if states.count > 1 {
+            for other in states.dropFirst() { add(other, to: &state) }
+            let peaks = state.reconnectingPeaks
+            if let peak = peaks.max(), peak > 0, let at = peaks.firstIndex(of: peak) {
+                state.peakReconnecting = peak
+                state.peakReconnectingAt = Double(at) / 10
+                state.recoveredAt = state.reconnectingEnds[at...].firstIndex { $0 * 100 <= peak }
+                    .map { Double($0 + 1) / 10 }
+            }
+        }
+        let buckets = state.attemptBuckets
+        let first = buckets.firstIndex { $0 > 0 }
+        let lastBusy = buckets.lastIndex { $0 > 0 }
+        let span = first.flatMap { first in lastBusy.map { Array(buckets[first...$0]) } } ?? []
+        let peak = span.max() ?? 0
+        let mean = span.isEmpty ? 0 : Double(span.reduce(0, +)) / Double(span.count)
+        func seconds(_ percentile: Double) -> Double {
+            state.completed == 0 ? 0 : Double(state.durations.valueAtPercentile(percentile)) / 1e9
+        }
+        return LoadReport(
+            online: state.online,
+            reconnecting: state.reconnecting,
+            failed: state.failed,
+            offline: max(0, clients - state.online - state.reconnecting - state.failed),
+            failures: state.failures,
+            reconnections: state.completed,
+            reconnectSecondsP50: seconds(50),
+            reconnectSecondsP90: seconds(90),
+            reconnectSecondsP99: seconds(99),
+            reconnectSecondsMax: state.completed == 0 ? 0 : Double(state.durations.max) / 1e9,
+            attemptsPer100msPeak: peak,
+            attemptsPer100msMean: mean,
+            attemptsPeakToMean: mean > 0 ? Double(peak) / mean : 0,
+            peakReconnecting: state.peakReconnecting,
+            peakReconnectingAtSeconds: state.peakReconnectingAt,
+            secondsUntil99PercentBack: state.recoveredAt.map { $0 - state.peakReconnectingAt },
+            loginsPerSecondPeak: state.seconds.map(\.logins).max() ?? 0,
+            reconnectSecondsHistogram: state.durationSeconds,
+            peerSeesLeave: state.peerSeesLeave.summary,
+            deliveryLatency: state.delivery.count > 0 ? state.delivery.summary : nil,
+            timeSeries: state.seconds
+        )
+    }
+
+    /// Adds another shard's counts, series and histograms to `state`.
+    private static func add(_ other: State, to state: inout State) {
+        func sum(_ a: [Int], _ b: [Int]) -> [Int] {
+            (0..<max(a.count, b.count)).map { (($0 < a.count) ? a[$0] : 0) + (($0 < b.count) ? b[$0] : 0) }
+        }
+        state.online += other.online
+        state.reconnecting += other.reconnecting
+        state.failed += other.failed
+        state.failures += other.failures
+        state.completed += other.completed
+        state.durations.add(other.durations)
+        state.durationSeconds = sum(state.durationSeconds, other.durationSeconds)
+        state.attemptBuckets = sum(state.attemptBuckets, other.attemptBuckets)
+        state.reconnectingPeaks = sum(state.reconnectingPeaks, other.reconnectingPeaks)
+        state.reconnectingEnds = sum(state.reconnectingEnds, other.reconnectingEnds)
+        state.peerSeesLeave.merge(other.peerSeesLeave)
+        state.delivery.merge(other.delivery)
+        for index in state.seconds.indices where index < other.seconds.count {
+            let row = other.seconds[index]
+            state.seconds[index].online += row.online
+            state.seconds[index].reconnecting += row.reconnecting
+            state.seconds[index].failed += row.failed
+            state.seconds[index].lost += row.lost
+            state.seconds[index].rejoined += row.rejoined
+            state.seconds[index].failedNow += row.failedNow
+            state.seconds[index].attempts += row.attempts
+            state.seconds[index].logins += row.logins
+        }
+    }
+
+    /// The index of the 100 ms `time` falls in, with every earlier one filled in with the current count.
+    private static func tenth(of time: RuntimeInstant, in state: inout State) -> Int {
+        tenth(ofIndex: Int(max(0, time.nanoseconds - state.origin.nanoseconds) / 100_000_000), in: &state)
+    }
+
+    private static func tenth(ofIndex index: Int, in state: inout State) -> Int {
+        while state.reconnectingPeaks.count <= index {
+            state.reconnectingPeaks.append(state.reconnecting)
+            state.reconnectingEnds.append(state.reconnecting)
+        }
+        return index
     }
 
     private static func leave(_ phase: RoomConnection.Phase, key: String, in state: inout State) {
@@ -209,10 +325,15 @@ public struct LoadReport: Sendable, Codable, Equatable {
         }
     }
 
-    /// Connections online, reconnecting and failed at the end.
+    /// Connections online, reconnecting and failed (their room ended in failure and they have not joined it
+    /// again) at the end, and clients offline (never joined, joining, or logged out): with one room per client,
+    /// online + reconnecting + failed + offline = clients.
     public var online: Int
     public var reconnecting: Int
     public var failed: Int
+    public var offline: Int
+    /// Rooms that ended in failure during the run (gave up, refused, kicked), counting each time.
+    public var failures: Int
     /// Reconnections completed, and how long they took (from the loss to the rejoin).
     public var reconnections: Int
     public var reconnectSecondsP50: Double
@@ -232,6 +353,13 @@ public struct LoadReport: Sendable, Codable, Equatable {
     public var loginsPerSecondPeak: Int
     /// How many reconnections took 0–1 s, 1–2 s, 2–3 s, …
     public var reconnectSecondsHistogram: [Int]
+    /// From a user's outage (network down, blackhole, or its room's partition) to the first peer's callback saying
+    /// the user left, for outages that peers saw (count 0 when no peer hears of peers: ZEGO without
+    /// `userStatusNotify`).
+    public var peerSeesLeave: LatencySummary
+    /// Real clock only: from the deadline of the timer or message that caused a state change to its callbacks
+    /// reaching the app, in real milliseconds.
+    public var deliveryLatency: LatencySummary?
     public var timeSeries: [Second]
 
     /// The time series as CSV, one row per second, with a header.

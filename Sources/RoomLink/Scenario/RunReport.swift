@@ -35,6 +35,15 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var peakRSSBytes: Int
     /// Peak RSS divided by clients: an upper bound of the memory per client.
     public var peakRSSBytesPerClient: Int
+    /// What the run added to the resident set at its peak, per client: (peak RSS − RSS at the start) / clients.
+    public var bytesPerClient: Int = 0
+    /// CPU time (user + system, every thread) the run used, in seconds.
+    public var cpuSeconds: Double = 0
+    /// How many simulations shared the run (see ``ScenarioRunner/shards``); 1 on the real clock.
+    public var shards: Int = 1
+    /// Real clock only: how late every timer of the run fired (heartbeats, retries, timeouts, and the network's
+    /// deliveries), from its deadline to its handler's call, in real milliseconds.
+    public var timerLateness: LatencySummary? = nil
     /// The load test's statistics (`roomlink load`), when the runner collected them.
     public var load: LoadReport? = nil
 }

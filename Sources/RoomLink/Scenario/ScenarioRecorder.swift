@@ -58,15 +58,39 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
     var eventCount: Int { state.withLock { $0.events } }
 
     /// The counts and the oracle's violations.
-    func summary() -> (
-        events: Int, eventsPerPeer: Int, byType: [String: Int], byState: [String: Int], byReason: [String: Int],
-        byCode: [String: Int], violations: [Violation]
-    ) {
+    func summary() -> RecordSummary {
         state.withLock {
-            (
-                $0.events, $0.eventsPerPeer, $0.byType.dictionary, $0.byState.dictionary, $0.byReason.dictionary,
-                $0.byCode.dictionary, $0.oracle.finish()
+            RecordSummary(
+                events: $0.events,
+                eventsPerPeer: $0.eventsPerPeer,
+                byType: $0.byType.dictionary,
+                byState: $0.byState.dictionary,
+                byReason: $0.byReason.dictionary,
+                byCode: $0.byCode.dictionary,
+                violations: $0.oracle.finish()
             )
         }
+    }
+}
+
+/// What a ``ScenarioRecorder`` counted, and the oracle's violations.
+struct RecordSummary {
+    var events: Int
+    var eventsPerPeer: Int
+    var byType: [String: Int]
+    var byState: [String: Int]
+    var byReason: [String: Int]
+    var byCode: [String: Int]
+    var violations: [Violation]
+
+    /// Adds the counts and violations of another shard's recorder.
+    mutating func merge(_ other: RecordSummary) {
+        events += other.events
+        eventsPerPeer += other.eventsPerPeer
+        byType.merge(other.byType, uniquingKeysWith: +)
+        byState.merge(other.byState, uniquingKeysWith: +)
+        byReason.merge(other.byReason, uniquingKeysWith: +)
+        byCode.merge(other.byCode, uniquingKeysWith: +)
+        violations += other.violations
     }
 }

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import RoomLinkLibevent
 
 /// Runs a ``Scenario``: creates its clients and rooms on a loop group, plays its timeline, records every event, and
 /// checks the log with the spec oracle.
@@ -15,6 +16,12 @@ public struct ScenarioRunner: Sendable {
     public let scenario: Scenario
     /// Whether the run gathers a load test's statistics (``LoadStatistics``) into its report's `load`.
     public var collectsLoadStatistics = false
+    /// In virtual time, how many simulations — each on its own thread — may share a large population, each playing
+    /// the rooms whose index modulo the count is its own (default 1). Used only when the scenario splits by room
+    /// (``canShard``) and no event log is written: each share is deterministic, but the interleaving of several
+    /// shares' events is not, so the event log needs one simulation. The report's counts and verdict are the same
+    /// for any count; its peak of reconnecting connections is the sum of each share's peak per 100 ms.
+    public var shards = 1
 
     /// Prepares a run.
     ///
@@ -67,31 +74,107 @@ public struct ScenarioRunner: Sendable {
         events: (any EventSink<EventLogLine>)?,
         progress: Progress?
     ) async throws -> RunReport {
-        if let simulation = group as? SimulationRuntime {
-            return try await simulation.run {
-                try await self.play(Dialect.self, on: simulation, events: events, progress: progress)
-            }
+        let wallStart = ContinuousClock.now
+        let usageStart = ProcessUsage.current()
+        let rssStart = ProcessUsage.currentRSSBytes()
+        guard let simulation = group as? SimulationRuntime else {
+            // Real time: one world on the group's loops.
+            let run = Shard<Dialect>(group: group, origin: group.now)
+            try await play(run, shard: 0, of: 1, events: events, progress: progress, wallStart: wallStart, all: [run])
+            return report([run], group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
         }
-        return try await play(Dialect.self, on: group, events: events, progress: progress)
+        let count = events == nil ? shardCount : 1
+        var simulations = [simulation]
+        for _ in 1..<max(1, count) { simulations.append(SimulationRuntime(seed: simulation.seed)) }
+        defer { for extra in simulations.dropFirst() { extra.shutdown() } }
+        let shards = simulations.map { Shard<Dialect>(group: $0, origin: $0.now) }
+        // Each simulation plays its share of the rooms on its own thread: the shares never talk to each other.
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for (index, shard) in shards.enumerated() {
+                let simulation = simulations[index]
+                tasks.addTask {
+                    try await simulation.run {
+                        try await self.play(
+                            shard,
+                            shard: index,
+                            of: shards.count,
+                            events: events,
+                            progress: index == 0 ? progress : nil,
+                            wallStart: wallStart,
+                            all: shards
+                        )
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        return report(shards, group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
     }
 
+    /// How many simulations this run uses: ``shards`` when the scenario can be split by room, otherwise one.
+    private var shardCount: Int {
+        guard shards > 1, canShard, let population = scenario.population else { return 1 }
+        return min(shards, population.rooms)
+    }
+
+    /// Whether the scenario splits into independent shares of rooms: only population users, each staying in its own
+    /// room (no entry names a room for them), so that no message crosses from one share to another.
+    public var canShard: Bool {
+        guard scenario.users.isEmpty, scenario.population != nil else { return false }
+        return scenario.timeline.allSatisfy { entry in
+            switch entry.action {
+            case .login(let room, _), .logout(let room), .kick(let room): room == nil
+            case .switchRoom, .requestReconnect: false
+            default: true
+            }
+        }
+    }
+
+    /// One simulation's (or the real clock's) part of a run: its group, its world once built, its statistics.
+    private final class Shard<Dialect: RoomDialect>: Sendable {
+        let group: any RuntimeLoopGroup
+        let origin: RuntimeInstant
+        private let built = LockedBox<World<Dialect>?>(nil)
+
+        init(group: any RuntimeLoopGroup, origin: RuntimeInstant) {
+            self.group = group
+            self.origin = origin
+        }
+
+        var world: World<Dialect>? {
+            get { built.withLock { $0 } }
+            set { built.withLock { $0 = newValue } }
+        }
+    }
+
+    /// Builds one shard's world on its group, plays the timeline's entries that concern it, and waits for the end.
     private func play<Dialect: RoomDialect>(
-        _ dialect: Dialect.Type,
-        on group: any RuntimeLoopGroup,
+        _ shard: Shard<Dialect>,
+        shard index: Int,
+        of count: Int,
         events: (any EventSink<EventLogLine>)?,
-        progress: Progress?
-    ) async throws -> RunReport {
-        let wallStart = ContinuousClock.now
-        let origin = group.now
+        progress: Progress?,
+        wallStart: ContinuousClock.Instant,
+        all shards: [Shard<Dialect>]
+    ) async throws {
+        let origin = shard.origin
         let statistics = collectsLoadStatistics ? LoadStatistics(origin: origin) : nil
-        let world = World<Dialect>(scenario: scenario, group: group, forward: events, observer: statistics)
+        let world = World<Dialect>(
+            scenario: scenario,
+            group: shard.group,
+            forward: events,
+            statistics: statistics,
+            shard: index,
+            of: count
+        )
+        shard.world = world
         world.recorder.start(at: origin)
         for (index, entry) in scenario.timeline.enumerated() {
-            for (position, roomID) in world.rooms(of: entry).enumerated() {
+            for (position, roomID) in world.rooms(of: entry).enumerated() where world.owns(room: roomID) {
                 try world.schedule(entry, index: index, room: roomID, position: position, origin: origin)
             }
             for (participant, offset) in world.targets(of: entry, index: index) {
-                let client = world.clients[participant]
+                guard let client = world.clients[participant] else { continue }
                 let deadline = origin.advanced(by: entry.at + offset)
                 _ = try client.loop.schedule(at: deadline) {
                     client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
@@ -110,61 +193,60 @@ public struct ScenarioRunner: Sendable {
                 }
             }
         }
-        // Progress: a task on the global executor samples the run every wall interval (the simulation's clock and
-        // the statistics are safe to read from any thread), and once more at the end.
+        // Progress (the first shard reports for all): a task on the global executor samples the run every wall
+        // interval (the clocks and the statistics are safe to read from any thread), and once more at the end.
+        let end = scenario.end
         let sampler = progress.map { progress in
             Task.detached {
                 var previous = (time: ContinuousClock.now, events: 0)
                 while !Task.isCancelled {
                     try? await Task.sleep(for: progress.interval)
-                    let sample = Self.sample(
-                        world: world,
-                        statistics: statistics,
-                        origin: origin,
-                        group: group,
-                        since: previous,
-                        wallStart: wallStart,
-                        end: scenario.end
-                    )
+                    let sample = Self.sample(shards, since: previous, wallStart: wallStart, end: end)
                     previous = (ContinuousClock.now, sample.events)
                     if Task.isCancelled || sample.scenarioSeconds >= sample.scenarioEnd { break }  // the end reports
                     progress.report(sample)
                 }
             }
         }
-        try await group.loops[0].sleep(until: origin.advanced(by: scenario.end))
+        try await shard.group.loops[0].sleep(until: origin.advanced(by: end))
         sampler?.cancel()
-        if let progress {
-            progress.report(
-                Self.sample(
-                    world: world,
-                    statistics: statistics,
-                    origin: origin,
-                    group: group,
-                    since: (wallStart, 0),
-                    wallStart: wallStart,
-                    end: scenario.end
-                )
-            )
-        }
         world.recorder.close()
+        guard let progress else { return }
+        // The last sample, once every shard is at the end.
+        while shards.contains(where: { $0.group.now < $0.origin.advanced(by: end) }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        progress.report(Self.sample(shards, since: (wallStart, 0), wallStart: wallStart, end: end))
+    }
+
+    /// The report of a run from its shards.
+    private func report<Dialect: RoomDialect>(
+        _ shards: [Shard<Dialect>],
+        group: any RuntimeLoopGroup,
+        wallStart: ContinuousClock.Instant,
+        usageStart: ProcessUsage,
+        rssStart: Int
+    ) -> RunReport {
+        let worlds = shards.compactMap(\.world)
         let wall = ContinuousClock.now - wallStart
         let usage = ProcessUsage.current()
-        let summary = world.recorder.summary()
-        let clients = world.clients.count
+        var summary = worlds[0].recorder.summary()
+        for world in worlds.dropFirst() { summary.merge(world.recorder.summary()) }
+        let clients = worlds.reduce(0) { $0 + $1.clientCount }
+        let statistics = worlds.compactMap(\.statistics)
         return RunReport(
             dialect: scenario.dialect.rawValue,
             clock: group is SimulationRuntime ? "virtual" : "real",
             seed: scenario.seed,
             clients: clients,
-            rooms: world.server.roomCount,
+            rooms: worlds.reduce(0) { $0 + $1.server.roomCount },
             events: summary.events,
             eventsPerPeer: summary.eventsPerPeer,
             eventsByType: summary.byType,
             eventsByState: summary.byState,
             eventsByReason: summary.byReason,
             eventsByCode: summary.byCode,
-            messages: world.network.deliveredCount,
+            messages: worlds.reduce(0) { $0 + $1.network.deliveredCount },
             violations: summary.violations.count,
             violationSample: summary.violations.prefix(20).map(\.description),
             droppedEvents: 0,
@@ -173,26 +255,46 @@ public struct ScenarioRunner: Sendable {
             eventsPerWallSecond: wall > .zero ? Double(summary.events) / wall.seconds : 0,
             peakRSSBytes: usage.peakRSSBytes,
             peakRSSBytesPerClient: clients > 0 ? usage.peakRSSBytes / clients : 0,
-            load: statistics?.report(end: scenario.end.seconds)
+            bytesPerClient: clients > 0 ? max(0, usage.peakRSSBytes - rssStart) / clients : 0,
+            cpuSeconds: usage.cpuSeconds - usageStart.cpuSeconds,
+            shards: shards.count,
+            timerLateness: (group as? LibeventLoopGroup)?.timerLateness,
+            load: statistics.isEmpty
+                ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients)
         )
     }
 
-    /// A progress sample of a run.
+    /// A progress sample of a run: counts summed over its shards, scenario time of the one furthest behind.
     private static func sample<Dialect: RoomDialect>(
-        world: World<Dialect>,
-        statistics: LoadStatistics?,
-        origin: RuntimeInstant,
-        group: any RuntimeLoopGroup,
+        _ shards: [Shard<Dialect>],
         since previous: (time: ContinuousClock.Instant, events: Int),
         wallStart: ContinuousClock.Instant,
         end: Duration
     ) -> LoadProgress {
         let now = ContinuousClock.now
-        let counts = statistics?.snapshot() ?? (online: 0, reconnecting: 0, failed: 0, attempts: 0)
-        let events = world.recorder.eventCount
+        var counts = (online: 0, reconnecting: 0, failed: 0, attempts: 0)
+        var events = 0
+        var scenarioSeconds = end.seconds
+        for shard in shards {
+            scenarioSeconds = min(
+                scenarioSeconds,
+                Double(shard.group.now.nanoseconds - shard.origin.nanoseconds) / 1e9
+            )
+            guard let world = shard.world else {
+                scenarioSeconds = 0
+                continue
+            }
+            events += world.recorder.eventCount
+            if let part = world.statistics?.snapshot() {
+                counts.online += part.online
+                counts.reconnecting += part.reconnecting
+                counts.failed += part.failed
+                counts.attempts += part.attempts
+            }
+        }
         let elapsed = (now - previous.time).seconds
         return LoadProgress(
-            scenarioSeconds: min(end.seconds, Double(group.now.nanoseconds - origin.nanoseconds) / 1e9),
+            scenarioSeconds: max(0, scenarioSeconds),
             scenarioEnd: end.seconds,
             wallSeconds: (now - wallStart).seconds,
             online: counts.online,
@@ -210,8 +312,15 @@ public struct ScenarioRunner: Sendable {
         let recorder: ScenarioRecorder<Dialect.Event>
         let network: SimulatedNetwork
         let server: RoomServer
-        /// Named users first, in the scenario's order, then the population (`u0`, `u1`, …).
-        let clients: [RoomClient<Dialect>]
+        /// Named users first, in the scenario's order, then the population (`u0`, `u1`, …); `nil` for users of
+        /// another shard.
+        let clients: [RoomClient<Dialect>?]
+        /// The clients this world runs.
+        let clientCount: Int
+        /// This world's shard, and how many there are: it runs the population rooms whose index modulo `shards` is
+        /// `shard` (and the named users, in shard 0).
+        let shard: Int
+        let shards: Int
         /// The join options of each named user, by index.
         let namedOptions: [JoinOptions]
         /// Participant indices by named user ID.
@@ -224,13 +333,20 @@ public struct ScenarioRunner: Sendable {
         let shuffledRooms: [Int]
         let seed: UInt64
         let end: Duration
+        /// The load statistics, told of each outage (for the peer-sees-leave latency).
+        let statistics: LoadStatistics?
 
         init(
             scenario: Scenario,
             group: any RuntimeLoopGroup,
             forward: (any EventSink<EventLogLine>)?,
-            observer: (any EngineObserver)?
+            statistics: LoadStatistics?,
+            shard: Int = 0,
+            of shards: Int = 1
         ) {
+            self.statistics = statistics
+            self.shard = shard
+            self.shards = shards
             recorder = ScenarioRecorder(scenario: scenario, forward: forward)
             network = SimulatedNetwork(conditions: scenario.network, seed: scenario.seed)
             let timings = Dialect.Timings(overrides: scenario.timings)
@@ -240,12 +356,16 @@ public struct ScenarioRunner: Sendable {
                 timings: timings,
                 retryPolicy: scenario.retry ?? Dialect.defaultRetryPolicy,
                 sink: recorder,
-                observer: observer
+                observer: statistics
             )
-            var clients: [RoomClient<Dialect>] = []
+            var clients: [RoomClient<Dialect>?] = []
             var named: [String: Int] = [:]
             for user in scenario.users {
                 named[user.id] = clients.count
+                guard shard == 0 else {
+                    clients.append(nil)
+                    continue
+                }
                 clients.append(
                     RoomClient(
                         id: user.id,
@@ -270,6 +390,10 @@ public struct ScenarioRunner: Sendable {
             if let population {
                 clients.reserveCapacity(clients.count + population.clients)
                 for index in 0..<population.clients {
+                    guard (index % population.rooms) % shards == shard else {
+                        clients.append(nil)
+                        continue
+                    }
                     clients.append(
                         RoomClient(
                             id: Scenario.Population.userName(index),
@@ -287,7 +411,16 @@ public struct ScenarioRunner: Sendable {
             seed = scenario.seed
             end = scenario.end
             self.clients = clients
+            self.clientCount = clients.reduce(0) { $0 + ($1 == nil ? 0 : 1) }
             self.named = named
+        }
+
+        /// Whether this world's shard runs the room `roomID` (population rooms are `room-<index>`; any other room
+        /// belongs to shard 0).
+        func owns(room roomID: String) -> Bool {
+            guard shards > 1 else { return true }
+            guard roomID.hasPrefix("room-"), let index = Int(roomID.dropFirst(5)) else { return shard == 0 }
+            return index % shards == shard
         }
 
         /// The participants an entry acts on, each with its offset from the entry's time.
@@ -324,11 +457,17 @@ public struct ScenarioRunner: Sendable {
             position: Int,
             origin: RuntimeInstant
         ) throws {
-            let loop = server.serverRoom(roomID).loop
-            let network = network
+            let room = server.serverRoom(roomID)
+            let (network, statistics) = (network, statistics)
             let cutOff = entry.action == .partition
             let deadline = origin.advanced(by: entry.at)
-            _ = try loop.schedule(at: deadline) { network.setPartitioned(cutOff, room: roomID) }
+            _ = try room.loop.schedule(at: deadline) {
+                network.setPartitioned(cutOff, room: roomID)
+                guard cutOff, let statistics else { return }
+                // Every member's connection to the room goes now.
+                let now = room.loop.now
+                for user in room.assumeIsolated({ $0.memberIDs }) { statistics.outageBegan(user: user, at: now) }
+            }
             guard cutOff, let length = entry.length else { return }
             var random = SeededRandom(
                 seed: seed,
@@ -336,7 +475,7 @@ public struct ScenarioRunner: Sendable {
             )
             let healed = deadline.advanced(by: length.draw(using: &random))
             guard healed < origin.advanced(by: end) else { return }
-            _ = try loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
+            _ = try room.loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
         }
 
         /// The `fraction` of `order` that starts `offset` into it.
@@ -364,10 +503,12 @@ public struct ScenarioRunner: Sendable {
             case .switchRoom(let from, let to):
                 Dialect.apply(.switchRoom(from: from, to: to), on: client)
             case .networkDown:
+                statistics?.outageBegan(user: client.userID, at: client.loop.now)
                 network.setLink(.down, for: client)
             case .networkUp:
                 network.setLink(.up, for: client)
             case .blackhole:
+                statistics?.outageBegan(user: client.userID, at: client.loop.now)
                 network.setLink(.blackhole, for: client)
             case .networkChange:
                 client.networkChanged()

@@ -13,9 +13,16 @@
 ///     func beat() { /* send a heartbeat */ }
 /// }
 /// ```
-public protocol RuntimeLoop: SerialExecutor, TaskExecutor, TimerService {}
+public protocol RuntimeLoop: SerialExecutor, TaskExecutor, TimerService {
+    /// While a timer's handler runs on this loop: the real time since the timer was due (how late the work it
+    /// started is so far). `nil` outside a timer's handler, and always in virtual time, where nothing is late.
+    /// Read it on the loop's thread.
+    var firingLateness: Duration? { get }
+}
 
 extension RuntimeLoop {
+    public var firingLateness: Duration? { nil }
+
     /// Whether the calling thread is this loop's, for `assumeIsolated` on actors pinned here.
     public func isIsolatingCurrentContext() -> Bool? {
         isInServiceThread

@@ -6,4 +6,11 @@ public protocol EngineObserver: Sendable {
     func transition(_ transition: RoomTransition, client: String, room: String, at time: RuntimeInstant)
     /// `client` sent a login for `room` at `time`: a first join's attempt, or a reconnection's.
     func attempt(client: String, room: String, reconnecting: Bool, at time: RuntimeInstant)
+    /// A callback of `client` reached the app (its stream and sink) `latency` after the timer or message that
+    /// caused it was due, in real time. Real clock only (in virtual time nothing is late).
+    func delivered(client: String, latency: Duration)
+}
+
+extension EngineObserver {
+    public func delivered(client: String, latency: Duration) {}
 }

@@ -598,8 +598,18 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
 
     /// Reports a transition of `room` as the dialect's events.
     func report(_ transition: RoomTransition, room: String) {
-        environment.observer?.transition(transition, client: endpointID, room: room, at: loop.now)
-        Dialect.report(transition, room: room) { publish($0) }
+        guard let observer = environment.observer else {
+            Dialect.report(transition, room: room) { publish($0) }
+            return
+        }
+        observer.transition(transition, client: endpointID, room: room, at: loop.now)
+        var published = false
+        Dialect.report(transition, room: room) {
+            publish($0)
+            published = true
+        }
+        // From the cause's deadline (a message's arrival, a timeout) to the callbacks handed to the app.
+        if published, let latency = loop.firingLateness { observer.delivered(client: endpointID, latency: latency) }
     }
 
     /// Runs `body` on this client at `deadline`; `nil` when the loop has shut down (the run is over).

@@ -1,0 +1,81 @@
+internal import Histogram
+
+/// Records durations — how late timers fired, how long a callback took to arrive — into an HDR histogram (three
+/// significant digits, up to a day), and summarises them as a ``LatencySummary``.
+///
+/// A value: one owner records; merge recorders of several threads with ``merge(_:)``.
+public struct LatencyRecorder: Sendable {
+    private var histogram = Histogram<UInt64>(
+        highestTrackableValue: 86_400_000_000_000,
+        numberOfSignificantValueDigits: .three
+    )
+
+    /// An empty recorder.
+    public init() {}
+
+    /// Records one duration of `nanoseconds` (negative values count as 0; values beyond a day as a day).
+    public mutating func record(nanoseconds: Int64) {
+        _ = histogram.record(UInt64(min(max(0, nanoseconds), 86_400_000_000_000)))
+    }
+
+    /// Adds every duration `other` recorded.
+    public mutating func merge(_ other: LatencyRecorder) {
+        histogram.add(other.histogram)
+    }
+
+    /// How many durations were recorded.
+    public var count: Int { Int(histogram.totalCount) }
+
+    /// The percentiles of what was recorded.
+    public var summary: LatencySummary {
+        guard histogram.totalCount > 0 else { return LatencySummary() }
+        func milliseconds(_ percentile: Double) -> Double {
+            Double(histogram.valueAtPercentile(percentile)) / 1e6
+        }
+        return LatencySummary(
+            count: count,
+            p50Ms: milliseconds(50),
+            p90Ms: milliseconds(90),
+            p99Ms: milliseconds(99),
+            p999Ms: milliseconds(99.9),
+            maxMs: Double(histogram.max) / 1e6
+        )
+    }
+}
+
+/// Percentiles of a sample of durations, in milliseconds (all 0 for an empty sample).
+public struct LatencySummary: Sendable, Codable, Equatable {
+    public var count = 0
+    public var p50Ms = 0.0
+    public var p90Ms = 0.0
+    public var p99Ms = 0.0
+    public var p999Ms = 0.0
+    public var maxMs = 0.0
+
+    /// Creates a summary; every field defaults to 0.
+    public init(
+        count: Int = 0,
+        p50Ms: Double = 0,
+        p90Ms: Double = 0,
+        p99Ms: Double = 0,
+        p999Ms: Double = 0,
+        maxMs: Double = 0
+    ) {
+        self.count = count
+        self.p50Ms = p50Ms
+        self.p90Ms = p90Ms
+        self.p99Ms = p99Ms
+        self.p999Ms = p999Ms
+        self.maxMs = maxMs
+    }
+
+    /// `p50 / p99 / max` as one short text, e.g. `0.31 / 2.10 / 7.94 ms`.
+    public var text: String {
+        func format(_ value: Double) -> String {
+            let hundredths = Int((value * 100).rounded())
+            let fraction = hundredths % 100
+            return "\(hundredths / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+        }
+        return "\(format(p50Ms)) / \(format(p99Ms)) / \(format(maxMs)) ms"
+    }
+}
