@@ -99,6 +99,12 @@ struct LibeventTimerQueue: TimerQueue {
         valid(id).flatMap { slots[$0].payload }
     }
 
+    mutating func withPayload<R>(_ id: TimerQueueID, _ body: (inout TimerRecord) -> R) -> R? {
+        // A slot that is not free always holds a payload (`release` clears it and frees the slot).
+        guard let index = valid(id) else { return nil }
+        return body(&slots[index].payload!)
+    }
+
     mutating func setPayload(_ id: TimerQueueID, _ payload: TimerRecord) {
         if let index = valid(id) { slots[index].payload = payload }
     }

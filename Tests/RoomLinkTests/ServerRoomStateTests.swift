@@ -76,6 +76,41 @@ struct ServerRoomStateTests {
     }
 
     @Test
+    func aHeartbeatsSlotHintIsCheckedAndTheAckSaysWhereTheMemberIsNow() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            for (index, user) in ["A", "B", "C"].enumerated() {
+                _ = room.login(
+                    Self.login(user, session: UInt64(index + 1)),
+                    from: Endpoint(user, loop: loop),
+                    tokenValid: true,
+                    now: Self.at(0)
+                )
+            }
+            let c = SessionID(rawValue: 3)
+            #expect(
+                room.heartbeat(userID: "C", session: c, now: Self.at(1)).reply == .heartbeatAck(session: c, slot: 2)
+            )
+            _ = room.logout(userID: "A", session: SessionID(rawValue: 1), now: Self.at(2))
+            // C moved up when A left: its old hint (2) is out of range, so it is looked up, and told its new place.
+            #expect(
+                room.heartbeat(userID: "C", session: c, slot: 2, now: Self.at(3)).reply
+                    == .heartbeatAck(session: c, slot: 1)
+            )
+            // A hint pointing at another member is not trusted: B's slot with C's session finds C.
+            #expect(
+                room.heartbeat(userID: "C", session: c, slot: 0, now: Self.at(4)).reply
+                    == .heartbeatAck(session: c, slot: 1)
+            )
+            #expect(
+                room.heartbeat(userID: "B", session: c, slot: 1, now: Self.at(5)).reply == .sessionUnknown(session: c),
+                "a hint never lets a wrong session in"
+            )
+            #expect(room.member("C")?.lastHeard == Self.at(4))
+        }
+    }
+
+    @Test
     func peersHearOfChangesInOrderBatchedByKindAndNeverOfOnesBeforeTheyJoined() {
         Self.withLoop { loop in
             var room = ServerRoomState(roomID: "r1", timings: Self.timings)

@@ -7,7 +7,8 @@ public enum ServerMessage: Sendable, Equatable {
     /// The login of `session` was refused and must not be retried.
     case loginRejected(session: SessionID, reason: LoginRejection)
     /// The server heard the heartbeat of `session`.
-    case heartbeatAck(session: SessionID)
+    /// `slot` is where the member is in the room's table now, for the next heartbeat's hint.
+    case heartbeatAck(session: SessionID, slot: Int32)
     /// A heartbeat, or a request to resume, named a session the server no longer has (its heartbeat timeout
     /// passed): the client must reconnect — with a new session, after a refused resume — to be a member again.
     case sessionUnknown(session: SessionID)

@@ -38,8 +38,8 @@ public actor ServerRoom: RoomEndpoint {
                 let valid = room.server.tokenIsValid(request.token, for: request.userID)
                 room.apply(room.state.login(request, from: client, tokenValid: valid, now: room.loop.now))
             }
-        case .heartbeat(let userID, let session):
-            let (reply, arm) = state.heartbeat(userID: userID, session: session, now: now)
+        case .heartbeat(let userID, let session, let slot):
+            let (reply, arm) = state.heartbeat(userID: userID, session: session, slot: slot, now: now)
             server.transport?.send(reply, from: self, to: client)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):

@@ -177,15 +177,27 @@ public struct ServerRoomState {
     public mutating func heartbeat(
         userID: String,
         session: SessionID,
+        slot: Int32 = -1,
         now: RuntimeInstant
     ) -> (reply: ServerMessage, arm: Effect?) {
-        guard let index = members.index(forKey: userID), members.values[index].session == session else {
+        let index: Int
+        // The client's hint first (no hashing); a member that moved (an earlier one left) is looked up by user ID.
+        if slot >= 0, Int(slot) < members.count, members.values[Int(slot)].session == session,
+            members.values[Int(slot)].userID == userID
+        {
+            index = Int(slot)
+        } else if let found = members.index(forKey: userID), members.values[found].session == session {
+            index = found
+        } else {
             if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), nil) }
             return (.sessionUnknown(session: session), nil)
         }
         members.values[index].lastHeard = now
         // A member whose data flows is heard all the time: no deadline until its data stops.
-        return (.heartbeatAck(session: session), timings.continuousData ? nil : queue(userID, heardAt: now))
+        return (
+            .heartbeatAck(session: session, slot: Int32(index)),
+            timings.continuousData ? nil : queue(userID, heardAt: now)
+        )
     }
 
     /// The member's connection closed (or, with continuous data, its data stopped): its timeout runs from now, and

@@ -78,6 +78,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// Set on the simulation thread when it stops; read only there, so arming on the thread takes no lock.
     private var isStopped = false
     private var runState = RunState.idle
+    /// A run whose body returned, resumed once the instant it ended at has been played out.
+    private var finishedRun: ActiveRun?
 
     /// Creates a simulation whose random streams derive from `seed`, and starts its thread.
     ///
@@ -288,6 +290,12 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 }
                 continue
             }
+            if let run = finishedRun {
+                // The body's value or error travels in `run`'s result box.
+                finishedRun = nil
+                run.continuation.resume()
+                continue
+            }
             switch nextStep() {
             case .work:
                 continue
@@ -364,6 +372,13 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             while let job = runQueue.popFirst() {
                 runSynchronously(job)
             }
+            // The run ended (its body returned at this instant): the instant's other timers still fire, then time
+            // stands still until the next run — the batch's later timers wait for it, and the caller resumes only
+            // after this (see `endRun`), so it never reads results while timers of the run still fire.
+            if case .idle = runState, index < dueBuffer.count, dueBuffer[index].deadline > now {
+                for rest in dueBuffer[index...] { timers.putBack(rest.id) }
+                return
+            }
             // Timers armed meanwhile for this tick wait in the wheel's overdue bucket: merge them into the batch.
             if timers.hasOverdue {
                 mergeBuffer.removeAll(keepingCapacity: true)
@@ -393,7 +408,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             defer { shared.run = nil }
             return shared.run
         }
-        run?.continuation.resume()  // the body's value or error travels in `run`'s result box
+        finishedRun = run  // resumed by the thread's loop once this instant's timers have fired
     }
 
     private func shutDownOnThread() {

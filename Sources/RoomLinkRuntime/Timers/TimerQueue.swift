@@ -41,6 +41,9 @@
     func payload(_ id: TimerQueueID) -> Payload?
     /// Replaces the payload of a scheduled or detached timer.
     mutating func setPayload(_ id: TimerQueueID, _ payload: Payload)
+    /// Calls `body` with the payload of a scheduled or detached timer in place (no copy of it, nor of what it
+    /// holds); `nil` when there is none. Firing a timer reads and updates its record this way.
+    mutating func withPayload<R>(_ id: TimerQueueID, _ body: (inout Payload) -> R) -> R?
     /// Removes every timer; returns them in deadline order.
     mutating func removeAll() -> [(TimerQueueID, Payload)]
     /// Scheduled timers.

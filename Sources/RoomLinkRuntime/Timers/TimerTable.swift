@@ -99,14 +99,17 @@
     /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
     @inlinable
     @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
-        guard queue.isDetached(id), let record = queue.payload(id) else { return nil }
-        if record.isCancelled {
+        guard queue.isDetached(id) else { return nil }
+        // Read the record in place: copying it would retain and release its handler once more per firing.
+        guard let (cancelled, handler, remoteID) = queue.withPayload(id, { ($0.isCancelled, $0.handler, $0.remoteID) })
+        else { return nil }
+        if cancelled {
             queue.free(id)
-            forgetRemote(record.remoteID)
+            forgetRemote(remoteID)
             return nil
         }
         firing = id
-        return (record.handler, handle(for: record, id))
+        return (handler, TimerHandle(rawValue: remoteID != 0 ? remoteID : id.rawValue))
     }
 
     /// Finishes a firing: re-arms a periodic timer on its absolute schedule (skipping periods that have wholly
@@ -118,22 +121,33 @@
         now: UInt64
     ) -> (any TimerHandler, TimerHandle)? {
         firing = nil
-        guard var record = queue.payload(id), queue.isDetached(id) else { return nil }
-        if record.period > 0, !record.isCancelRequested {
-            var next = record.deadline &+ record.period
-            let nowScenario = scenarioNanoseconds(now)
-            if next <= nowScenario {
-                let missed = (nowScenario - next) / record.period + 1
-                next = next &+ missed &* record.period
-            }
-            record.deadline = next
-            queue.setPayload(id, record)
+        guard queue.isDetached(id) else { return nil }
+        let nowScenario = scenarioNanoseconds(now)
+        // In place: the next deadline of a periodic timer, or nil for one that ends (one-shot, or cancelled).
+        guard
+            let (next, cancelRequested, remoteID) = queue.withPayload(
+                id,
+                { record -> (Int64?, Bool, UInt64) in
+                    guard record.period > 0, !record.isCancelRequested else {
+                        return (nil, record.isCancelRequested, record.remoteID)
+                    }
+                    var next = record.deadline &+ record.period
+                    if next <= nowScenario {
+                        let missed = (nowScenario - next) / record.period + 1
+                        next = next &+ missed &* record.period
+                    }
+                    record.deadline = next
+                    return (next, false, record.remoteID)
+                }
+            )
+        else { return nil }
+        if let next {
             queue.reschedule(id, deadline: realNanoseconds(next))
             return nil
         }
-        queue.free(id)
-        forgetRemote(record.remoteID)
-        return record.isCancelRequested ? (record.handler, handle(for: record, id)) : nil
+        guard let record = queue.free(id) else { return nil }
+        forgetRemote(remoteID)
+        return cancelRequested ? (record.handler, handle(for: record, id)) : nil
     }
 
     /// Removes every timer and returns the handlers to tell of their cancellation, in deadline order.

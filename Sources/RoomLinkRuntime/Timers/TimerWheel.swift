@@ -167,6 +167,14 @@
         return entries[index].payload
     }
 
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func withPayload<R>(_ id: ID, _ body: (inout Payload) -> R) -> R? {
+        // A scheduled or detached entry always holds a payload (only `release` clears it, and frees the entry);
+        // checking it here would copy it.
+        guard let index = validIndex(id) else { return nil }
+        return body(&entries[index].payload!)
+    }
+
     /// Replaces the payload of a scheduled or detached timer.
     @inlinable
     @_spi(RoomLinkInternals) public mutating func setPayload(_ id: ID, _ payload: Payload) {

@@ -279,8 +279,10 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             let phase = rooms[index].phase
             _ = end(at: index)
             report(.rejected(reason, from: phase), room: roomID)
-        case .heartbeatAck(let session):
-            if rooms[index].session == session { rooms[index].heard(at: now) }
+        case .heartbeatAck(let session, let slot):
+            guard rooms[index].session == session else { return }
+            rooms[index].heard(at: now)
+            rooms[index].serverSlot = slot
         case .sessionUnknown(let session):
             guard rooms[index].session == session else { return }
             switch rooms[index].phase {
@@ -411,7 +413,10 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             if rooms[index].phase == .joined {
                 if rooms[index].isSilent(at: now, timeout: timeout) {
                     connectionLost(at: index, closed: false, cause: .silent)
-                } else if send(.heartbeat(userID: userID, session: rooms[index].session), to: rooms[index].server)
+                } else if send(
+                    .heartbeat(userID: userID, session: rooms[index].session, slot: rooms[index].serverSlot),
+                    to: rooms[index].server
+                )
                     == .refused
                 {
                     connectionLost(at: index, closed: true, cause: .closed)

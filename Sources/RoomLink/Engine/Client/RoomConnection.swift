@@ -66,6 +66,8 @@ public struct RoomConnection: Sendable {
     }
     /// Whether a login request is waiting for its answer.
     var attemptInFlight = false
+    /// Where the server last said the member was in its table (−1: not known yet), sent back as a hint.
+    var serverSlot: Int32 = -1
     /// Counts attempts, so that a timer of an earlier attempt is ignored.
     var attempt: UInt32 = 0
     /// The room's one timer during an episode: the answer timeout or the wait before the next attempt, never later
