@@ -101,7 +101,9 @@ struct Playback {
                 p99 \(f(stats.reconnectSecondsP99)) s, max \(f(stats.reconnectSecondsMax)) s
                   storm        \(stats.peakReconnecting) reconnecting at \(f(stats.peakReconnectingAtSeconds)) s; 99 % back \
                 \(stats.secondsUntil99PercentBack.map { "after \(f($0)) s" } ?? "never"); attempts per 100 ms peak \
-                \(stats.attemptsPer100msPeak), mean \(f(stats.attemptsPer100msMean)) (peak/mean \(f(stats.attemptsPeakToMean))); \
+                \(stats.attemptsPer100msPeak), mean \(f(stats.attemptsPer100msMean)) (peak/mean \(f(stats.attemptsPeakToMean))), \
+                retries only peak \(stats.retriesPer100msPeak), mean \(f(stats.retriesPer100msMean)) (peak/mean \
+                \(f(stats.retriesPeakToMean))); \
                 logins per second peak \(stats.loginsPerSecondPeak)
                   peer sees leave \(stats.peerSeesLeave.count == 0 ? "not seen" : "p50 / p99 / max \(stats.peerSeesLeave.text) (\(stats.peerSeesLeave.count))")
 

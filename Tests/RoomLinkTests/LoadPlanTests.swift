@@ -345,3 +345,53 @@ extension LoadPlanTests {
         )
     }
 }
+
+extension LoadPlanTests {
+    static func statistics(_ plan: LoadPlan) async throws -> LoadReport {
+        var runner = try ScenarioRunner(scenario: try plan.scenario())
+        runner.collectsLoadStatistics = true
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        return try #require(report.load)
+    }
+
+    @Test
+    func withoutJitterEveryRetryIsAHerdAndFullJitterSpreadsIt() async throws {
+        func outage(_ jitter: String) async throws -> LoadReport {
+            var plan = Self.plan(rooms: 4, [try LoadPlan.partition("1@1m:60s")])
+            plan.dialect = .agora
+            plan.retryJSON = #"{ "strategy": "exponential", "base": "1s", "cap": "10s", "jitter": "\#(jitter)" }"#
+            return try await Self.statistics(plan)
+        }
+        let none = try await outage("none")
+        let full = try await outage("full")
+        // Everybody notices together (4 s after the media stops), so the first attempts are one burst either way.
+        #expect(none.attemptsPer100msPeak == 40 && full.attemptsPer100msPeak == 40)
+        #expect(none.retriesPer100msPeak == 40, "in lockstep: every retry is all 40 at once")
+        #expect(full.retriesPer100msPeak <= 10, "spread: \(full.retriesPer100msPeak)")
+        #expect(none.retriesPeakToMean > 3 * full.retriesPeakToMean)
+        let herd = none.timeSeries.map(\.rejoined).max() ?? 0
+        let spread = full.timeSeries.map(\.rejoined).max() ?? 0
+        #expect(herd == 40 && spread < 20, "the server takes them back all at once, or a few a second")
+        #expect(none.reconnections == 40 && full.reconnections == 40)
+    }
+
+    @Test
+    func theEndCountsAddUpToTheClientsAndPeersSeeOutagesLeave() async throws {
+        var plan = Self.plan(
+            rooms: 4,
+            [
+                try LoadPlan.storm("0.25@1m:40s"), try LoadPlan.kickStorm("0.1@3m"),
+                try LoadPlan.churn("1:5m@240s..245s", start: .zero, end: .seconds(300)),
+            ]
+        )
+        plan.dialect = .agora
+        let load = try await Self.statistics(plan)
+        #expect(load.online + load.reconnecting + load.failed + load.offline == 40)
+        #expect(load.failed == 4 && load.failures == 4, "the kicked stay failed")
+        #expect(load.offline == 5, "five logged out, back after the end")
+        // Agora peers see a dropped user go 20 s after its data stopped (it was down 40 s).
+        #expect(load.peerSeesLeave.count == 10)
+        #expect(load.peerSeesLeave.p50Ms >= 20_000 && load.peerSeesLeave.maxMs < 21_000, "\(load.peerSeesLeave)")
+        #expect(load.deliveryLatency == nil, "virtual time: nothing is late")
+    }
+}

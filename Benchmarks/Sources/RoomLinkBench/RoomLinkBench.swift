@@ -7,7 +7,7 @@ struct RoomLinkBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomlink-bench",
         abstract: "RoomLink's benchmarks: compare alternatives side by side in one run.",
-        subcommands: [Timers.self, Delivery.self, Scale.self, Dialects.self]
+        subcommands: [Timers.self, Delivery.self, Scale.self, Dialects.self, Load.self]
     )
 }
 
@@ -431,6 +431,122 @@ func positiveIntegers(_ text: String) -> [Int]? {
 }
 
 /// Prints `value` as one line of JSON with sorted keys (the `--json` output of every command).
+struct Load: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Load: roomlink load's targets — a million clients in virtual time, on the real clock, scaled; jitter.",
+        discussion: """
+            virtual: 1,000,000 clients in 10,000 rooms, 30 virtual minutes, half of them dropping at 10 min for a \
+            minute (targets: under 3 min wall, under 2 KiB per client); --shards 1 runs it on one simulation for \
+            comparison. real: 1,000,000 clients heartbeating every 5 s on the real clock, unscaled, for 5 minutes \
+            (targets: timer lateness p99 under 10 ms, under one core). scaled: 100,000 clients on the real clock at \
+            time scale 0.01 through a 20-minute storm scenario (storm, outages, a partition). jitter: the same \
+            server outage (every room of 10,000 Agora clients cut off for a minute) with no jitter, full jitter and \
+            Agora's equal jitter side by side; --plot-dir writes each one's SVG.
+            """
+    )
+
+    enum Case: String, ExpressibleByArgument, CaseIterable {
+        case virtual, real, scaled, jitter
+    }
+
+    @Argument(help: "virtual, real, scaled or jitter.") var which: Case
+    @Option(help: "Clients (default: the case's).") var clients: Int?
+    @Option(help: "Rooms (default: clients / 100).") var rooms: Int?
+    @Option(help: "Virtual clock: simulations sharing the population (default one per core).") var shards: Int =
+        LibeventLoopGroup.coreCount
+    @Option(help: "jitter: write one SVG per policy into this directory.") var plotDir: String?
+    @Flag(help: "Print one JSON object per case instead of text.") var json = false
+
+    func run() async throws {
+        let results: [LoadResult]
+        switch which {
+        case .virtual:
+            let n = clients ?? 1_000_000
+            results = [
+                try await LoadCases.run(
+                    "virtual storm",
+                    plan: LoadCases.virtualStorm(clients: n, rooms: rooms ?? n / 100),
+                    real: false,
+                    shards: shards
+                )
+            ]
+        case .real:
+            let n = clients ?? 1_000_000
+            results = [
+                try await LoadCases.run(
+                    "real heartbeats",
+                    plan: LoadCases.realHeartbeats(clients: n, rooms: rooms ?? n / 100),
+                    real: true
+                )
+            ]
+        case .scaled:
+            let n = clients ?? 100_000
+            results = [
+                try await LoadCases.run(
+                    "scaled storm",
+                    plan: LoadCases.scaledStorm(clients: n, rooms: rooms ?? n / 100),
+                    real: true,
+                    timeScale: 0.01
+                )
+            ]
+        case .jitter:
+            let n = clients ?? 10_000
+            var all: [LoadResult] = []
+            for (name, retry) in LoadCases.jitterPolicies {
+                let plan = try LoadCases.jitter(clients: n, rooms: rooms ?? n / 100, retry: retry)
+                let result = try await LoadCases.run(name, plan: plan, real: false, shards: shards)
+                if let plotDir, let load = result.load {
+                    let file = plotDir + "/" + name.split(separator: " ").first! + "-jitter.svg"
+                    let title = "server outage, \(n) agora clients — \(name)"
+                    guard FileManager.default.createFile(atPath: file, contents: Data(load.svg(title: title).utf8))
+                    else {
+                        throw ValidationError("--plot-dir: cannot write \(file)")
+                    }
+                }
+                all.append(result)
+            }
+            results = all
+        }
+        if json {
+            for result in results { printJSON(result) }
+            return
+        }
+        for result in results { print(Self.text(result)) }
+    }
+
+    static func text(_ result: LoadResult) -> String {
+        func f(_ value: Double, _ digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+        var lines = [
+            "roomlink-bench load — \(result.name): \(result.clients) clients, \(result.rooms) rooms, "
+                + "\(Int(result.scenarioSeconds)) s on the \(result.clock) clock"
+                + (result.clock == "real" ? " (time scale \(result.timeScale))" : ", \(result.shards) shard(s)"),
+            "  wall \(f(result.wallSeconds, 1)) s, CPU \(f(result.cpuSeconds, 1)) s (\(f(result.cores)) cores), "
+                + "\(result.bytesPerClient) B per client, \(result.events) events, \(result.violations) violations",
+        ]
+        if let all = result.timerLatenessAll {
+            lines.append("  timers late, login window  p50 / p99 / max \(all.text) (\(all.count))")
+        }
+        if let steady = result.timerLatenessSteady {
+            lines.append("  timers late, after it      p50 / p99 / max \(steady.text) (\(steady.count))")
+        }
+        if let load = result.load {
+            lines.append(
+                "  reconnections \(load.reconnections) (p50 \(f(load.reconnectSecondsP50)) s, p99 "
+                    + "\(f(load.reconnectSecondsP99)) s); attempts per 100 ms peak \(load.attemptsPer100msPeak), "
+                    + "mean \(f(load.attemptsPer100msMean)), peak/mean \(f(load.attemptsPeakToMean)); retries only: peak "
+                    + "\(load.retriesPer100msPeak), mean \(f(load.retriesPer100msMean)), peak/mean "
+                    + "\(f(load.retriesPeakToMean)); logins per second peak \(load.loginsPerSecondPeak); 99 % back "
+                    + (load.secondsUntil99PercentBack.map { "\(f($0)) s after the peak" } ?? "never")
+            )
+            if let delivery = load.deliveryLatency {
+                lines.append("  delivery (cause → callback) p50 / p99 / max \(delivery.text)")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
 func printJSON(_ value: some Encodable) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]

@@ -139,7 +139,10 @@ public struct LoadPlan: Sendable, Equatable {
                     var start = (second * share).truncatingRemainder(dividingBy: 1)
                     if start + share > 1 { start = 0 }
                     entries.append(entry(time, "logout", fraction: share, offset: start, over: .seconds(1)))
-                    entries.append(entry(time + away, "login", fraction: share, offset: start, over: .seconds(1)))
+                    // Those whose time away outlasts the run stay logged out.
+                    if time + away < duration {
+                        entries.append(entry(time + away, "login", fraction: share, offset: start, over: .seconds(1)))
+                    }
                     time += .seconds(1)
                     second += 1
                 }

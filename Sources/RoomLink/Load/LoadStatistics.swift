@@ -22,8 +22,9 @@ public final class LoadStatistics: EngineObserver {
         var completed = 0
         /// Per second since the origin: the counts at its end, and what happened during it.
         var seconds: [LoadReport.Second] = []
-        /// Reconnect attempts sent, per 100 ms since the origin.
+        /// Reconnect attempts sent, per 100 ms since the origin, and those after an episode's first (retries).
         var attemptBuckets: [Int] = []
+        var retryBuckets: [Int] = []
         /// The most connections reconnecting at once, and when.
         var peakReconnecting = 0
         var peakReconnectingAt = 0.0
@@ -120,20 +121,22 @@ public final class LoadStatistics: EngineObserver {
         }
     }
 
-    public func attempt(client: String, room: String, reconnecting: Bool, at time: RuntimeInstant) {
+    public func attempt(client: String, room: String, reconnecting: Bool, number: Int, at time: RuntimeInstant) {
         state.withLock { state in
             let second = Self.second(of: time, in: &state)
             state.seconds[second].logins += 1
             guard reconnecting else { return }
             state.seconds[second].attempts += 1
             let bucket = Int(max(0, time.nanoseconds - state.origin.nanoseconds) / 100_000_000)
-            if bucket >= state.attemptBuckets.count {
-                state.attemptBuckets.append(
-                    contentsOf: repeatElement(0, count: bucket - state.attemptBuckets.count + 1)
-                )
-            }
-            state.attemptBuckets[bucket] += 1
+            Self.count(bucket, in: &state.attemptBuckets)
+            // The first attempt of an episode goes out as the loss is noticed; later ones follow the backoff.
+            if number > 1 { Self.count(bucket, in: &state.retryBuckets) }
         }
+    }
+
+    private static func count(_ bucket: Int, in buckets: inout [Int]) {
+        if bucket >= buckets.count { buckets.append(contentsOf: repeatElement(0, count: bucket - buckets.count + 1)) }
+        buckets[bucket] += 1
     }
 
     public func delivered(client: String, latency: Duration) {
@@ -194,12 +197,15 @@ public final class LoadStatistics: EngineObserver {
                     .map { Double($0 + 1) / 10 }
             }
         }
-        let buckets = state.attemptBuckets
-        let first = buckets.firstIndex { $0 > 0 }
-        let lastBusy = buckets.lastIndex { $0 > 0 }
-        let span = first.flatMap { first in lastBusy.map { Array(buckets[first...$0]) } } ?? []
-        let peak = span.max() ?? 0
-        let mean = span.isEmpty ? 0 : Double(span.reduce(0, +)) / Double(span.count)
+        /// The peak and the mean over the busy span (first to last non-empty bucket).
+        func shape(_ buckets: [Int]) -> (peak: Int, mean: Double) {
+            let first = buckets.firstIndex { $0 > 0 }
+            let lastBusy = buckets.lastIndex { $0 > 0 }
+            let span = first.flatMap { first in lastBusy.map { Array(buckets[first...$0]) } } ?? []
+            return (span.max() ?? 0, span.isEmpty ? 0 : Double(span.reduce(0, +)) / Double(span.count))
+        }
+        let (peak, mean) = shape(state.attemptBuckets)
+        let retries = shape(state.retryBuckets)
         func seconds(_ percentile: Double) -> Double {
             state.completed == 0 ? 0 : Double(state.durations.valueAtPercentile(percentile)) / 1e9
         }
@@ -217,6 +223,9 @@ public final class LoadStatistics: EngineObserver {
             attemptsPer100msPeak: peak,
             attemptsPer100msMean: mean,
             attemptsPeakToMean: mean > 0 ? Double(peak) / mean : 0,
+            retriesPer100msPeak: retries.peak,
+            retriesPer100msMean: retries.mean,
+            retriesPeakToMean: retries.mean > 0 ? Double(retries.peak) / retries.mean : 0,
             peakReconnecting: state.peakReconnecting,
             peakReconnectingAtSeconds: state.peakReconnectingAt,
             secondsUntil99PercentBack: state.recoveredAt.map { $0 - state.peakReconnectingAt },
@@ -241,6 +250,7 @@ public final class LoadStatistics: EngineObserver {
         state.durations.add(other.durations)
         state.durationSeconds = sum(state.durationSeconds, other.durationSeconds)
         state.attemptBuckets = sum(state.attemptBuckets, other.attemptBuckets)
+        state.retryBuckets = sum(state.retryBuckets, other.retryBuckets)
         state.reconnectingPeaks = sum(state.reconnectingPeaks, other.reconnectingPeaks)
         state.reconnectingEnds = sum(state.reconnectingEnds, other.reconnectingEnds)
         state.peerSeesLeave.merge(other.peerSeesLeave)
@@ -344,6 +354,12 @@ public struct LoadReport: Sendable, Codable, Equatable {
     public var attemptsPer100msPeak: Int
     public var attemptsPer100msMean: Double
     public var attemptsPeakToMean: Double
+    /// The same for retries only (attempts after the first of each reconnection): the first attempt goes out as the
+    /// loss is noticed, so clients that lose their connection together send it together whatever the policy; the
+    /// retries are what a backoff's jitter spreads.
+    public var retriesPer100msPeak: Int
+    public var retriesPer100msMean: Double
+    public var retriesPeakToMean: Double
     /// The most connections reconnecting at once, and when (seconds since the start).
     public var peakReconnecting: Int
     public var peakReconnectingAtSeconds: Double

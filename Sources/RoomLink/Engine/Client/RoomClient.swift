@@ -491,6 +491,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
             client: endpointID,
             room: roomID,
             reconnecting: rooms[index].phase == .reconnecting,
+            number: rooms[index].attemptsMade,
             at: loop.now
         )
         armAttemptTimer(at: index, after: environment.engine.attemptTimeout, answerTimeout: true)

@@ -1,0 +1,124 @@
+import Foundation
+import RoomLink
+
+/// What one `load` case measured.
+struct LoadResult: Codable, Sendable {
+    var kind = "load"
+    var name: String
+    var clients: Int
+    var rooms: Int
+    var clock: String
+    var timeScale: Double
+    var scenarioSeconds: Double
+    var shards: Int
+    var events: Int
+    var violations: Int
+    var wallSeconds: Double
+    var cpuSeconds: Double
+    /// CPU seconds per wall second.
+    var cores: Double
+    var bytesPerClient: Int
+    var peakRSSBytes: Int
+    /// Real clock: how late the timers ran over the whole run, and after the login window (the steady state).
+    var timerLatenessAll: LatencySummary?
+    var timerLatenessSteady: LatencySummary?
+    var load: LoadReport?
+}
+
+/// The cases of `roomlink-bench load`: `roomlink load`'s plans run through the library, timed.
+enum LoadCases {
+    /// Runs `plan` on the virtual clock (`shards` simulations) or on libevent loops (`timeScale`), and measures it.
+    /// On the real clock the loops' lateness is read once the login window is over and reset, so the steady state
+    /// has its own figure.
+    static func run(
+        _ name: String,
+        plan: LoadPlan,
+        real: Bool,
+        timeScale: Double = 1,
+        shards: Int = LibeventLoopGroup.coreCount
+    ) async throws -> LoadResult {
+        var runner = try ScenarioRunner(scenario: try plan.scenario())
+        runner.collectsLoadStatistics = true
+        runner.shards = shards
+        let report: RunReport
+        var loginPhase: LatencySummary?
+        if real {
+            let configuration = LibeventLoopGroup.Configuration(timeScale: timeScale)
+            report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+                let warmUp = Task.detached {
+                    // Past the login window (and a margin), in real time.
+                    try await Task.sleep(for: (plan.loginOver + .seconds(10)) * timeScale)
+                    let phase = group.timerLateness
+                    group.resetTimerLateness()
+                    return phase
+                }
+                let report = try await runner.run(on: group)
+                loginPhase = try? await warmUp.value
+                return report
+            }
+        } else {
+            report = try await SimulationRuntime.withSimulation(seed: plan.seed) { try await runner.run(on: $0) }
+        }
+        return LoadResult(
+            name: name,
+            clients: report.clients,
+            rooms: report.rooms,
+            clock: report.clock,
+            timeScale: timeScale,
+            scenarioSeconds: report.scenarioSeconds,
+            shards: report.shards,
+            events: report.events,
+            violations: report.violations,
+            wallSeconds: report.wallSeconds,
+            cpuSeconds: report.cpuSeconds,
+            cores: report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0,
+            bytesPerClient: report.bytesPerClient,
+            peakRSSBytes: report.peakRSSBytes,
+            timerLatenessAll: loginPhase,
+            timerLatenessSteady: report.timerLateness,
+            load: report.load
+        )
+    }
+
+    /// 1M clients in 10k rooms, 30 virtual minutes, half of them dropping at 10 min for a minute.
+    static func virtualStorm(clients: Int, rooms: Int) throws -> LoadPlan {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(30 * 60))
+        plan.faults = [try LoadPlan.storm("0.5@10m:60s")]
+        return plan
+    }
+
+    /// Clients heartbeating every 5 s for 5 minutes on the real clock (logins over the first minute), no faults.
+    static func realHeartbeats(clients: Int, rooms: Int) -> LoadPlan {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(5 * 60))
+        plan.timings = ["heartbeatInterval": .seconds(5)]
+        return plan
+    }
+
+    /// 20 scenario minutes with a storm (30 % for 2 min at 5 min), outages and a partition, for a scaled clock.
+    static func scaledStorm(clients: Int, rooms: Int) throws -> LoadPlan {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(20 * 60))
+        plan.faults = [
+            try LoadPlan.storm("0.3@5m:2m"), try LoadPlan.outages("0.1@10m:10s..1m/1m"),
+            try LoadPlan.partition("0.2@14m:90s"),
+        ]
+        return plan
+    }
+
+    /// The jitter comparison: every room of an Agora population cut off for a minute (a server outage), with
+    /// `retry` — the clients notice together (4 s after their media stops) and retry on their own schedules.
+    static func jitter(clients: Int, rooms: Int, retry: String) throws -> LoadPlan {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(6 * 60))
+        plan.dialect = .agora
+        plan.retryJSON = try LoadPlan.retryJSON(retry)
+        plan.faults = [try LoadPlan.partition("1@2m:60s")]
+        return plan
+    }
+
+    /// The retry policies the jitter comparison puts side by side: the same exponential backoff (1 s doubling to
+    /// 10 s) without jitter, with full jitter, and Agora's default (equal jitter).
+    static let jitterPolicies: [(name: String, retry: String)] = [
+        ("no jitter", #"{ "strategy": "exponential", "base": "1s", "cap": "10s", "jitter": "none" }"#),
+        ("full jitter", #"{ "strategy": "exponential", "base": "1s", "cap": "10s", "jitter": "full" }"#),
+        ("equal jitter (agora)", "agora"),
+    ]
+}
