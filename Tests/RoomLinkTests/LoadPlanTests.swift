@@ -395,3 +395,35 @@ extension LoadPlanTests {
         #expect(load.deliveryLatency == nil, "virtual time: nothing is late")
     }
 }
+
+extension LoadPlanTests {
+    @Test
+    func onTheRealClockTheReportSaysHowLateTimersRanAndOneCausesCallbacksShareATime() async throws {
+        // 5 scenario minutes at time scale 0.002: 0.6 s of real time.
+        var plan = Self.plan(rooms: 4, [try LoadPlan.storm("0.25@1m:40s"), try LoadPlan.partition("0.25@3m:30s")])
+        plan.dialect = .agora
+        var runner = try ScenarioRunner(scenario: try plan.scenario())
+        runner.collectsLoadStatistics = true
+        let collector = EventCollector()
+        let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.002)
+        let report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+            try await runner.run(on: group, events: collector)
+        }
+        #expect(report.clock == "real")
+        #expect(report.violations == 0, "\(report.violationSample)")
+        let lateness = try #require(report.timerLateness)
+        #expect(lateness.count > 100 && lateness.maxMs >= lateness.p99Ms, "\(lateness)")
+        let delivery = try #require(report.load?.deliveryLatency)
+        #expect(delivery.count > 0)
+        // Agora says `connected/joinSuccess` and `joinChannelSuccess` for one join: at one time, on any clock.
+        let joins = collector.entries.filter { $0.line.type == "joinChannelSuccess" }
+        #expect(joins.count == 40)
+        for join in joins {
+            #expect(
+                collector.entries.contains {
+                    $0.user == join.user && $0.line.string("reason") == "joinSuccess" && $0.time == join.time
+                }
+            )
+        }
+    }
+}

@@ -67,6 +67,11 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
     private var dataSilence: TimerHandle?
     private var sessionsStarted: UInt64 = 0
+    /// While one message, link change or timer is handled: the time its callbacks carry, read at the first. Every
+    /// callback one cause produces has the same time — as in virtual time, where the clock stands still — though on
+    /// the real clock `loop.now` moves between two reads.
+    private var stepTime: RuntimeInstant?
+    private var inStep = false
     var isShutDown = false
     /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
     /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
@@ -220,7 +225,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
 
     /// Publishes a dialect event directly (a call the dialect refuses, reported as its vendor does).
     func publish(_ event: Dialect.Event) {
-        publisher.publish(event, at: loop.now)
+        publisher.publish(event, at: eventTime)
     }
 
     // MARK: - Transport and timers
@@ -252,6 +257,11 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
 
     /// Handles an ``Entry`` (``EnginePath`` calls it, compiled for the dialect).
     func handle(entry: Entry) {
+        inStep = true
+        defer {
+            inStep = false
+            stepTime = nil
+        }
         switch entry {
         case .message(let message, let roomID): receive(message, from: roomID)
         case .link(let state): linkChanged(state)
@@ -602,13 +612,21 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         return environment.transport.send(message, from: self, to: server)
     }
 
+    /// The time of a callback: the step's, once it has one.
+    private var eventTime: RuntimeInstant {
+        if let stepTime { return stepTime }
+        let now = loop.now
+        if inStep { stepTime = now }
+        return now
+    }
+
     /// Reports a transition of `room` as the dialect's events.
     func report(_ transition: RoomTransition, room: String) {
         guard let observer = environment.observer else {
             Dialect.report(transition, room: room) { publish($0) }
             return
         }
-        observer.transition(transition, client: endpointID, room: room, at: loop.now)
+        observer.transition(transition, client: endpointID, room: room, at: eventTime)
         var published = false
         Dialect.report(transition, room: room) {
             publish($0)
@@ -625,6 +643,15 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     )
         -> TimerHandle?
     {
-        try? loop.schedule(at: deadline) { [self] in assumeIsolated { body($0) } }
+        try? loop.schedule(at: deadline) { [self] in
+            assumeIsolated { client in
+                client.inStep = true
+                defer {
+                    client.inStep = false
+                    client.stepTime = nil
+                }
+                body(client)
+            }
+        }
     }
 }
