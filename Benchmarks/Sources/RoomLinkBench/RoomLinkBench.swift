@@ -461,33 +461,22 @@ struct Load: AsyncParsableCommand {
     func run() async throws {
         let results: [LoadResult]
         switch which {
-        case .virtual:
-            let n = clients ?? 1_000_000
+        case .virtual, .real, .scaled:
+            let defaultClients = which == .scaled ? 100_000 : 1_000_000
+            let n = clients ?? defaultClients
+            let (plan, name) =
+                switch which {
+                case .virtual: (try LoadCases.virtualStorm(clients: n, rooms: rooms ?? n / 100), "virtual storm")
+                case .real: (LoadCases.realHeartbeats(clients: n, rooms: rooms ?? n / 100), "real heartbeats")
+                default: (try LoadCases.scaledStorm(clients: n, rooms: rooms ?? n / 100), "scaled storm")
+                }
             results = [
                 try await LoadCases.run(
-                    "virtual storm",
-                    plan: LoadCases.virtualStorm(clients: n, rooms: rooms ?? n / 100),
-                    real: false,
+                    name,
+                    plan: plan,
+                    real: which != .virtual,
+                    timeScale: which == .scaled ? 0.01 : 1,
                     shards: shards
-                )
-            ]
-        case .real:
-            let n = clients ?? 1_000_000
-            results = [
-                try await LoadCases.run(
-                    "real heartbeats",
-                    plan: LoadCases.realHeartbeats(clients: n, rooms: rooms ?? n / 100),
-                    real: true
-                )
-            ]
-        case .scaled:
-            let n = clients ?? 100_000
-            results = [
-                try await LoadCases.run(
-                    "scaled storm",
-                    plan: LoadCases.scaledStorm(clients: n, rooms: rooms ?? n / 100),
-                    real: true,
-                    timeScale: 0.01
                 )
             ]
         case .jitter:

@@ -8,15 +8,8 @@ extension LoadPlan {
         let flag = "--outages"
         let form = "SHARE@AT:LENGTH[/OVER], e.g. 0.1@5m:10s..2m/30s (LENGTH 30s, 10s..2m or ~30s)"
         let (head, over) = try splitOver(text, flag: flag, form: form)
-        let (share, rest) = try splitShare(head, flag: flag, form: form)
-        let parts = rest.split(separator: ":", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw .invalidArgument(flag, form, got: text) }
-        return .outages(
-            fraction: share,
-            at: try duration(parts[0], flag: flag, form: form),
-            length: try length(parts[1], flag: flag, form: form),
-            over: over
-        )
+        let (share, at, length) = try shareAtLength(head, flag: flag, form: form)
+        return .outages(fraction: share, at: at, length: length, over: over)
     }
 
     /// `SHARE@AT:LENGTH`, e.g. `0.5@10m:60s`.
@@ -37,14 +30,8 @@ extension LoadPlan {
     public static func partition(_ text: String) throws(RoomLinkError) -> Fault {
         let flag = "--partition"
         let form = "SHARE@AT:LENGTH (a share of the rooms), e.g. 0.1@5m:60s (LENGTH 60s, 30s..2m or ~60s)"
-        let (share, rest) = try splitShare(text, flag: flag, form: form)
-        let parts = rest.split(separator: ":", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw .invalidArgument(flag, form, got: text) }
-        return .partition(
-            fraction: share,
-            at: try duration(parts[0], flag: flag, form: form),
-            length: try length(parts[1], flag: flag, form: form)
-        )
+        let (share, at, length) = try shareAtLength(text, flag: flag, form: form)
+        return .partition(fraction: share, at: at, length: length)
     }
 
     /// `SHARE:PERIOD:DUTY[@FROM..UNTIL]`, e.g. `0.05:20s:0.3@2m..8m` (the whole run when no window is given).
@@ -122,6 +109,18 @@ extension LoadPlan {
         let (head, over) = try splitOver(text, flag: flag, form: form)
         let (share, at) = try splitShare(head, flag: flag, form: form)
         return (share, try duration(at, flag: flag, form: form), over)
+    }
+
+    /// `SHARE@AT:LENGTH`, LENGTH fixed, uniform or exponential.
+    private static func shareAtLength(
+        _ text: String,
+        flag: String,
+        form: String
+    ) throws(RoomLinkError) -> (Double, Duration, OutageLength) {
+        let (share, rest) = try splitShare(text, flag: flag, form: form)
+        let parts = rest.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { throw .invalidArgument(flag, form, got: text) }
+        return (share, try duration(parts[0], flag: flag, form: form), try length(parts[1], flag: flag, form: form))
     }
 
     private static func splitOver(
