@@ -65,6 +65,7 @@ public protocol RoomEndpoint: AnyObject, Sendable {
 }
 
 extension RoomEndpoint {
+    /// A room that keeps no clients of its members tells nobody (their heartbeats will find the partition).
     public func routeChanged(reachable: Bool) {}
 }
 
