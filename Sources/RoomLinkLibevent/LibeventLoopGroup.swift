@@ -119,8 +119,6 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
         RuntimeInstant(nanoseconds: timeScale.scenario(Libevent.monotonicNanoseconds() &- epoch))
     }
 
-    /// Stops every loop: pending timers are cancelled, jobs already sent run, and every thread ends before this
-    /// returns (unless called from one of the loops, whose thread then ends on its own).
     /// How late the timers of every loop ran — real time from each deadline to its handler's call, whatever the
     /// time scale — since the group started or since ``resetTimerLateness()``.
     public var timerLateness: LatencySummary {
@@ -134,6 +132,8 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
         for loop in eventLoops { loop.resetTimerLateness() }
     }
 
+    /// Stops every loop: pending timers are cancelled, jobs already sent run, and every thread ends before this
+    /// returns (unless called from one of the loops, whose thread then ends on its own).
     public func shutdown() {
         for loop in eventLoops { loop.shutdown() }
     }

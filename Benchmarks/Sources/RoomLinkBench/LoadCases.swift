@@ -19,8 +19,8 @@ struct LoadResult: Codable, Sendable {
     var cores: Double
     var bytesPerClient: Int
     var peakRSSBytes: Int
-    /// Real clock: how late the timers ran over the whole run, and after the login window (the steady state).
-    var timerLatenessAll: LatencySummary?
+    /// Real clock: how late the timers ran in the login window, and after it (the steady state).
+    var timerLatenessLoginWindow: LatencySummary?
     var timerLatenessSteady: LatencySummary?
     var load: LoadReport?
 }
@@ -74,7 +74,7 @@ enum LoadCases {
             cores: report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0,
             bytesPerClient: report.bytesPerClient,
             peakRSSBytes: report.peakRSSBytes,
-            timerLatenessAll: loginPhase,
+            timerLatenessLoginWindow: loginPhase,
             timerLatenessSteady: report.timerLateness,
             load: report.load
         )

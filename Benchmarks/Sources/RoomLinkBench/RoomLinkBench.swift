@@ -513,7 +513,7 @@ struct Load: AsyncParsableCommand {
             "  wall \(f(result.wallSeconds, 1)) s, CPU \(f(result.cpuSeconds, 1)) s (\(f(result.cores)) cores), "
                 + "\(result.bytesPerClient) B per client, \(result.events) events, \(result.violations) violations",
         ]
-        if let all = result.timerLatenessAll {
+        if let all = result.timerLatenessLoginWindow {
             lines.append("  timers late, login window  p50 / p99 / max \(all.text) (\(all.count))")
         }
         if let steady = result.timerLatenessSteady {

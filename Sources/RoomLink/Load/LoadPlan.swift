@@ -83,9 +83,10 @@ public struct LoadPlan: Sendable, Equatable {
             fraction: Double,
             offset: Double,
             over: Duration = .zero,
+            on target: String = #""user": "*""#,
             extra: String = ""
         ) -> String {
-            var text = #"{ "at": "\#(at.roomLinkText)", "user": "*", "action": "\#(action)", "fraction": \#(fraction)"#
+            var text = #"{ "at": "\#(at.roomLinkText)", \#(target), "action": "\#(action)", "fraction": \#(fraction)"#
             if offset > 0 { text += #", "offset": \#(offset)"# }
             if over > .zero { text += #", "over": "\#(over.roomLinkText)""# }
             return text + extra + " }"
@@ -127,10 +128,16 @@ public struct LoadPlan: Sendable, Equatable {
                 entries.append(entry(at, "expireToken", fraction: fraction, offset: slice(fraction), over: over))
             case .partition(let fraction, let at, let length):
                 let start = slice(fraction, from: &roomOffset)
-                var text =
-                    #"{ "at": "\#(at.roomLinkText)", "rooms": "*", "action": "partition", "fraction": \#(fraction)"#
-                if start > 0 { text += #", "offset": \#(start)"# }
-                entries.append(text + #", "for": \#(length.jsonText) }"#)
+                entries.append(
+                    entry(
+                        at,
+                        "partition",
+                        fraction: fraction,
+                        offset: start,
+                        on: #""rooms": "*""#,
+                        extra: #", "for": \#(length.jsonText)"#
+                    )
+                )
             case .churn(let perSecond, let away, let from, let until):
                 let share = min(1, Double(perSecond) / Double(max(1, clients)))
                 var time = from

@@ -1,5 +1,3 @@
-internal import Histogram
-
 /// A load test's statistics, gathered from every client's engine as the run goes (an ``EngineObserver``): how many
 /// clients are online, reconnecting or failed each second, reconnect attempts per 100 ms and logins per second
 /// (the storm's shape), and how long reconnections took.
@@ -13,13 +11,10 @@ public final class LoadStatistics: EngineObserver {
         var failed = 0
         /// When each connection now reconnecting lost its connection.
         var lostAt: [String: RuntimeInstant] = [:]
-        var durations = Histogram<UInt64>(
-            highestTrackableValue: 86_400_000_000_000,
-            numberOfSignificantValueDigits: .three
-        )
+        /// How long completed reconnections took (their count is the reconnections completed).
+        var durations = LatencyRecorder()
         /// Reconnect durations in whole seconds: how many took 0–1 s, 1–2 s, … (for the report's histogram).
         var durationSeconds: [Int] = []
-        var completed = 0
         /// Per second since the origin: the counts at its end, and what happened during it.
         var seconds: [LoadReport.Second] = []
         /// Reconnect attempts sent, per 100 ms since the origin, and those after an episode's first (retries).
@@ -88,15 +83,8 @@ public final class LoadStatistics: EngineObserver {
                 state.outageStart[client] = nil  // back before any peer saw it leave: no peer will
                 if let lost = state.lostAt.removeValue(forKey: key) {
                     let nanoseconds = max(0, time.nanoseconds - lost.nanoseconds)
-                    state.durations.record(UInt64(nanoseconds))
-                    state.completed += 1
-                    let bucket = Int(nanoseconds / 1_000_000_000)
-                    if bucket >= state.durationSeconds.count {
-                        state.durationSeconds.append(
-                            contentsOf: repeatElement(0, count: bucket - state.durationSeconds.count + 1)
-                        )
-                    }
-                    state.durationSeconds[bucket] += 1
+                    state.durations.record(nanoseconds: nanoseconds)
+                    Self.count(Int(nanoseconds / 1_000_000_000), in: &state.durationSeconds)
                 }
             case .gaveUp(let phase), .rejected(_, let phase), .kicked(_, let phase):
                 Self.leave(phase, key: key, in: &state)
@@ -134,6 +122,7 @@ public final class LoadStatistics: EngineObserver {
         }
     }
 
+    /// Adds one to `buckets[bucket]`, growing the array with zeros to reach it.
     private static func count(_ bucket: Int, in buckets: inout [Int]) {
         if bucket >= buckets.count { buckets.append(contentsOf: repeatElement(0, count: bucket - buckets.count + 1)) }
         buckets[bucket] += 1
@@ -206,20 +195,18 @@ public final class LoadStatistics: EngineObserver {
         }
         let (peak, mean) = shape(state.attemptBuckets)
         let retries = shape(state.retryBuckets)
-        func seconds(_ percentile: Double) -> Double {
-            state.completed == 0 ? 0 : Double(state.durations.valueAtPercentile(percentile)) / 1e9
-        }
+        let durations = state.durations.summary  // in ms; all 0 when none completed
         return LoadReport(
             online: state.online,
             reconnecting: state.reconnecting,
             failed: state.failed,
             offline: max(0, clients - state.online - state.reconnecting - state.failed),
             failures: state.failures,
-            reconnections: state.completed,
-            reconnectSecondsP50: seconds(50),
-            reconnectSecondsP90: seconds(90),
-            reconnectSecondsP99: seconds(99),
-            reconnectSecondsMax: state.completed == 0 ? 0 : Double(state.durations.max) / 1e9,
+            reconnections: durations.count,
+            reconnectSecondsP50: durations.p50Ms / 1000,
+            reconnectSecondsP90: durations.p90Ms / 1000,
+            reconnectSecondsP99: durations.p99Ms / 1000,
+            reconnectSecondsMax: durations.maxMs / 1000,
             attemptsPer100msPeak: peak,
             attemptsPer100msMean: mean,
             attemptsPeakToMean: mean > 0 ? Double(peak) / mean : 0,
@@ -246,8 +233,7 @@ public final class LoadStatistics: EngineObserver {
         state.reconnecting += other.reconnecting
         state.failed += other.failed
         state.failures += other.failures
-        state.completed += other.completed
-        state.durations.add(other.durations)
+        state.durations.merge(other.durations)
         state.durationSeconds = sum(state.durationSeconds, other.durationSeconds)
         state.attemptBuckets = sum(state.attemptBuckets, other.attemptBuckets)
         state.retryBuckets = sum(state.retryBuckets, other.retryBuckets)
