@@ -322,6 +322,28 @@ struct SimulationRuntimeTests {
     }
 
     @Test
+    func aRunThatEndsMidTickPlaysOutItsInstantAndLeavesTheRestForTheNextRun() async throws {
+        try await SimulationRuntime.withSimulation { sim in
+            let trace = Trace(loop: sim)
+            let end = RuntimeInstant.zero.advanced(by: .seconds(10))
+            try await sim.run {
+                try sim.schedule(at: end.advanced(by: .seconds(-1))) {
+                    // Armed after the body's wake-up at `end`: it fires after the body returned, in this run.
+                    _ = try? sim.schedule(at: end) { trace.assumeIsolated { $0.append("same instant") } }
+                    // The same ≈ 1 ms wheel tick, a microsecond later: time stands still once the run has ended.
+                    _ = try? sim.schedule(at: end.advanced(by: .microseconds(1))) {
+                        trace.assumeIsolated { $0.append("later in the tick") }
+                    }
+                }
+                try await sim.sleep(until: end)
+            }
+            #expect(await trace.lines == ["10000000000 same instant"])
+            try await sim.advance(by: .milliseconds(1))
+            #expect(await trace.lines == ["10000000000 same instant", "10000001000 later in the tick"])
+        }
+    }
+
+    @Test
     func aTimerArmedForTheTickBeingFiredTakesItsPlaceAmongTheOthers() async throws {
         try await SimulationRuntime.withSimulation { sim in
             let trace = Trace(loop: sim)

@@ -142,6 +142,7 @@ struct LoadPlanTests {
         ("--outages", "0.1@1m:40s..10s"),
         ("--flapping", "0.1:20s:1.5"), ("--kick-storm", "0.1"), ("--churn", "0"), ("--retry", "fastest"),
         ("--retry", "fullJitter:1s"), ("--partition", "0.1@1m"), ("--partition", "2@1m:10s"),
+        ("--timing", "heartbeatInterval"), ("--timing", "heartbeatInterval=soon"),
     ])
     func aMalformedFlagIsNamedWithItsForm(flag: String, text: String) {
         let error = #expect(throws: RoomLinkError.self) {
@@ -152,11 +153,23 @@ struct LoadPlanTests {
             case "--kick-storm": _ = try LoadPlan.kickStorm(text)
             case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(60))
             case "--partition": _ = try LoadPlan.partition(text)
+            case "--timing": _ = try LoadPlan.timing(text)
             default: _ = try LoadPlan.retryJSON(text)
             }
         }
         #expect(error?.message.hasPrefix(flag) == true, "\(String(describing: error?.message))")
         #expect(error?.message.contains("expected") == true)
+    }
+
+    @Test
+    func aTimingFlagBecomesTheScenariosTimingAndAnUnknownNameIsRefused() throws {
+        var plan = Self.plan([])
+        let (name, value) = try LoadPlan.timing("heartbeatInterval=5s")
+        plan.timings[name] = value
+        #expect(try plan.scenario().timings == ["heartbeatInterval": .seconds(5)])
+        plan.timings = ["heartbeatEvery": .seconds(5)]
+        let error = #expect(throws: RoomLinkError.self) { try plan.scenario() }
+        #expect(error?.message.contains("heartbeatEvery") == true, "\(String(describing: error?.message))")
     }
 
     @Test
