@@ -29,11 +29,12 @@ struct ClockOptions: ParsableArguments {
 
     @Option(
         help: """
-            Real clock: log2 of the timer wheel's tick in ns (19 ≈ 0.5 ms; 21 ≈ 2 ms wakes a loop a quarter as often, \
-            for a coarser lateness).
+            Real clock: log2 of the timer wheel's tick in ns (19 ≈ 0.5 ms; 22 ≈ 4 ms wakes a loop an eighth as often, \
+            for a coarser lateness). Default 22 for `run` and `load` (a scenario's timers are late by up to a tick, \
+            far below its network latency), 19 for `heartbeats` (which measures lateness).
             """
     )
-    var wheelTickShift: UInt64 = 19
+    var wheelTickShift: UInt64?
 
     @Option(help: "How real-clock loops keep timers: \(TimerBackend.allCases.map(\.rawValue).joined(separator: ", ")).")
     var timerBackend: TimerBackend = .wheel
@@ -48,7 +49,7 @@ struct ClockOptions: ParsableArguments {
         if let shards, !(1...LibeventLoopGroup.maximumLoopCount).contains(shards) {
             throw ValidationError("--shards must be from 1 to \(LibeventLoopGroup.maximumLoopCount), got \(shards)")
         }
-        guard (10...30).contains(wheelTickShift) else {
+        if let wheelTickShift, !(10...30).contains(wheelTickShift) {
             throw ValidationError("--wheel-tick-shift must be from 10 to 30, got \(wheelTickShift)")
         }
         guard (1...LibeventLoopGroup.maximumLoopCount).contains(loops) else {
@@ -56,8 +57,14 @@ struct ClockOptions: ParsableArguments {
         }
     }
 
-    /// Runs `body` with the chosen runtime and shuts it down afterwards.
-    func withRuntime<T: Sendable>(_ body: (any RuntimeLoopGroup) async throws -> T) async throws -> T {
+    /// Runs `body` with the chosen runtime and shuts it down afterwards; real-clock loops tick every
+    /// 2^`defaultTickShift` ns unless `--wheel-tick-shift` says otherwise. Waking a loop costs more than the timers
+    /// of a short tick (its caches went cold while it slept): a scenario run wakes them every ≈ 4 ms, which cuts
+    /// its CPU by about a fifth against 0.5 ms (BENCHMARKS.md, "Load tests").
+    func withRuntime<T: Sendable>(
+        defaultTickShift: UInt64 = 22,
+        _ body: (any RuntimeLoopGroup) async throws -> T
+    ) async throws -> T {
         switch clock {
         case .virtual:
             return try await SimulationRuntime.withSimulation(seed: seed ?? 0) { try await body($0) }
@@ -65,7 +72,7 @@ struct ClockOptions: ParsableArguments {
             let configuration = LibeventLoopGroup.Configuration(
                 loopCount: loops,
                 timerBackend: timerBackend,
-                wheelTickShift: wheelTickShift,
+                wheelTickShift: wheelTickShift ?? defaultTickShift,
                 timeScale: timeScale
             )
             return try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { try await body($0) }

@@ -37,7 +37,7 @@ struct Heartbeats: AsyncParsableCommand {
 
     func run() async throws {
         let load = try HeartbeatLoad(clients: clients, period: period.duration, duration: duration.duration)
-        let report = try await clockOptions.withRuntime { try await load.run(on: $0) }
+        let report = try await clockOptions.withRuntime(defaultTickShift: 19) { try await load.run(on: $0) }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

@@ -73,6 +73,15 @@ struct Playback {
                 throw fail("--report: expected a file that can be written, got \(path)")
             }
         }
+        if result.keptUp == false, let lateness = result.timerLateness {
+            FileHandle.standardError.write(
+                Data(
+                    ("roomlink: warning: the loops fell behind the scenario (timers ran \(lateness.text) late in real "
+                        + "time): its timing is this machine's, not the scenario's; use fewer clients or a time scale "
+                        + "closer to 1\n").utf8
+                )
+            )
+        }
         try afterRun?(result)
         if result.violations > 0 {
             FileHandle.standardError.write(

@@ -311,6 +311,13 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         firingDeadline.map { .nanoseconds(Int64(bitPattern: realNow() &- $0)) }
     }
 
+    public func runAsFiring(deadline: RuntimeInstant, _ body: () -> Void) {
+        let outer = firingDeadline
+        firingDeadline = wheelTimers.realNanoseconds(deadline.nanoseconds)
+        defer { firingDeadline = outer }
+        body()
+    }
+
     /// Moves the batch's lateness into the shared recorder: one lock per batch, not per timer.
     private func recordLateness() {
         guard !latenessBuffer.isEmpty else { return }

@@ -230,3 +230,84 @@ struct LibeventLoopTests {
         #expect(Set(first).count == 4, "100 IDs should spread over all 4 loops")
     }
 }
+
+// A limit to catch hangs, not to time anything.
+@Suite(.timeLimit(.minutes(3)))
+struct LibeventDelayLineTests {
+    /// On a real loop a line's items come out on the loop's thread, in order, never before their deadline, and while
+    /// each comes out the loop's lateness measures from that item's own deadline.
+    @Test
+    func itemsComeOutOnTheLoopInOrderNeverEarlyAndLatenessIsTheirOwn() async throws {
+        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) { group in
+            let loop = group.eventLoops[0]
+            let log = OutcomeLog()
+            struct Out {
+                var item: Int, deadline: (earliest: RuntimeInstant, latest: RuntimeInstant), at: RuntimeInstant,
+                    lateness: Duration?, onLoop: Bool
+            }
+            let out = LockedBox<[Out]>([])
+            let deadlines = LockedBox<[Int: (earliest: RuntimeInstant, latest: RuntimeInstant)]>([:])
+            let line = DelayLine<Int>(loop: loop, delay: .milliseconds(3)) { item in
+                let now = loop.now
+                let deadline = deadlines.withLock { $0[item]! }
+                out.withLock {
+                    $0.append(
+                        Out(
+                            item: item,
+                            deadline: deadline,
+                            at: now,
+                            lateness: loop.firingLateness,
+                            onLoop: loop.isInServiceThread
+                        )
+                    )
+                }
+                log.record(item, fired: true, at: now)
+            }
+            #expect(!line.add(-1))  // off the loop
+            // Twenty items, two at a time 1 ms apart, added from timers on the loop.
+            for batch in 0..<10 {
+                try loop.schedule(after: .milliseconds(batch)) {
+                    for item in [2 * batch, 2 * batch + 1] {
+                        // The line reads the clock in between: its deadline for the item lies within these two.
+                        let before = loop.now.advanced(by: .milliseconds(3))
+                        #expect(line.add(item))
+                        deadlines.withLock { $0[item] = (before, loop.now.advanced(by: .milliseconds(3))) }
+                    }
+                }
+            }
+            await log.waitForOutcomes(20)
+            let results = out.withLock { $0 }
+            #expect(results.map(\.item) == Array(0..<20))
+            for result in results {
+                #expect(result.onLoop)
+                #expect(result.at >= result.deadline.earliest, "item \(result.item) came out early")
+                let lateness = try #require(result.lateness, "item \(result.item): no lateness while it came out")
+                // Read after `at`, from the item's own deadline: at least the time from that deadline to `at`.
+                #expect(lateness >= result.deadline.latest.duration(to: result.at))
+            }
+        }
+    }
+
+    /// Work run as firing at a deadline measures its lateness from that deadline, and the timer's own lateness is
+    /// back afterwards.
+    @Test
+    func runAsFiringMeasuresFromTheGivenDeadlineThenRestoresTheTimers() async throws {
+        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) { group in
+            let loop = group.eventLoops[0]
+            let log = OutcomeLog()
+            let seen = LockedBox<(inside: Duration?, after: Duration?)>((nil, nil))
+            // Late enough that 200 ms earlier is still after the loop's start.
+            try loop.schedule(after: .milliseconds(250)) {
+                let earlier = loop.now.advanced(by: .milliseconds(-200))
+                var inside: Duration?
+                loop.runAsFiring(deadline: earlier) { inside = loop.firingLateness }
+                seen.withLock { $0 = (inside, loop.firingLateness) }
+                log.record(0, fired: true, at: loop.now)
+            }
+            await log.waitForOutcomes(1)
+            let (inside, after) = seen.withLock { $0 }
+            #expect(try #require(inside) >= .milliseconds(200))
+            #expect(try #require(after) < .milliseconds(200))
+        }
+    }
+}

@@ -428,6 +428,11 @@ extension LoadPlanTests {
         #expect(!report.violationSample.contains { $0.contains("companion") }, "\(report.violationSample)")
         let lateness = try #require(report.timerLateness)
         #expect(lateness.count > 100 && lateness.maxMs >= lateness.p99Ms, "\(lateness)")
+        // Whether the loops kept up is the machine's business; that the report says so is not.
+        #expect(
+            report.keptUp
+                == RunReport.keptUp(timerLateness: lateness, timeScale: 0.002, latency: plan.network.latency)
+        )
         let delivery = try #require(report.load?.deliveryLatency)
         #expect(delivery.count > 0)
         // Agora says `connected/joinSuccess` and `joinChannelSuccess` for one join: at one time, on any clock.
@@ -440,5 +445,23 @@ extension LoadPlanTests {
                 }
             )
         }
+    }
+}
+
+extension LoadPlanTests {
+    /// Loops keep up while their timers' p99 lateness, in scenario time, stays under the network's one-way latency
+    /// (at least 10 ms): 0.5 ms real at scale 0.01 is 50 ms of scenario time.
+    @Test
+    func loopsKeepUpWhileTheirLatenessInScenarioTimeIsUnderTheLatency() {
+        func keptUp(p99Ms: Double, scale: Double, latency: Duration) -> Bool {
+            RunReport.keptUp(timerLateness: LatencySummary(count: 1, p99Ms: p99Ms), timeScale: scale, latency: latency)
+        }
+        #expect(keptUp(p99Ms: 4, scale: 1, latency: .milliseconds(50)))
+        #expect(!keptUp(p99Ms: 1_063, scale: 1, latency: .milliseconds(50)))
+        #expect(keptUp(p99Ms: 0.4, scale: 0.01, latency: .milliseconds(50)))
+        #expect(!keptUp(p99Ms: 0.5, scale: 0.01, latency: .milliseconds(50)))
+        #expect(!keptUp(p99Ms: 78, scale: 0.05, latency: .milliseconds(50)))
+        // No latency: 10 ms still.
+        #expect(keptUp(p99Ms: 9, scale: 1, latency: .zero) && !keptUp(p99Ms: 11, scale: 1, latency: .zero))
     }
 }

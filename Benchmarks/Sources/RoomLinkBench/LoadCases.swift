@@ -43,7 +43,8 @@ enum LoadCases {
         let report: RunReport
         var loginPhase: LatencySummary?
         if real {
-            let configuration = LibeventLoopGroup.Configuration(timeScale: timeScale)
+            // The tick `roomlink load` uses on the real clock (≈ 4 ms; see its `--wheel-tick-shift`).
+            let configuration = LibeventLoopGroup.Configuration(wheelTickShift: 22, timeScale: timeScale)
             report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
                 let warmUp = Task.detached {
                     // Past the login window (and a margin), in real time.

@@ -12,6 +12,11 @@ import Synchronization
 /// A message's fate is drawn from the seed, its two endpoints, its direction and its send time, with no state per
 /// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop; a lock guards
 /// only the link states that are not `up`.
+///
+/// Given the loops it serves (``init(conditions:seed:batchingOn:)``, for the real clock), a network with no jitter
+/// carries the messages between a client and a room on the same loop in one ``DelayLine`` per loop instead of a
+/// timer each: every such message takes the same time, so they arrive in the order sent, and one FIFO and one timer
+/// carry them all with no allocation per message.
 public final class SimulatedNetwork: RoomTransport {
     private let model: NetworkModel
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
@@ -22,10 +27,22 @@ public final class SimulatedNetwork: RoomTransport {
     private let partitionCount = Atomic<Int>(0)
     private let delivered = StripedCounter()
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
+    /// One line per loop given at creation (none with jitter): same-loop messages in flight.
+    private let lines: [DelayLine<InFlight>]
 
     /// Creates a network with `conditions`, drawing every message's fate from `seed`.
-    public init(conditions: Scenario.Network = .init(), seed: UInt64 = 0) {
+    ///
+    /// With `loops` and no jitter, messages between a client and a room that share one of those loops travel in that
+    /// loop's ``DelayLine`` (sent on the loop's thread; others take a timer each). Same arrival times; only the order
+    /// of arrivals due at one instant may differ from timers', so pass loops on the real clock, where that order is
+    /// the clock's anyway, and none for a virtual-time run that must replay a recorded order.
+    public init(conditions: Scenario.Network = .init(), seed: UInt64 = 0, batchingOn loops: [any RuntimeLoop] = []) {
         model = NetworkModel(conditions: conditions, seed: seed)
+        let latency = conditions.latency
+        lines =
+            conditions.jitter == .zero
+            ? loops.map { loop in DelayLine(loop: loop, delay: latency) { $0.deliver() } }
+            : []
     }
 
     /// The conditions every message meets.
@@ -114,6 +131,11 @@ public final class SimulatedNetwork: RoomTransport {
         case .lost: return .sent
         case .delivered(let delay):
             delivered.increment(by: room.loop)
+            if let line = line(from: client.loop, to: room.loop, after: delay),
+                line.add(.toRoom(message, client: client, room: room))
+            {
+                return .sent
+            }
             _ = try? room.loop.schedule(after: delay, handler: ToRoom(message: message, client: client, room: room))
             return .sent
         }
@@ -123,10 +145,44 @@ public final class SimulatedNetwork: RoomTransport {
         let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
         delivered.increment(by: client.loop)
+        if let line = line(from: room.loop, to: client.loop, after: delay),
+            line.add(.toClient(message, roomID: room.roomID, client: client))
+        {
+            return
+        }
         _ = try? client.loop.schedule(
             after: delay,
             handler: ToClient(message: message, roomID: room.roomID, client: client)
         )
+    }
+
+    /// The line that carries a message taking `delay` from `sender`'s loop to `receiver`'s, if they are one loop with
+    /// a line of that delay (the line itself checks that it is called on the loop).
+    private func line(
+        from sender: any RuntimeLoop,
+        to receiver: any RuntimeLoop,
+        after delay: Duration
+    )
+        -> DelayLine<InFlight>?
+    {
+        guard !lines.isEmpty, sender === receiver else { return nil }
+        for line in lines where line.loop === receiver {
+            return line.delay == delay ? line : nil
+        }
+        return nil
+    }
+
+    /// A message in a ``DelayLine``.
+    private enum InFlight {
+        case toRoom(ClientMessage, client: any ClientEndpoint, room: any RoomEndpoint)
+        case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)
+
+        func deliver() {
+            switch self {
+            case .toRoom(let message, let client, let room): room.deliver(message, from: client)
+            case .toClient(let message, let roomID, let client): client.deliver(message, from: roomID)
+            }
+        }
     }
 
     /// Identifies a message for its fate: endpoints, direction, and the sender's clock.

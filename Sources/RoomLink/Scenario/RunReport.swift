@@ -42,8 +42,23 @@ public struct RunReport: Sendable, Codable, Equatable {
     /// How many simulations shared the run (see ``ScenarioRunner/shards``); 1 on the real clock.
     public var shards: Int = 1
     /// Real clock only: how late every timer of the run fired (heartbeats, retries, timeouts, and the network's
-    /// deliveries), from its deadline to its handler's call, in real milliseconds.
+    /// deliveries — one timer per batch where they ride a loop's delay line), from its deadline to its handler's
+    /// call, in real milliseconds.
     public var timerLateness: LatencySummary? = nil
+    /// Real clock only: whether the loops kept up with the scenario (``keptUp(timerLateness:timeScale:latency:)``).
+    /// When they did not, the run's timing is the machine's rather than the scenario's, and the CLI warns.
+    public var keptUp: Bool? = nil
     /// The load test's statistics (`roomlink load`), when the runner collected them.
     public var load: LoadReport? = nil
+}
+
+extension RunReport {
+    /// Whether loops whose timers ran `timerLateness` late (real time) kept up with a scenario played at `timeScale`
+    /// over a network of one-way `latency`: their p99 lateness in scenario time (real ÷ scale) is under the latency
+    /// (at least 10 ms). Later than that, a message can overtake the timer that should have sent it, and retry
+    /// schedules and timeouts drift by more than the network itself moves things.
+    public static func keptUp(timerLateness: LatencySummary, timeScale: Double, latency: Duration) -> Bool {
+        let bound = max(latency, .milliseconds(10)) / .milliseconds(1)
+        return timerLateness.p99Ms / timeScale < bound
+    }
 }

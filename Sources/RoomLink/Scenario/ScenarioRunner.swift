@@ -234,6 +234,7 @@ public struct ScenarioRunner: Sendable {
         for world in worlds.dropFirst() { summary.merge(world.recorder.summary()) }
         let clients = worlds.reduce(0) { $0 + $1.clientCount }
         let statistics = worlds.compactMap(\.statistics)
+        let lateness = (group as? LibeventLoopGroup)?.timerLateness
         return RunReport(
             dialect: scenario.dialect.rawValue,
             clock: group is SimulationRuntime ? "virtual" : "real",
@@ -258,7 +259,14 @@ public struct ScenarioRunner: Sendable {
             bytesPerClient: clients > 0 ? max(0, usage.peakRSSBytes - rssStart) / clients : 0,
             cpuSeconds: usage.cpuSeconds - usageStart.cpuSeconds,
             shards: shards.count,
-            timerLateness: (group as? LibeventLoopGroup)?.timerLateness,
+            timerLateness: lateness,
+            keptUp: lateness.map { lateness in
+                RunReport.keptUp(
+                    timerLateness: lateness,
+                    timeScale: (group as? LibeventLoopGroup)?.configuration.timeScale ?? 1,
+                    latency: scenario.network.latency
+                )
+            },
             load: statistics.isEmpty
                 ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients)
         )
@@ -348,7 +356,13 @@ public struct ScenarioRunner: Sendable {
             self.shard = shard
             self.shards = shards
             recorder = ScenarioRecorder(scenario: scenario, forward: forward)
-            network = SimulatedNetwork(conditions: scenario.network, seed: scenario.seed)
+            // Real time: same-loop messages ride each loop's delay line (the order of one instant's arrivals is the
+            // clock's there). Virtual time keeps a timer per message, so a run replays its recorded order exactly.
+            network = SimulatedNetwork(
+                conditions: scenario.network,
+                seed: scenario.seed,
+                batchingOn: group is SimulationRuntime ? [] : group.loops
+            )
             let timings = Dialect.Timings(overrides: scenario.timings)
             server = RoomServer(group: group, transport: network, timings: timings.engine.server, auth: scenario.auth)
             let environment = RoomClient<Dialect>.Environment(

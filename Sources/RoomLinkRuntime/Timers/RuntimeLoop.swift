@@ -18,10 +18,18 @@ public protocol RuntimeLoop: SerialExecutor, TaskExecutor, TimerService {
     /// started is so far). `nil` outside a timer's handler, and always in virtual time, where nothing is late.
     /// Read it on the loop's thread.
     var firingLateness: Duration? { get }
+
+    /// Runs `body` as if a timer due at `deadline` were firing: ``firingLateness`` measures from `deadline` while it
+    /// runs. For work a handler hands out later than its own deadline (a ``DelayLine``'s items). Call it on the loop's
+    /// thread, from a timer's handler.
+    func runAsFiring(deadline: RuntimeInstant, _ body: () -> Void)
 }
 
 extension RuntimeLoop {
     public var firingLateness: Duration? { nil }
+
+    /// Runs `body` (nothing is ever late where nothing measures lateness).
+    public func runAsFiring(deadline: RuntimeInstant, _ body: () -> Void) { body() }
 
     /// Whether the calling thread is this loop's, for `assumeIsolated` on actors pinned here.
     public func isIsolatingCurrentContext() -> Bool? {
