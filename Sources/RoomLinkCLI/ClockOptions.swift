@@ -30,8 +30,8 @@ struct ClockOptions: ParsableArguments {
     @Option(
         help: """
             Real clock: log2 of the timer wheel's tick in ns (19 ≈ 0.5 ms; 22 ≈ 4 ms wakes a loop an eighth as often, \
-            for a coarser lateness). Default 22 for `run` and `load` (a scenario's timers are late by up to a tick, \
-            far below its network latency), 19 for `heartbeats` (which measures lateness).
+            for a coarser lateness). Default for `run` and `load`: about 4 ms of scenario time (22 at scale 1, 15 at \
+            0.01); 19 for `heartbeats` (which measures lateness).
             """
     )
     var wheelTickShift: UInt64?
@@ -58,11 +58,10 @@ struct ClockOptions: ParsableArguments {
     }
 
     /// Runs `body` with the chosen runtime and shuts it down afterwards; real-clock loops tick every
-    /// 2^`defaultTickShift` ns unless `--wheel-tick-shift` says otherwise. Waking a loop costs more than the timers
-    /// of a short tick (its caches went cold while it slept): a scenario run wakes them every ≈ 4 ms, which cuts
-    /// its CPU by about a fifth against 0.5 ms (BENCHMARKS.md, "Load tests").
+    /// 2^`defaultTickShift` ns (by default about 4 ms of scenario time:
+    /// `LibeventLoopGroup.Configuration.scenarioTickShift(timeScale:)`) unless `--wheel-tick-shift` says otherwise.
     func withRuntime<T: Sendable>(
-        defaultTickShift: UInt64 = 22,
+        defaultTickShift: UInt64? = nil,
         _ body: (any RuntimeLoopGroup) async throws -> T
     ) async throws -> T {
         switch clock {
@@ -72,7 +71,8 @@ struct ClockOptions: ParsableArguments {
             let configuration = LibeventLoopGroup.Configuration(
                 loopCount: loops,
                 timerBackend: timerBackend,
-                wheelTickShift: wheelTickShift ?? defaultTickShift,
+                wheelTickShift: wheelTickShift ?? defaultTickShift
+                    ?? LibeventLoopGroup.Configuration.scenarioTickShift(timeScale: timeScale),
                 timeScale: timeScale
             )
             return try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { try await body($0) }

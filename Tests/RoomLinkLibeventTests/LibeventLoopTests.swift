@@ -220,6 +220,15 @@ struct LibeventLoopTests {
         }
     }
 
+    /// A scenario's tick is about 4 ms of scenario time: it shrinks with the time scale, within 2^10…2^22 ns.
+    @Test
+    func aScenarioTickIsAboutFourScenarioMilliseconds() {
+        let shifts = [1, 0.1, 0.05, 0.01, 0.0001, 10].map {
+            LibeventLoopGroup.Configuration.scenarioTickShift(timeScale: $0)
+        }
+        #expect(shifts == [22, 18, 17, 15, 10, 22])
+    }
+
     @Test
     func placementByIDIsStable() throws {
         let group = try LibeventLoopGroup(configuration: .init(loopCount: 4))

@@ -43,8 +43,11 @@ enum LoadCases {
         let report: RunReport
         var loginPhase: LatencySummary?
         if real {
-            // The tick `roomlink load` uses on the real clock (≈ 4 ms; see its `--wheel-tick-shift`).
-            let configuration = LibeventLoopGroup.Configuration(wheelTickShift: 22, timeScale: timeScale)
+            // The tick `roomlink load` uses on the real clock (≈ 4 ms of scenario time; see `--wheel-tick-shift`).
+            let configuration = LibeventLoopGroup.Configuration(
+                wheelTickShift: LibeventLoopGroup.Configuration.scenarioTickShift(timeScale: timeScale),
+                timeScale: timeScale
+            )
             report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
                 let warmUp = Task.detached {
                     // Past the login window (and a margin), in real time.

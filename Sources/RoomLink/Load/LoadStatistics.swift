@@ -47,6 +47,12 @@ public final class LoadStatistics: EngineObserver {
         state = LockedBox(State(origin: origin))
     }
 
+    /// Moves time zero to `origin`, before anything was recorded: on the real clock a run's scenario starts once
+    /// its world is built, which takes real time.
+    public func start(at origin: RuntimeInstant) {
+        state.withLock { $0.origin = origin }
+    }
+
     public func transition(_ transition: RoomTransition, client: String, room: String, at time: RuntimeInstant) {
         switch transition {
         case .peersChanged(.delete, let users, _):
