@@ -40,8 +40,9 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
     /// How late each timer of the batch being fired ran (real nanoseconds), handed to ``lateness`` once per batch.
     private var latenessBuffer: [Int64] = []
-    /// How late this loop's timers ran, from their deadline to their handler's call, in real time.
-    private let lateness = LockedBox(LatencyRecorder())
+    /// How late this loop's timers ran, from their deadline to their handler's call, in real time; and the most
+    /// any ran late since ``takeLatenessPeak()`` last asked (real nanoseconds).
+    private let lateness = LockedBox((recorder: LatencyRecorder(), peak: Int64(0)))
     /// The real-time deadline of the timer whose handler is running, if one is.
     private var firingDeadline: UInt64?
     private var armedDriverDeadline: UInt64?
@@ -321,17 +322,33 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     /// Moves the batch's lateness into the shared recorder: one lock per batch, not per timer.
     private func recordLateness() {
         guard !latenessBuffer.isEmpty else { return }
-        lateness.withLock { recorder in for value in latenessBuffer { recorder.record(nanoseconds: value) } }
+        lateness.withLock { lateness in
+            for value in latenessBuffer {
+                lateness.recorder.record(nanoseconds: value)
+                lateness.peak = max(lateness.peak, value)
+            }
+        }
         latenessBuffer.removeAll(keepingCapacity: true)
     }
 
     /// How late this loop's timers have run (real time from each deadline to its handler's call) since it started
     /// or since ``resetTimerLateness()``. Safe from any thread.
-    public var timerLateness: LatencyRecorder { lateness.withLock { $0 } }
+    public var timerLateness: LatencyRecorder { lateness.withLock { $0.recorder } }
 
     /// Forgets the lateness recorded so far (to measure a steady state after a warm-up).
     public func resetTimerLateness() {
-        lateness.withLock { $0 = LatencyRecorder() }
+        lateness.withLock { $0.recorder = LatencyRecorder() }
+    }
+
+    /// The most a timer of this loop ran late (real time) since the previous call, and starts over: a progress
+    /// display's "how far behind is it now". Safe from any thread.
+    public func takeLatenessPeak() -> Duration {
+        .nanoseconds(
+            lateness.withLock { lateness in
+                defer { lateness.peak = 0 }
+                return lateness.peak
+            }
+        )
     }
 
     fileprivate func finishCallback() {

@@ -130,6 +130,11 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
         RuntimeInstant(nanoseconds: timeScale.scenario(Libevent.monotonicNanoseconds() &- epoch))
     }
 
+    /// The most a timer of any loop ran late (real time) since the previous call; each loop starts over.
+    public func takeLatenessPeak() -> Duration {
+        eventLoops.map { $0.takeLatenessPeak() }.max() ?? .zero
+    }
+
     /// How late the timers of every loop ran — real time from each deadline to its handler's call, whatever the
     /// time scale — since the group started or since ``resetTimerLateness()``.
     public var timerLateness: LatencySummary {

@@ -255,6 +255,7 @@ extension LoadPlanTests {
         #expect(taken.map(\.scenarioSeconds) == taken.map(\.scenarioSeconds).sorted(), "scenario time only moves on")
         #expect(last.line.hasPrefix("t 300.0/300 s  wall "))
         #expect(last.line.contains("online 40  reconnecting 0  failed 0"))
+        #expect(taken.allSatisfy { $0.latePeakMs == nil } && !last.line.contains("late"), "virtual time is never late")
     }
 }
 
@@ -418,10 +419,19 @@ extension LoadPlanTests {
         var runner = try ScenarioRunner(scenario: try plan.scenario())
         runner.collectsLoadStatistics = true
         let collector = EventCollector()
+        let samples = LockedBox<[LoadProgress]>([])
         let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.002)
         let report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
-            try await runner.run(on: group, events: collector)
+            try await runner.run(
+                on: group,
+                events: collector,
+                progress: { sample in samples.withLock { $0.append(sample) } },
+                progressInterval: .milliseconds(50)
+            )
         }
+        // Each progress sample says how late the timers ran since the previous one.
+        let last = try #require(samples.withLock { $0.last })
+        #expect(try #require(last.latePeakMs) >= 0 && last.line.contains("  late ≤ "), "\(last.line)")
         #expect(report.clock == "real")
         // On a loaded machine the loops can fall behind enough for the oracle's timing windows (a scaled second
         // is 2 ms), so only the rule that does not depend on the machine is asserted here: one cause, one time.

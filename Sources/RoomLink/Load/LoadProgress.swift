@@ -15,11 +15,15 @@ public struct LoadProgress: Sendable, Equatable {
     public var events: Int
     public var eventsPerSecond: Double
     public var rssBytes: Int
+    /// Real clock: the most a timer ran late since the previous sample (real milliseconds); `nil` in virtual time.
+    public var latePeakMs: Double? = nil
 
     /// One line: `t 312.0/1800 s  wall 4.2 s  online 98000  reconnecting 2000  failed 0  attempts 5123  events 412k
-    /// (98k/s)  RSS 180 MiB`.
+    /// (98k/s)  RSS 180 MiB`, and on the real clock `  late ≤ 4.1 ms` (the most a timer ran late since the previous
+    /// line).
     public var line: String {
-        String(
+        let late = latePeakMs.map { String(format: "  late ≤ %.1f ms", $0) } ?? ""
+        return String(
             format:
                 "t %.1f/%.0f s  wall %.1f s  online %d  reconnecting %d  failed %d  attempts %d  events %d (%.0f/s)  RSS %d MiB",
             scenarioSeconds,
@@ -32,6 +36,6 @@ public struct LoadProgress: Sendable, Equatable {
             events,
             eventsPerSecond,
             rssBytes / 1_048_576
-        )
+        ) + late
     }
 }

@@ -327,7 +327,8 @@ public struct ScenarioRunner: Sendable {
             attempts: counts.attempts,
             events: events,
             eventsPerSecond: elapsed > 0 ? Double(events - previous.events) / elapsed : 0,
-            rssBytes: ProcessUsage.currentRSSBytes()
+            rssBytes: ProcessUsage.currentRSSBytes(),
+            latePeakMs: (shards.first?.group as? LibeventLoopGroup).map { $0.takeLatenessPeak() / .milliseconds(1) }
         )
     }
 
