@@ -66,6 +66,10 @@ public struct AgoraOracle: SpecOracle {
     private var named: NamedUserRecord
     private var violations: [Violation] = []
 
+    public mutating func reserveCapacity(users: Int) {
+        tracks.reserveCapacity(users)
+    }
+
     public mutating func observe(_ event: LoggedEvent) {
         if named.isNamed(event.user) { named.keep(event) }
         observe(

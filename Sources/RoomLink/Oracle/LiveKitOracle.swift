@@ -58,6 +58,10 @@ public struct LiveKitOracle: SpecOracle {
     private var named: NamedUserRecord
     private var violations: [Violation] = []
 
+    public mutating func reserveCapacity(users: Int) {
+        tracks.reserveCapacity(users)
+    }
+
     public mutating func observe(_ event: LoggedEvent) {
         if named.isNamed(event.user) { named.keep(event) }
         observe(user: event.user, room: event.room, type: event.type, field: { event.strings[$0] }, time: event.time)

@@ -79,6 +79,10 @@ public struct ZegoOracle: SpecOracle {
         return oracle.finish()
     }
 
+    public mutating func reserveCapacity(users: Int) {
+        state.reserveCapacity(users)
+    }
+
     /// Checks one more event of the log, in log order. Per-(user, room) rules are checked at once with a few
     /// bytes per pair; the events of the scenario's named users are kept for the presence rules of ``finish()``.
     public mutating func observe(_ event: LoggedEvent) {

@@ -16,8 +16,11 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
     private let state: LockedBox<State>
     private let forward: (any EventSink<EventLogLine>)?
 
-    init(scenario: Scenario, forward: (any EventSink<EventLogLine>)?) {
-        state = LockedBox(State(oracle: scenario.makeOracle()))
+    /// A recorder for `scenario` whose oracle expects about `users` users (its share of the population).
+    init(scenario: Scenario, forward: (any EventSink<EventLogLine>)?, users: Int = 0) {
+        var oracle = scenario.makeOracle()
+        oracle.reserveCapacity(users: users)
+        state = LockedBox(State(oracle: oracle))
         self.forward = forward
     }
 

@@ -372,7 +372,11 @@ public struct ScenarioRunner: Sendable {
             self.statistics = statistics
             self.shard = shard
             self.shards = shards
-            recorder = ScenarioRecorder(scenario: scenario, forward: forward)
+            recorder = ScenarioRecorder(
+                scenario: scenario,
+                forward: forward,
+                users: scenario.users.count + (scenario.population?.clients ?? 0) / max(1, shards)
+            )
             // Real time: same-loop messages ride each loop's delay line (the order of one instant's arrivals is the
             // clock's there). Virtual time keeps a timer per message, so a run replays its recorded order exactly.
             network = SimulatedNetwork(
