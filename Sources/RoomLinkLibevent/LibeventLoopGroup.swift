@@ -55,9 +55,10 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
         /// about a fifth less CPU; scaled, the tick shrinks with the scale, so timers stay as punctual in scenario
         /// time — far inside a network's latency.
         public static func scenarioTickShift(timeScale: Double) -> UInt64 {
-            let ideal = (Double(1 << 22) * timeScale).rounded(.down)
-            guard ideal.isFinite, ideal >= 1_024 else { return 10 }
-            return UInt64(min(22, Int(ideal).bitWidth - 1 - Int(ideal).leadingZeroBitCount))
+            let ideal = Double(1 << 22) * timeScale
+            guard ideal >= 1_024 else { return 10 }
+            guard ideal < Double(1 << 22) else { return 22 }
+            return UInt64(Int.bitWidth - 1 - Int(ideal).leadingZeroBitCount)  // ⌊log2(ideal)⌋
         }
     }
 

@@ -250,7 +250,8 @@ public struct ScenarioRunner: Sendable {
         for world in worlds.dropFirst() { summary.merge(world.recorder.summary()) }
         let clients = worlds.reduce(0) { $0 + $1.clientCount }
         let statistics = worlds.compactMap(\.statistics)
-        let lateness = (group as? LibeventLoopGroup)?.timerLateness
+        let loops = group as? LibeventLoopGroup
+        let lateness = loops?.timerLateness
         return RunReport(
             dialect: scenario.dialect.rawValue,
             clock: group is SimulationRuntime ? "virtual" : "real",
@@ -279,7 +280,7 @@ public struct ScenarioRunner: Sendable {
             keptUp: lateness.map { lateness in
                 RunReport.keptUp(
                     timerLateness: lateness,
-                    timeScale: (group as? LibeventLoopGroup)?.configuration.timeScale ?? 1,
+                    timeScale: loops?.configuration.timeScale ?? 1,
                     latency: scenario.network.latency
                 )
             },

@@ -15,8 +15,8 @@ public import DequeModule
 /// Use it from its loop's thread only: ``add(_:)`` refuses (returns `false`) anywhere else.
 public final class DelayLine<Item>: TimerHandler, @unchecked Sendable {
     // Safe: `items` and `isArmed` are touched, and `deliver` (not Sendable) is called, only on the loop's thread —
-    // `add` checks `isInServiceThread` first, `count` too, and `timerFired`/`timerCancelled` run there by the
-    // TimerService contract; the `let`s are immutable.
+    // `add` checks `isInServiceThread` first, and `timerFired`/`timerCancelled` run there by the TimerService
+    // contract; the `let`s are immutable.
 
     /// The loop the items come out on.
     public let loop: any RuntimeLoop
@@ -37,9 +37,6 @@ public final class DelayLine<Item>: TimerHandler, @unchecked Sendable {
         self.delay = delay
         self.deliver = deliver
     }
-
-    /// Items waiting (read on the loop's thread; 0 anywhere else).
-    public var count: Int { loop.isInServiceThread ? items.count : 0 }
 
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) when called off the loop's
     /// thread or when the loop has shut down.
