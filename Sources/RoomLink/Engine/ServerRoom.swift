@@ -3,7 +3,7 @@
 /// Messages from clients arrive on its loop (``RoomTransport`` delivers them there) and are handled at once, except
 /// logins, which are answered after the server's `loginProcessing` time. Its timers (heartbeat deadlines, token
 /// deadlines, user-update batches) fire on the same loop and call it with no hop.
-public actor ServerRoom: RoomEndpoint {
+public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     public nonisolated let roomID: String
     public nonisolated let roomHash: UInt64
     public nonisolated let loop: any RuntimeLoop
@@ -27,7 +27,13 @@ public actor ServerRoom: RoomEndpoint {
     public func member(_ userID: String) -> ServerRoomState.Member? { state.member(userID) }
 
     public nonisolated func deliver(_ message: ClientMessage, from client: any ClientEndpoint) {
-        assumeIsolated { $0.receive(message, from: client) }
+        onLoop(call: Self.receiveOnLoop, with: (message, client))
+    }
+
+    /// `receive` as a function value made once, for ``LoopPinnedActor/onLoop(call:with:)``.
+    private static let receiveOnLoop: @Sendable (isolated ServerRoom, (ClientMessage, any ClientEndpoint)) -> Void = {
+        room,
+        input in room.receive(input.0, from: input.1)
     }
 
     private func receive(_ message: ClientMessage, from client: any ClientEndpoint) {
@@ -58,7 +64,7 @@ public actor ServerRoom: RoomEndpoint {
     }
 
     public nonisolated func routeChanged(reachable: Bool) {
-        assumeIsolated { room in
+        onLoop { room in
             // The members' data stops or resumes; each client's own loop hears of it.
             for client in room.state.memberClients {
                 client.loop.runSoon { client.routeChanged(toRoom: room.roomID, reachable: reachable) }
@@ -99,6 +105,6 @@ public actor ServerRoom: RoomEndpoint {
     /// Runs `body` on this room at `deadline`. A timer that cannot be armed (the loop shut down) is dropped: the
     /// run is over.
     private func at(_ deadline: RuntimeInstant, _ body: @escaping @Sendable (isolated ServerRoom) -> Void) {
-        _ = try? loop.schedule(at: deadline) { [self] in assumeIsolated { body($0) } }
+        _ = try? loop.schedule(at: deadline) { [self] in onLoop { body($0) } }
     }
 }

@@ -13,10 +13,10 @@ public import DequeModule
 /// at once cannot keep one firing going for ever.
 ///
 /// Use it from its loop's thread only: ``add(_:)`` refuses (returns `false`) anywhere else.
-public final class DelayLine<Item>: TimerHandler, @unchecked Sendable {
-    // Safe: `items` and `isArmed` are touched, and `deliver` (not Sendable) is called, only on the loop's thread —
-    // `add` checks `isInServiceThread` first, and `timerFired`/`timerCancelled` run there by the TimerService
-    // contract; the `let`s are immutable.
+public final class DelayLine<Item>: @unchecked Sendable {
+    // Safe: `deadlines`, `items` and `isArmed` are touched, and `deliver` (not Sendable) is called, only on the
+    // loop's thread — `add` checks `isInServiceThread` first, and the timer's closures run there by the
+    // TimerService contract; the `let`s are immutable.
 
     /// The loop the items come out on.
     public let loop: any RuntimeLoop
@@ -25,7 +25,10 @@ public final class DelayLine<Item>: TimerHandler, @unchecked Sendable {
     // Inlinable (with the methods that touch them) so that a client module specializes the line for its item type:
     // unspecialized, every item's trip through the deque looks up generic metadata at run time.
     @usableFromInline let deliver: (Item) -> Void
-    @usableFromInline var items = Deque<(deadline: RuntimeInstant, item: Item)>()
+    // Deadlines apart from the items, so that peeking at the next one reads an integer instead of copying (and
+    // retaining) whatever the item holds.
+    @usableFromInline var deadlines = Deque<RuntimeInstant>()
+    @usableFromInline var items = Deque<Item>()
     @usableFromInline var isArmed = false
 
     /// Creates a line on `loop` whose items come out through `deliver`, `delay` after each was added.
@@ -46,40 +49,46 @@ public final class DelayLine<Item>: TimerHandler, @unchecked Sendable {
         guard loop.isInServiceThread else { return false }
         let deadline = loop.now.advanced(by: delay)
         if !isArmed {
-            guard (try? loop.schedule(at: deadline, handler: self)) != nil else { return false }
+            guard arm(at: deadline) else { return false }
             isArmed = true
         }
-        items.append((deadline, item))
+        deadlines.append(deadline)
+        items.append(item)
         return true
     }
 
+    /// Arms the line's timer; `false` when the loop has shut down (which drops the items, as it drops every timer).
     @inlinable
-    public func timerFired(_ timer: TimerHandle) {
+    func arm(at deadline: RuntimeInstant) -> Bool {
+        // The handler is made of closures written here, in inlinable code, so that the module adding the items
+        // compiles the firing for its own `Item`. (A generic class's own `TimerHandler` witness would run
+        // unspecialized: a metadata lookup and a value-witness copy per item — a quarter of a million-client run.)
+        let handler = ClosureTimerHandler(onFire: { [self] in fire() }, onCancel: { [self] in shutDown() })
+        return (try? loop.schedule(at: deadline, handler: handler)) != nil
+    }
+
+    /// The timer fired: hands over every item due, then re-arms for the oldest one left.
+    @inlinable
+    func fire() {
         // Still counts as armed while the items come out: one they add must not arm a second timer (this firing
         // arms the next one, for the oldest item, when it ends).
-        defer { isArmed = !items.isEmpty && rearm() }
+        defer { isArmed = !deadlines.isEmpty && arm(at: deadlines[deadlines.startIndex]) }
         let now = loop.now
         // Only the items here now: the ones their delivery adds wait for a later firing.
         var budget = items.count
-        // Peek at the deadline alone and move the item out: copying it (`first`) would retain what it holds.
-        while budget > 0, items[items.startIndex].deadline <= now {
-            let (deadline, item) = items.removeFirst()
+        while budget > 0, deadlines[deadlines.startIndex] <= now {
+            let deadline = deadlines.removeFirst()
+            let item = items.removeFirst()
             budget -= 1
             loop.runAsFiring(deadline: deadline) { deliver(item) }
         }
     }
 
-    /// Arms the timer for the oldest item; `false` when the loop has shut down (which drops the rest, as it drops
-    /// every timer).
-    @inlinable
-    func rearm() -> Bool {
-        guard let next = items.first else { return false }
-        return (try? loop.schedule(at: next.deadline, handler: self)) != nil
-    }
-
-    public func timerCancelled(_ timer: TimerHandle) {
-        // The loop shut down: nothing more comes out.
+    /// The loop shut down: nothing more comes out.
+    @usableFromInline
+    func shutDown() {
         isArmed = false
+        deadlines.removeAll()
         items.removeAll()
     }
 }

@@ -9,7 +9,7 @@
 ///
 /// Timers and deliveries call it on its loop's thread with no hop; calls from elsewhere hop there like any actor
 /// call.
-public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
+public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, LoopPinnedActor {
     /// What many clients share: the transport, the timings, the retry policy and the event sink.
     public final class Environment: Sendable {
         public let transport: any RoomTransport
@@ -231,19 +231,19 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
     // MARK: - Transport and timers
 
     public nonisolated func deliver(_ message: ServerMessage, from roomID: String) {
-        assumeIsolated { $0.handle($0, .message(message, from: roomID)) }
+        onLoop(call: handle, with: .message(message, from: roomID))
     }
 
     public nonisolated func linkChanged(to state: LinkState) {
-        assumeIsolated { $0.handle($0, .link(state)) }
+        onLoop(call: handle, with: .link(state))
     }
 
     public nonisolated func routeChanged(toRoom room: String, reachable: Bool) {
-        assumeIsolated { $0.handle($0, .route(room, reachable: reachable)) }
+        onLoop(call: handle, with: .route(room, reachable: reachable))
     }
 
     public nonisolated func timerFired(_ timer: TimerHandle) {
-        assumeIsolated { $0.handle($0, .heartbeat) }
+        onLoop(call: handle, with: .heartbeat)
     }
 
     /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
@@ -644,7 +644,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler {
         -> TimerHandle?
     {
         try? loop.schedule(at: deadline) { [self] in
-            assumeIsolated { client in
+            onLoop { client in
                 client.inStep = true
                 defer {
                     client.inStep = false
