@@ -1,6 +1,7 @@
-import RoomLink
 import RoomLinkRuntime
 import Testing
+
+@testable import RoomLink
 
 /// The room's decisions alone: no network, no clock — the test says what arrives and when.
 struct ServerRoomStateTests {
@@ -72,6 +73,65 @@ struct ServerRoomStateTests {
             #expect(room.memberIDs == ["A"])
             _ = room.deadlinePassed(now: Self.at(190))
             #expect(room.memberIDs.isEmpty)
+        }
+    }
+
+    /// A hundred members beating every 5 s against the 90 s timeout for 400 s: while all beat, the room's deadline
+    /// queue stays near one entry per member (it used to keep 18 per member and drop 17 of them in one sweep); the
+    /// member that falls silent still leaves exactly 90 s after it was last heard, and the others never.
+    @Test
+    func theDeadlineQueueStaysNearOneEntryPerMemberAndASilentMemberLeavesOnTime() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            var deadline: RuntimeInstant?
+            var departures: [String: RuntimeInstant] = [:]
+            func take(_ effects: [ServerRoomState.Effect]) {
+                for case .armDeadline(let at) in effects { deadline = at }
+            }
+            func passTime(to time: RuntimeInstant) {
+                while let due = deadline, due <= time {
+                    deadline = nil
+                    let before = Set(room.memberIDs)
+                    take(room.deadlinePassed(now: due))
+                    for user in before.subtracting(room.memberIDs) { departures[user] = due }
+                }
+            }
+            let users = (0..<100).map { "u\($0)" }
+            for (index, user) in users.enumerated() {
+                let request = Self.login(user, session: UInt64(index + 1))
+                take(
+                    room.login(
+                        request,
+                        from: Endpoint(user, loop: loop),
+                        tokenValid: true,
+                        now: Self.at(0.01 * Double(index))
+                    )
+                )
+            }
+            var peak = 0
+            for beat in 1...80 {
+                for (index, user) in users.enumerated() where user != "u7" || beat <= 40 {
+                    let now = Self.at(5 * Double(beat) + 0.01 * Double(index))
+                    passTime(to: now)
+                    let (reply, arm) = room.heartbeat(
+                        userID: user,
+                        session: SessionID(rawValue: UInt64(index + 1)),
+                        now: now
+                    )
+                    guard case .heartbeatAck = reply else {
+                        Issue.record("\(user) at \(now): \(reply)")
+                        return
+                    }
+                    take(arm.map { [$0] } ?? [])
+                    // While everyone beats; a silent member's entry holds the front until it leaves.
+                    if beat <= 40 { peak = max(peak, room.queuedDeadlineCount) }
+                }
+            }
+            passTime(to: Self.at(400))
+            #expect(departures == ["u7": Self.at(5 * 40 + 0.01 * 7).advanced(by: .seconds(90))])
+            #expect(room.memberIDs.count == 99)
+            #expect(peak <= 2 * users.count, "the queue held \(peak) entries for \(users.count) members")
+            #expect(room.queuedDeadlineCount <= 2 * users.count, "and again once the silent member left")
         }
     }
 
