@@ -43,6 +43,8 @@ public struct ServerRoomState {
         public var tokenDeadline: RuntimeInstant?
         /// The number of changes the room had made when the member joined.
         var joinedAtChange: UInt64
+        /// Where the member's latest deadline is in the room's queue (counted from the room's first), if queued.
+        var queued: UInt64? = nil
     }
 
     /// What the room's actor must do.
@@ -54,6 +56,12 @@ public struct ServerRoomState {
         case armTokenDeadline(userID: String, at: RuntimeInstant)
         /// Call ``ServerRoomState/flushUpdates(now:)`` at the given time.
         case armFlush(at: RuntimeInstant)
+    }
+
+    private struct HeardEntry {
+        var userID: String
+        var at: RuntimeInstant
+        var superseded = false
     }
 
     private struct PendingChange {
@@ -73,8 +81,11 @@ public struct ServerRoomState {
     public private(set) var roomSessionID: String
     private var lives: UInt64 = 0
     private var changeCount: UInt64 = 0
-    /// When members were heard, oldest first; an entry is stale once its member was heard again (or left).
-    private var heard: Deque<(userID: String, at: RuntimeInstant)> = []
+    /// When members were heard, oldest first; an entry is marked superseded once its member is heard again (or
+    /// leaves), and superseded entries leave from the front.
+    private var heard: Deque<HeardEntry> = []
+    /// The position of `heard`'s first entry among all the room ever queued (entries know their members by it).
+    private var heardStart: UInt64 = 0
     /// Whether the room's deadline timer is armed.
     private var deadlineArmed = false
     private var pending: [PendingChange] = []
@@ -200,7 +211,7 @@ public struct ServerRoomState {
         // A member whose data flows is heard all the time: no deadline until its data stops.
         return (
             .heartbeatAck(session: session, slot: Int32(index)),
-            timings.continuousData ? nil : queue(userID, heardAt: now)
+            timings.continuousData ? nil : queue(memberAt: index, heardAt: now)
         )
     }
 
@@ -209,7 +220,7 @@ public struct ServerRoomState {
     public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {
         guard let index = members.index(forKey: userID), members.values[index].session == session else { return nil }
         members.values[index].lastHeard = now
-        return queue(userID, heardAt: now)
+        return queue(memberAt: index, heardAt: now)
     }
 
     /// The member leaves.
@@ -233,8 +244,8 @@ public struct ServerRoomState {
         deadlineArmed = false
         var effects: [Effect] = []
         while let front = heard.first {
-            guard isCurrent(front) else {
-                heard.removeFirst()  // superseded by a later entry, or the member is gone
+            guard !front.superseded, isCurrent(front) else {
+                dropFront()  // superseded by a later entry, or the member is gone
                 continue
             }
             let due = front.at.advanced(by: timings.heartbeatTimeout)
@@ -243,7 +254,7 @@ public struct ServerRoomState {
                 effects.append(.armDeadline(at: due))
                 break
             }
-            heard.removeFirst()
+            dropFront()
             effects += remove(front.userID, reason: .dropped, now: now)
         }
         return effects
@@ -317,7 +328,9 @@ public struct ServerRoomState {
     }
 
     private mutating func remove(_ userID: String, reason: DepartureReason, now: RuntimeInstant) -> [Effect] {
-        guard let member = members.removeValue(forKey: userID), !member.hidden else { return [] }
+        guard let member = members.removeValue(forKey: userID) else { return [] }
+        supersedeQueued(member.queued)
+        guard !member.hidden else { return [] }
         return recordChange(.delete, reason: reason, of: userID, now: now)
     }
 
@@ -337,28 +350,38 @@ public struct ServerRoomState {
     private mutating func heard(_ userID: String, at now: RuntimeInstant) -> Effect? {
         guard let index = members.index(forKey: userID) else { return nil }
         members.values[index].lastHeard = now
-        return timings.continuousData ? nil : queue(userID, heardAt: now)
+        return timings.continuousData ? nil : queue(memberAt: index, heardAt: now)
     }
 
-    /// Queues a member's deadline (its `lastHeard` is already `now`).
-    private mutating func queue(_ userID: String, heardAt now: RuntimeInstant) -> Effect? {
-        heard.append((userID, now))
-        // Each entry queued supersedes at most one (the member's previous): dropping up to two superseded ones from
-        // the front here keeps the queue near one entry per member while all of them beat (a silent member's entry
-        // holds the front until it leaves). Left to the deadline timer, a room whose members beat every 5 s against
-        // a 90 s timeout held 18 entries per member and dropped 17 of them in one sweep — and rooms that filled
-        // together swept together, stalling a million-client loop for a tenth of a second every 85 s.
-        for _ in 0..<2 {
-            guard let front = heard.first, !isCurrent(front) else { break }
-            heard.removeFirst()
-        }
+    /// Queues the deadline of the member at `index` (its `lastHeard` is already `now`), superseding its previous one.
+    private mutating func queue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
+        supersedeQueued(members.values[index].queued)
+        members.values[index].queued = heardStart &+ UInt64(heard.count)
+        heard.append(HeardEntry(userID: members.keys[index], at: now))
+        // Superseded entries leave from the front as new ones arrive, so the queue stays near one entry per member
+        // while all of them beat (a silent member's entry holds the front until it leaves). Left to the deadline
+        // timer, a room whose members beat every 5 s against a 90 s timeout held 18 entries per member and looked
+        // each one up in one sweep — and rooms that filled together swept together, stalling a million-client loop
+        // for a tenth of a second every 85 s. Marking the entry it replaces costs no lookup.
+        while let front = heard.first, front.superseded { dropFront() }
         guard !deadlineArmed else { return nil }
         deadlineArmed = true
         return .armDeadline(at: now.advanced(by: timings.heartbeatTimeout))
     }
 
+    /// Marks the entry at `position` (a member's latest) superseded, if it is still queued.
+    private mutating func supersedeQueued(_ position: UInt64?) {
+        guard let position, position >= heardStart else { return }
+        heard[heard.startIndex + Int(position - heardStart)].superseded = true
+    }
+
+    private mutating func dropFront() {
+        heard.removeFirst()
+        heardStart &+= 1
+    }
+
     /// Whether `entry` is its member's latest (not superseded by a later one, and the member still here).
-    private func isCurrent(_ entry: (userID: String, at: RuntimeInstant)) -> Bool {
+    private func isCurrent(_ entry: HeardEntry) -> Bool {
         guard let index = members.index(forKey: entry.userID) else { return false }
         return members.values[index].lastHeard == entry.at
     }
