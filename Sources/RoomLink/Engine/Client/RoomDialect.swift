@@ -44,11 +44,20 @@ public protocol RoomDialect: Sendable {
 /// metadata of every dialect-typed value it touches (≈ 6 % of a run). `EnginePath<Zego>.compiled`, written where the
 /// dialect is a concrete type, is a closure compiled for that dialect: one indirect call, then specialised code.
 public struct EnginePath<Dialect: RoomDialect>: Sendable {
-    let handle: @Sendable (isolated RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void
+    /// Runs the engine for one entry; call it only on the client's loop's thread (``RoomClient`` checks first).
+    let enter: @Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void
 
     /// The entry points compiled for `Dialect`; write `EnginePath<YourDialect>.compiled` with the concrete type.
     public static var compiled: EnginePath {
-        EnginePath { client, entry in client.handle(entry: entry) }
+        let handle: @Sendable (isolated RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void = { client, entry in
+            client.handle(entry: entry)
+        }
+        // Made callable from the client's nonisolated entry points once, here: the same cast in the client's own
+        // generic code would wrap the function in a reabstraction thunk allocated on every call. Safe as
+        // `LoopPinnedActor.onLoop(_:)` is: the client calls it only after checking it runs on its loop's thread.
+        return EnginePath(
+            enter: unsafeBitCast(handle, to: (@Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void).self)
+        )
     }
 }
 
