@@ -124,3 +124,27 @@ struct TimerWheelTests {
         #expect(capacity < 8 * 2_000, "buckets keep \(capacity) slots of capacity for 2,000 timers")
     }
 }
+
+/// What a loop prefetches before a due timer fires.
+struct TimerTablePrefetchTests {
+    final class Handler: TimerHandler {
+        func timerFired(_ timer: TimerHandle) {}
+    }
+
+    /// For a class handler the word is the object's address (what a loop should load ahead); for a timer that is
+    /// gone, 0 (prefetching nothing).
+    @Test
+    func aDueTimersHandlerWordIsItsObjectsAddressAndZeroOnceTheTimerIsGone() {
+        var table = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: 10))
+        let handler = Handler()
+        let handle = table.arm(deadline: .zero.advanced(by: .milliseconds(1)), period: nil, handler: handler)
+        var due: [TimerWheel<TimerRecord>.Expired] = []
+        table.expire(at: 10_000_000, into: &due)
+        #expect(due.count == 1)
+        #expect(table.handlerWord(due[0].id) == UInt(bitPattern: Unmanaged.passUnretained(handler).toOpaque()))
+        _ = table.beginFiring(due[0].id)
+        _ = table.endFiring(due[0].id, now: 10_000_000)
+        #expect(table.handlerWord(due[0].id) == 0)
+        _ = handle
+    }
+}

@@ -112,6 +112,14 @@
         return (handler, TimerHandle(rawValue: remoteID != 0 ? remoteID : id.rawValue))
     }
 
+    /// The first word of a due timer's handler: the address of its object (or of its box) when the handler is a
+    /// class instance (or a value too big to store inline), for a loop to prefetch before the timer fires; 0 when
+    /// the timer is gone. Not an address to dereference: for a small value-type handler it is the value's first word.
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func handlerWord(_ id: TimerQueueID) -> UInt {
+        queue.withPayload(id) { record in withUnsafeBytes(of: &record.handler) { $0.load(as: UInt.self) } } ?? 0
+    }
+
     /// Finishes a firing: re-arms a periodic timer on its absolute schedule (skipping periods that have wholly
     /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
     /// during the firing.
