@@ -278,7 +278,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     /// How many timers ahead of the one firing `driverFired` prefetches the handler of, and how many cache lines of
     /// it (an actor's hot fields span a few).
     private static let prefetchDistance = 4
-    private static let prefetchLines: Int32 = 4
+    private static let prefetchLines = 4
 
     fileprivate func driverFired() {
         armedDriverDeadline = nil
@@ -290,7 +290,9 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
             // that its lines arrive while the ones before it run instead of when it fires.
             if index + Self.prefetchDistance < dueBuffer.count {
                 let word = wheelTimers.handlerWord(dueBuffer[index + Self.prefetchDistance].id)
-                CLibevent_prefetch(UnsafeRawPointer(bitPattern: word), Self.prefetchLines)
+                if let address = UnsafeRawPointer(bitPattern: word) {
+                    prefetchCacheLines(at: address, lines: Self.prefetchLines)
+                }
             }
             let due = dueBuffer[index]
             guard let (handler, handle) = wheelTimers.beginFiring(due.id) else { continue }

@@ -70,4 +70,31 @@ struct DelayLineTests {
             #expect(log.snapshot.total == 0)
         }
     }
+
+    /// A line made with `prefetch` passes it, as each item comes out, the hint of the item four places behind it —
+    /// in order, each once — and hands the items over as without it.
+    @Test
+    func whileAnItemComesOutTheHintOfTheOneFourBehindIsPrefetched() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { sim in
+            let log = OutcomeLog()
+            let prefetched = LockedBox<[UInt]>([])
+            let line = DelayLine<Int>(
+                loop: sim,
+                delay: .milliseconds(5),
+                prefetch: { address in prefetched.withLock { $0.append(UInt(bitPattern: address)) } },
+                deliver: { log.record($0, fired: true, at: sim.now) }
+            )
+            @Sendable func hint(_ item: Int) -> UInt { 0x1000 + 64 * UInt(item) }
+            try await sim.run {
+                try sim.schedule(at: .zero) {
+                    for item in 0..<10 {
+                        #expect(line.add(item, prefetching: UnsafeRawPointer(bitPattern: hint(item))))
+                    }
+                }
+                try await sim.sleep(for: .seconds(1))
+            }
+            #expect(log.snapshot.order == Array(0..<10))
+            #expect(prefetched.withLock { $0 } == (4..<10).map(hint))
+        }
+    }
 }

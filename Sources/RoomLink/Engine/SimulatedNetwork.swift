@@ -1,3 +1,4 @@
+internal import RoomLinkLibevent
 import Synchronization
 
 /// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss) and a
@@ -41,7 +42,11 @@ public final class SimulatedNetwork: RoomTransport {
         let latency = conditions.latency
         lines =
             conditions.jitter == .zero
-            ? loops.map { loop in DelayLine(loop: loop, delay: latency) { $0.deliver() } }
+            ? loops.map { loop in
+                DelayLine(loop: loop, delay: latency, prefetch: { prefetchCacheLines(at: $0, lines: 4) }) {
+                    $0.deliver()
+                }
+            }
             : []
     }
 
@@ -132,7 +137,7 @@ public final class SimulatedNetwork: RoomTransport {
         case .delivered(let delay):
             delivered.increment(by: room.loop)
             if let line = line(from: client.loop, to: room.loop, after: delay),
-                line.add(.toRoom(message, client: client, room: room))
+                line.add(.toRoom(message, client: client, room: room), prefetching: Self.address(of: room))
             {
                 return .sent
             }
@@ -146,7 +151,7 @@ public final class SimulatedNetwork: RoomTransport {
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
         delivered.increment(by: client.loop)
         if let line = line(from: room.loop, to: client.loop, after: delay),
-            line.add(.toClient(message, roomID: room.roomID, client: client))
+            line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
         {
             return
         }
@@ -170,6 +175,12 @@ public final class SimulatedNetwork: RoomTransport {
             return line.delay == delay ? line : nil
         }
         return nil
+    }
+
+    /// Where `object` lives, for its line to prefetch before delivering to it (read without retaining it: a
+    /// retain would itself wait for the cold object).
+    private static func address(of object: AnyObject) -> UnsafeRawPointer? {
+        UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
     }
 
     /// A message in a ``DelayLine``.

@@ -29,23 +29,41 @@ public final class DelayLine<Item>: @unchecked Sendable {
     // retaining) whatever the item holds.
     @usableFromInline var deadlines = Deque<RuntimeInstant>()
     @usableFromInline var items = Deque<Item>()
+    /// With `prefetch`: each item's hint (an address its delivery will touch first), else empty.
+    @usableFromInline var hints = Deque<UInt>()
+    @usableFromInline let prefetch: ((UnsafeRawPointer) -> Void)?
     @usableFromInline var isArmed = false
+
+    /// How many items ahead of the one coming out `prefetch` is given the hint of.
+    @usableFromInline static var prefetchDistance: Int { 4 }
 
     /// Creates a line on `loop` whose items come out through `deliver`, `delay` after each was added.
     ///
+    /// With `prefetch`, while an item comes out the line passes `prefetch` the hint of the one four places behind it
+    /// (see ``add(_:prefetching:)``), so that a loop can start loading what that delivery will touch.
+    ///
     /// - Precondition: `delay` is not negative.
-    public init(loop: any RuntimeLoop, delay: Duration, deliver: @escaping (Item) -> Void) {
+    public init(
+        loop: any RuntimeLoop,
+        delay: Duration,
+        prefetch: ((UnsafeRawPointer) -> Void)? = nil,
+        deliver: @escaping (Item) -> Void
+    ) {
         precondition(delay >= .zero, "a DelayLine's delay cannot be negative, got \(delay)")
         self.loop = loop
         self.delay = delay
+        self.prefetch = prefetch
         self.deliver = deliver
     }
 
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) when called off the loop's
     /// thread or when the loop has shut down.
+    ///
+    /// `hint` is an address the item's delivery will touch first (its receiver object), for a line made with a
+    /// `prefetch`; it is never read through.
     @inlinable
     @discardableResult
-    public func add(_ item: Item) -> Bool {
+    public func add(_ item: Item, prefetching hint: UnsafeRawPointer? = nil) -> Bool {
         guard loop.isInServiceThread else { return false }
         let deadline = loop.now.advanced(by: delay)
         if !isArmed {
@@ -54,6 +72,7 @@ public final class DelayLine<Item>: @unchecked Sendable {
         }
         deadlines.append(deadline)
         items.append(item)
+        if prefetch != nil { hints.append(UInt(bitPattern: hint)) }
         return true
     }
 
@@ -77,6 +96,14 @@ public final class DelayLine<Item>: @unchecked Sendable {
         // Only the items here now: the ones their delivery adds wait for a later firing.
         var budget = items.count
         while budget > 0, deadlines[deadlines.startIndex] <= now {
+            if let prefetch {
+                if hints.count > Self.prefetchDistance,
+                    let hint = UnsafeRawPointer(bitPattern: hints[hints.startIndex + Self.prefetchDistance])
+                {
+                    prefetch(hint)
+                }
+                hints.removeFirst()
+            }
             let deadline = deadlines.removeFirst()
             let item = items.removeFirst()
             budget -= 1
@@ -90,5 +117,6 @@ public final class DelayLine<Item>: @unchecked Sendable {
         isArmed = false
         deadlines.removeAll()
         items.removeAll()
+        hints.removeAll()
     }
 }
