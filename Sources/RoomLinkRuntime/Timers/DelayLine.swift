@@ -12,11 +12,11 @@ public import DequeModule
 /// their full delay, even a zero one (they come out on the loop's next pass), so two parties answering each other
 /// at once cannot keep one firing going for ever.
 ///
-/// Use it from its loop's thread only: ``add(_:)`` refuses (returns `false`) anywhere else.
+/// Use it from its loop's thread only: ``add(_:prefetching:)`` refuses (returns `false`) anywhere else.
 public final class DelayLine<Item>: @unchecked Sendable {
-    // Safe: `deadlines`, `items` and `isArmed` are touched, and `deliver` (not Sendable) is called, only on the
-    // loop's thread — `add` checks `isInServiceThread` first, and the timer's closures run there by the
-    // TimerService contract; the `let`s are immutable.
+    // Safe: `deadlines`, `items`, `hints` and `isArmed` are touched, and `deliver` and `prefetch` (not Sendable)
+    // are called, only on the loop's thread — `add` checks `isInServiceThread` first, and the timer's closures run
+    // there by the TimerService contract; the `let`s are immutable.
 
     /// The loop the items come out on.
     public let loop: any RuntimeLoop
