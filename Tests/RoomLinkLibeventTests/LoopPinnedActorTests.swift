@@ -4,35 +4,6 @@ import Testing
 @testable import RoomLinkLibevent
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
-/// A counter pinned to a loop, which its timer reaches through both forms of `onLoop`.
-actor PinnedCounter: LoopPinnedActor, TimerHandler {
-    nonisolated let loop: any RuntimeLoop
-    let log = OutcomeLog()
-    private(set) var total = 0
-    private(set) var calls: [Int] = []
-    private(set) var onLoopThread: [Bool] = []
-    /// `add` as a function value made once, for `onLoop(call:with:)`.
-    static let add: @Sendable (isolated PinnedCounter, Int) -> Void = { $0.add($1) }
-
-    init(loop: any RuntimeLoop) { self.loop = loop }
-    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-
-    nonisolated func timerFired(_ timer: TimerHandle) {
-        onLoop(call: Self.add, with: 2)
-        let total = onLoop { counter in
-            counter.add(1)
-            return counter.total
-        }
-        log.record(total, fired: true, at: loop.now)
-    }
-
-    func add(_ amount: Int) {
-        total += amount
-        calls.append(amount)
-        onLoopThread.append(loop.isInServiceThread)
-    }
-}
-
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
 @Suite(.timeLimit(.minutes(3)))
 struct LoopPinnedActorTests {

@@ -21,6 +21,22 @@ struct NetworkModelTests {
         #expect(exact.transit(for: "A") == .delivered(after: .milliseconds(50)))
     }
 
+    /// A message's key (its sender's clock and identity) is read only when loss or jitter draws from it.
+    @Test
+    func theKeyIsReadOnlyWhenLossOrJitterNeedsIt() {
+        var reads = 0
+        func key() -> UInt64 {
+            reads += 1
+            return 42
+        }
+        let plain = NetworkModel(conditions: .init(latency: .milliseconds(50)), seed: 1)
+        #expect(plain.transit(link: .up, key: key()) == .delivered(after: .milliseconds(50)))
+        #expect(reads == 0)
+        let lossy = NetworkModel(conditions: .init(latency: .milliseconds(50), loss: 0.5), seed: 1)
+        _ = lossy.transit(link: .up, key: key())
+        #expect(reads == 1)
+    }
+
     @Test
     func lossDropsAboutItsShareOfMessages() {
         var network = NetworkModel(conditions: Self.conditions, seed: 7)

@@ -32,8 +32,7 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
 
     /// `receive` as a function value made once, for ``LoopPinnedActor/onLoop(call:with:)``.
     private static let receiveOnLoop: @Sendable (isolated ServerRoom, (ClientMessage, any ClientEndpoint)) -> Void = {
-        room,
-        input in room.receive(input.0, from: input.1)
+        $0.receive($1.0, from: $1.1)
     }
 
     private func receive(_ message: ClientMessage, from client: any ClientEndpoint) {

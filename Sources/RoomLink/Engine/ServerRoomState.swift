@@ -380,7 +380,9 @@ public struct ServerRoomState {
         heardStart &+= 1
     }
 
-    /// Whether `entry` is its member's latest (not superseded by a later one, and the member still here).
+    /// Whether `entry` is its member's latest (not superseded by a later one, and the member still here). Not implied
+    /// by the marks: with continuous data (Agora) a member heard again queues nothing, so its last entry stays
+    /// unmarked though its `lastHeard` moved on.
     private func isCurrent(_ entry: HeardEntry) -> Bool {
         guard let index = members.index(forKey: entry.userID) else { return false }
         return members.values[index].lastHeard == entry.at
