@@ -269,7 +269,15 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         }
     }
 
+    /// Every libevent callback of this loop begins here (see ``LibeventTimerQueue/beginPass(now:)``). The wheel needs
+    /// nothing: its deadlines are absolute and its clock moves only when it expires timers.
+    @inline(__always)
+    private func beginCallback() {
+        if eventTimers != nil { eventTimers!.queue.beginPass(now: realNow()) }
+    }
+
     fileprivate func doorbellRang() {
+        beginCallback()
         takeInbox()
         if shared.withLock({ $0.isShutdown }) {
             stopOnThread()
@@ -311,6 +319,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     }
 
     fileprivate func eventTimerFired(slot: Int) {
+        beginCallback()
         let now = realNow()
         guard let id = eventTimers?.queue.eventFired(slot: slot, now: now),
             let deadline = eventTimers?.queue.deadline(of: id),
@@ -366,6 +375,12 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
                 return lateness.peak
             }
         )
+    }
+
+    /// The jobs left over by a callback that ran out of budget carry on here.
+    fileprivate func resumed() {
+        beginCallback()
+        finishCallback()
     }
 
     fileprivate func finishCallback() {
@@ -443,7 +458,7 @@ private func loopDriverCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMu
 }
 
 private func loopResumeCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {
-    Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().finishCallback()
+    Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().resumed()
 }
 
 private func loopEventTimerCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {

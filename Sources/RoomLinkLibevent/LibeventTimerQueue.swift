@@ -31,6 +31,9 @@ struct LibeventTimerQueue: TimerQueue {
     /// Common-timeout `timeval`s by delay in milliseconds; libevent allows 256 per base.
     private var commonTimeouts: [UInt64: timeval] = [:]
     private(set) var count = 0
+    /// The real time (from `epoch`) at which the loop's current callback began; every timer armed during the
+    /// callback measures its delay from it. See ``beginPass(now:)``.
+    private var passStart: UInt64
 
     init(
         base: OpaquePointer,
@@ -44,6 +47,23 @@ struct LibeventTimerQueue: TimerQueue {
         self.usesCommonTimeouts = usesCommonTimeouts
         self.callback = callback
         self.callbackArgument = callbackArgument
+        // Before the loop runs libevent has no cached time and reads the clock at each add, which is later than
+        // this: delays measured from here are never short.
+        self.passStart = Libevent.monotonicNanoseconds() &- epoch
+    }
+
+    /// Starts a loop callback at real time `now` (from `epoch`): call it first in every callback that may arm timers.
+    ///
+    /// libevent adds a relative timeout to the time it cached for the callback, not to the clock. Measuring every
+    /// delay from one time per callback — and making libevent's cache that time or later — keeps two things true
+    /// however long the callback runs or is preempted: no timer fires before its deadline, and timers armed in one
+    /// callback fire in deadline order (each is `cache + (deadline − passStart)`). Measured from the clock at each
+    /// add instead, a thread preempted between two adds would put the later-armed timer ahead of an earlier
+    /// deadline, as the wheel's tick never does.
+    mutating func beginPass(now: UInt64) {
+        passStart = now
+        // Read the clock first, then refresh the cache: libevent's time is then no earlier than `passStart`.
+        event_base_update_cache_time(base)
     }
 
     mutating func insert(deadline: UInt64, payload: TimerRecord) -> TimerQueueID {
@@ -170,8 +190,7 @@ struct LibeventTimerQueue: TimerQueue {
     private mutating func add(_ index: Int, deadline: UInt64) {
         slots[index].deadline = deadline
         slots[index].state = .scheduled
-        let now = Libevent.monotonicNanoseconds() &- epoch
-        let delay = deadline > now ? deadline - now : 0
+        let delay = deadline > passStart ? deadline - passStart : 0
         var timeout: timeval
         if usesCommonTimeouts, let common = commonTimeout(forDelay: delay) {
             timeout = common

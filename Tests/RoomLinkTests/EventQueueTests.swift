@@ -40,6 +40,49 @@ struct EventQueueTests {
         #expect(await consumer.value == Array(1...50))
     }
 
+    /// A consumer parked in `next()` whose task is cancelled returns `nil` at once — no event has to arrive to wake
+    /// it — and what is sent afterwards waits, buffered, for the next consumer.
+    @Test
+    func aCancelledWaitingConsumerEndsAtOnceAndNothingIsLost() async {
+        var publisher = EventPublisher<Int>(client: "A")
+        let queue = publisher.queue()
+        publisher.publish(1, at: .zero)
+        let consumer = Task { () -> [Int] in
+            var seen: [Int] = []
+            for await event in queue { seen.append(event.event) }
+            return seen
+        }
+        while !queue.hasWaitingConsumer { await Task.yield() }
+        consumer.cancel()
+        #expect(await consumer.value == [1], "the loop ended on cancellation, with no further event")
+        #expect(!queue.hasWaitingConsumer)
+        publisher.publish(2, at: .zero)
+        publisher.publish(3, at: .zero)
+        publisher.finish()
+        var rest: [Int] = []
+        for await event in queue { rest.append(event.event) }
+        #expect(rest == [2, 3])
+    }
+
+    /// A consumer cancelled before it calls `next()` takes what is buffered, then ends instead of parking.
+    @Test
+    func aConsumerCancelledBeforeWaitingTakesTheBufferThenEnds() async {
+        var publisher = EventPublisher<Int>(client: "A")
+        let queue = publisher.queue()
+        publisher.publish(1, at: .zero)
+        let gate = LockedBox(false)
+        let consumer = Task { () -> [Int] in
+            while !gate.withLock({ $0 }) { await Task.yield() }
+            var seen: [Int] = []
+            for await event in queue { seen.append(event.event) }
+            return seen
+        }
+        consumer.cancel()
+        gate.withLock { $0 = true }
+        #expect(await consumer.value == [1])
+        #expect(!queue.hasWaitingConsumer)
+    }
+
     @Test
     func aSecondConcurrentConsumerEndsAtOnceInsteadOfStealing() async {
         var publisher = EventPublisher<Int>(client: "A")

@@ -10,13 +10,22 @@ public import DequeModule
 /// - Important: One consumer. Iterating from two tasks at once is a misuse: the second `next()` that finds another
 ///   waiting returns `nil` at once (its loop ends) rather than stealing or losing events.
 ///
+/// A consumer whose task is cancelled while it waits in `next()` gets `nil` at once (its `for await` ends), as it
+/// does from `AsyncStream`; nothing is lost: events sent later stay buffered for the next consumer. A consumer
+/// that finds events buffered takes them even when cancelled, so cancellation never drops an event.
+///
 /// Its methods are inlinable, so a consumer in another module gets code specialised for its element type.
 public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
     @usableFromInline
     struct State {
         @usableFromInline var buffer = Deque<Element>()
-        @usableFromInline var waiter: CheckedContinuation<Element?, Never>?
+        /// The parked consumer and the ID of its `next()` call, which its cancellation handler names.
+        @usableFromInline var waiter: (id: UInt64, continuation: CheckedContinuation<Element?, Never>)?
         @usableFromInline var finished = false
+        /// IDs handed to `next()` calls that may park.
+        @usableFromInline var lastWaiterID: UInt64 = 0
+        /// A `next()` call cancelled before it parked: it must not park when it gets to the lock.
+        @usableFromInline var cancelledWaiterID: UInt64?
 
         @inlinable init() {}
     }
@@ -41,7 +50,7 @@ public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
             guard !state.finished else { return nil }
             if let waiter = state.waiter {
                 state.waiter = nil
-                return waiter
+                return waiter.continuation
             }
             state.buffer.append(element)
             return nil
@@ -55,7 +64,7 @@ public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
         let waiter = state.withLock { state -> CheckedContinuation<Element?, Never>? in
             state.finished = true
             defer { state.waiter = nil }
-            return state.waiter
+            return state.waiter?.continuation
         }
         waiter?.resume(returning: nil)
     }
@@ -87,22 +96,47 @@ public final class EventQueue<Element: Sendable>: AsyncSequence, Sendable {
             if let first = state.buffer.popFirst() { return .element(first) }
             return state.finished || state.waiter != nil ? .end : nil
         }
-        switch state.withLock(take) {
+        // Decide under the lock, resume outside it. A call that may park gets an ID, so that a late cancellation
+        // tells its own call from a later one (the pattern of swift-async-algorithms' channel storage).
+        let (ready, id) = state.withLock { state -> (Ready?, UInt64) in
+            if let ready = take(&state) { return (ready, 0) }
+            state.lastWaiterID &+= 1
+            return (nil, state.lastWaiterID)
+        }
+        switch ready {
         case .element(let element): return element
         case .end: return nil
         case nil: break
         }
-        return await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Ready? in
-                if let ready = take(&state) { return ready }
-                state.waiter = continuation
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Ready? in
+                    if let ready = take(&state) { return ready }
+                    if state.cancelledWaiterID == id {
+                        // Cancelled before it got here: the handler found nothing to resume.
+                        state.cancelledWaiterID = nil
+                        return .end
+                    }
+                    state.waiter = (id, continuation)
+                    return nil
+                }
+                switch ready {
+                case .element(let element): continuation.resume(returning: element)
+                case .end: continuation.resume(returning: nil)
+                case nil: break
+                }
+            }
+        } onCancel: {
+            let parked = state.withLock { state -> CheckedContinuation<Element?, Never>? in
+                if let waiter = state.waiter, waiter.id == id {
+                    state.waiter = nil
+                    return waiter.continuation
+                }
+                // Not parked yet (or already resumed by an event, in which case the mark is never read).
+                state.cancelledWaiterID = id
                 return nil
             }
-            switch ready {
-            case .element(let element): continuation.resume(returning: element)
-            case .end: continuation.resume(returning: nil)
-            case nil: break
-            }
+            parked?.resume(returning: nil)
         }
     }
 }
