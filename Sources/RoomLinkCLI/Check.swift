@@ -9,7 +9,8 @@ struct Check: ParsableCommand {
         discussion: """
             The oracle knows only the scenario (its users, faults and timings) and the log: it does not run the \
             engine, so it can judge a log from RoomLink, from another simulator, or from a real SDK's callbacks \
-            written in SPEC §7's format. Exit status 0 when the log passes, 1 with violations, 2 on bad input.
+            written in SPEC §7's format. Exit status 0 when the log passes, 1 with violations, 2 on bad input, 74 when a file cannot be \
+            read or the verdict written (docs/cli.md).
             """
     )
 
@@ -20,37 +21,29 @@ struct Check: ParsableCommand {
     var events: String
 
     func run() throws {
-        let scenarioData: Data
-        let eventData: Data
-        do {
-            scenarioData = try Data(contentsOf: URL(fileURLWithPath: scenario))
-        } catch {
-            throw fail("\(scenario): expected a readable scenario file, got \(error.localizedDescription)")
-        }
-        if events == "-" {
-            eventData = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            do {
-                eventData = try Data(contentsOf: URL(fileURLWithPath: events))
-            } catch {
-                throw fail("\(events): expected a readable event log, got \(error.localizedDescription)")
-            }
-        }
+        let scenarioData = try readFile(scenario, as: "scenario")
+        let eventData =
+            events == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try readFile(events, as: "event log")
         let parsed: Scenario
         let logged: [LoggedEvent]
         do {
             parsed = try Scenario(json: scenarioData)
         } catch {
-            throw fail("\(scenario): \(error)")
+            throw fail(error, in: scenario)
         }
         do {
             logged = try LoggedEvent.read(jsonLines: eventData)
         } catch {
-            throw fail("\(events): \(error)")
+            throw fail(error, in: events)
         }
         let violations = parsed.makeOracle().check(logged)
-        print("\(logged.count) events, \(violations.count) violations")
-        for violation in violations { print("  \(violation)") }
+        do {
+            try OutputFile.standardOutput(
+                "\(logged.count) events, \(violations.count) violations\n" + violations.map { "  \($0)\n" }.joined()
+            )
+        } catch {
+            throw fail(error)
+        }
         if !violations.isEmpty { throw ExitCode(1) }
     }
 

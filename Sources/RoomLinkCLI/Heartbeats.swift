@@ -38,12 +38,14 @@ struct Heartbeats: AsyncParsableCommand {
     func run() async throws {
         let load = try HeartbeatLoad(clients: clients, period: period.duration, duration: duration.duration)
         let report = try await clockOptions.withRuntime(defaultTickShift: 19) { try await load.run(on: $0) }
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            print(String(decoding: try encoder.encode(report), as: UTF8.self))
-        } else {
-            print(render(report))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        do {
+            try OutputFile.standardOutput(
+                (json ? String(decoding: try encoder.encode(report), as: UTF8.self) : render(report)) + "\n"
+            )
+        } catch {
+            throw fail(error)
         }
         if report.fires != report.expectedFires {
             FileHandle.standardError.write(

@@ -91,18 +91,14 @@ struct Load: AsyncParsableCommand {
             plan = try self.plan()
             scenario = try plan.scenario()
         } catch {
-            throw fail("\(error)")
+            throw fail(error)
         }
-        if let saveScenario {
-            guard FileManager.default.createFile(atPath: saveScenario, contents: Data(plan.scenarioJSON().utf8)) else {
-                throw fail("--save-scenario: expected a file that can be written, got \(saveScenario)")
-            }
-        }
-        // Open every destination before running, so a bad path fails at once, not after the run.
-        for (flag, path) in [("--plot", plot), ("--timeseries", timeseries)] {
-            if let path, !FileManager.default.createFile(atPath: path, contents: nil) {
-                throw fail("\(flag): expected a file that can be written, got \(path)")
-            }
+        do {
+            try saveScenario.map { path throws(RoomLinkError) in try OutputFile(path).write(plan.scenarioJSON()) }
+            // Open every destination before running, so a bad path fails at once, not after the run.
+            for path in [plot, timeseries].compactMap(\.self) { try OutputFile(path).checkWritable() }
+        } catch {
+            throw fail(error)
         }
         let title =
             "roomlink load — \(plan.dialect.rawValue), \(plan.clients) clients, \(plan.rooms) rooms, \(plan.duration.roomLinkText)"
@@ -115,13 +111,11 @@ struct Load: AsyncParsableCommand {
         playback.defaultShards = LibeventLoopGroup.coreCount
         playback.afterRun = { [plot, timeseries] result in
             guard let load = result.load else { return }
-            if let plot, !FileManager.default.createFile(atPath: plot, contents: Data(load.svg(title: title).utf8)) {
-                throw fail("--plot: expected a file that can be written, got \(plot)")
-            }
-            if let timeseries,
-                !FileManager.default.createFile(atPath: timeseries, contents: Data(load.timeSeriesCSV.utf8))
-            {
-                throw fail("--timeseries: expected a file that can be written, got \(timeseries)")
+            do {
+                try plot.map { path throws(RoomLinkError) in try OutputFile(path).write(load.svg(title: title)) }
+                try timeseries.map { path throws(RoomLinkError) in try OutputFile(path).write(load.timeSeriesCSV) }
+            } catch {
+                throw fail(error)
             }
         }
         if !quiet {

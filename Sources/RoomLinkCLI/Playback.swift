@@ -26,7 +26,7 @@ struct Playback {
             runner.collectsLoadStatistics = collectsLoadStatistics
             runner.shards = clockOptions.shards ?? defaultShards
         } catch {
-            throw fail("\(name): \(error)")
+            throw fail(error, in: name)
         }
         // Open both destinations before running, so a bad path fails in a millisecond, not after the run.
         let writer: EventLogWriter<EventLogLine>?
@@ -37,11 +37,9 @@ struct Playback {
                 case "-": EventLogWriter()
                 case let path?: try EventLogWriter(path: path)
                 }
+            try report.map { path throws(RoomLinkError) in try OutputFile(path).checkWritable() }
         } catch {
-            throw fail("\(error)")
-        }
-        if let report, report != "-", !FileManager.default.createFile(atPath: report, contents: nil) {
-            throw fail("--report: expected a file that can be written, got \(report)")
+            throw fail(error)
         }
         var options = clockOptions
         options.seed = scenario.seed
@@ -53,25 +51,23 @@ struct Playback {
         } catch {
             // Keep every event already produced: write what is buffered before reporting the failure.
             try? writer?.close()
-            throw fail("the run stopped: \(error)")
+            throw fail(error, in: "the run stopped")
         }
         do {
             try writer?.close()
         } catch {
-            throw fail("\(error)")
+            throw fail(error)
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let json = try encoder.encode(result) + Data("\n".utf8)
-        switch report {
-        case nil:
-            FileHandle.standardError.write(Data(summary(result).utf8))
-        case "-":
-            FileHandle.standardOutput.write(json)
-        case let path?:
-            guard FileManager.default.createFile(atPath: path, contents: json) else {
-                throw fail("--report: expected a file that can be written, got \(path)")
+        do {
+            switch report {
+            case nil: FileHandle.standardError.write(Data(summary(result).utf8))
+            case let destination?: try OutputFile(destination).write(json)
             }
+        } catch {
+            throw fail(error)
         }
         if result.keptUp == false, let lateness = result.timerLateness {
             FileHandle.standardError.write(

@@ -9,7 +9,8 @@ struct Run: AsyncParsableCommand {
         discussion: """
             Runs in deterministic virtual time by default (the same seed gives the same event log); --clock real \
             runs on libevent loops, scaled by --time-scale. The report includes the spec oracle's verdict; the exit \
-            status is 1 when it found violations, 2 on bad input.
+            status is 1 when it found violations, 2 on bad input, 74 when a file cannot be read or written \
+            (docs/cli.md).
             """
     )
 
@@ -30,16 +31,11 @@ struct Run: AsyncParsableCommand {
     }
 
     private func load() throws -> Scenario {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: scenario))
-        } catch {
-            throw fail("\(scenario): expected a readable scenario file, got \(error.localizedDescription)")
-        }
+        let data = try readFile(scenario, as: "scenario")
         do {
             return try Scenario(json: data)
         } catch {
-            throw fail("\(scenario): \(error)")
+            throw fail(error, in: scenario)
         }
     }
 }

@@ -85,10 +85,22 @@ struct EventLogTests {
     }
 
     @Test
-    func anUnwritablePathIsRejectedNamingTheOption() {
+    func anUnwritablePathIsAnIOFailureNamingThePath() {
         let error = #expect(throws: RoomLinkError.self) {
             try EventLogWriter<ZegoEvent>(path: "/nonexistent-directory/events.jsonl")
         }
-        #expect(error?.message.hasPrefix("--events:") == true)
+        #expect(error?.code == .ioFailure)
+        #expect(error?.field == "/nonexistent-directory/events.jsonl")
+        #expect(error?.message.contains("No such file or directory") == true, "\(String(describing: error))")
+    }
+
+    @Test
+    func aFullDiskIsAnIOFailureWhenTheLogIsClosedAndNothingTraps() throws {
+        let writer = try EventLogWriter<ZegoEvent>(path: "/dev/full")
+        let event = ZegoEvent.roomTokenWillExpire(roomID: "r", remainingSeconds: 30)
+        writer.record(Stamped(time: .zero, sequence: 0, event: event), from: "A")
+        let error = #expect(throws: RoomLinkError.self) { try writer.close() }
+        #expect(error?.code == .ioFailure)
+        #expect(error?.message == "/dev/full: cannot write the event log (No space left on device)")
     }
 }

@@ -18,25 +18,23 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
     }
 
     private let state: LockedBox<State>
+    /// The path, or "standard output", for messages.
+    private let destination: String
 
     /// Writes to standard output.
     public init() {
         state = LockedBox(State(descriptor: STDOUT_FILENO, ownsDescriptor: false))
+        destination = "standard output"
     }
 
     /// Writes to the file at `path`, created or truncated.
     ///
-    /// - Throws: ``RoomLinkError/Code/invalidArgument`` naming the path when it cannot be opened.
+    /// - Throws: ``RoomLinkError/Code/ioFailure`` naming the path when it cannot be opened.
     public init(path: String) throws(RoomLinkError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw .invalidArgument(
-                "--events",
-                "a file that can be written",
-                got: "\(path) (\(String(cString: strerror(errno))))"
-            )
-        }
+        guard descriptor >= 0 else { throw .ioFailure(path, cannot: "open the event log for writing", errno: errno) }
         state = LockedBox(State(descriptor: descriptor, ownsDescriptor: true))
+        destination = path
     }
 
     /// Lines recorded so far.
@@ -54,7 +52,7 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
 
     /// Writes what is buffered and closes the file (not standard output).
     ///
-    /// - Throws: ``RoomLinkError`` if a write failed (disk full, closed pipe).
+    /// - Throws: ``RoomLinkError/Code/ioFailure`` if a write failed (disk full, closed pipe).
     public func close() throws(RoomLinkError) {
         let error = state.withLock { state -> Int32? in
             Self.flush(&state)
@@ -64,13 +62,7 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
             }
             return state.writeError
         }
-        if let error {
-            throw .invalidArgument(
-                "--events",
-                "a destination that accepts the log",
-                got: "a write error (\(String(cString: strerror(error))))"
-            )
-        }
+        if let error { throw .ioFailure(destination, cannot: "write the event log", errno: error) }
     }
 
     private static func flush(_ state: inout State) {

@@ -16,7 +16,7 @@ public struct HeartbeatLoad: Sendable {
 
     /// Creates a load.
     ///
-    /// - Throws: ``RoomLinkError/Code/invalidArgument`` naming `clients`, `period` or `duration` when one is not
+    /// - Throws: ``RoomLinkError/Code/invalidInput`` naming `clients`, `period` or `duration` when one is not
     ///   positive, or when `duration` is not longer than `period`.
     public init(clients: Int, period: Duration = .seconds(5), duration: Duration) throws(RoomLinkError) {
         guard clients > 0 else { throw .invalidArgument("clients", "a positive number", got: "\(clients)") }

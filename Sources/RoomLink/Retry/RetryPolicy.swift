@@ -23,7 +23,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Creates a policy.
     ///
-    /// - Throws: ``RoomLinkError/Code/invalidArgument`` naming the field, for a base that is not positive, a cap
+    /// - Throws: ``RoomLinkError/Code/invalidInput`` naming the field, for a base that is not positive, a cap
     ///   below the base, a multiplier below 1, an empty or negative fixed schedule, a negative jitter, a
     ///   `maxAttempts` below 1 or a `maxElapsed` that is not positive.
     public init(schedule: Schedule, maxAttempts: Int? = nil, maxElapsed: Duration? = nil) throws(RoomLinkError) {

@@ -186,7 +186,7 @@ public struct Scenario: Sendable, Equatable {
 
     /// Reads a scenario from JSON text.
     ///
-    /// - Throws: ``RoomLinkError/Code/invalidArgument`` naming the first field that is wrong (as a path such as
+    /// - Throws: ``RoomLinkError/Code/invalidInput`` naming the first field that is wrong (as a path such as
     ///   `users[1].roomMode`) and what was expected.
     public init(json data: Data) throws(RoomLinkError) {
         self = try ScenarioReader(root: JSONValue.parse(data)).read()
