@@ -6,7 +6,7 @@ import Glibc
 
 /// The libevent loops of a process: by default one per core, sharing one clock.
 ///
-/// Place an actor on a loop by its ID with ``RuntimeLoopGroup/loop(for:)``; the placement is stable across runs.
+/// Place an actor on a loop by its ID with `RuntimeLoopGroup.loop(for:)`; the placement is stable across runs.
 ///
 /// ```swift
 /// try await LibeventLoopGroup.withLoopGroup { group in
@@ -77,9 +77,9 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
 
     /// Starts `configuration.loopCount` loops.
     ///
-    /// - Throws: ``RuntimeError/Code/invalidConfiguration`` for a loop count outside 1…``maximumLoopCount``, a
+    /// - Throws: `RuntimeError.Code.invalidConfiguration` for a loop count outside 1…``maximumLoopCount``, a
     ///   time scale that is not a positive finite number, a tick shift over 30, or a thread the system refuses;
-    ///   ``RuntimeError/Code/libeventFailure`` if libevent cannot make a base.
+    ///   `RuntimeError.Code.libeventFailure` if libevent cannot make a base.
     public init(configuration: Configuration = Configuration()) throws(RuntimeError) {
         guard (1...Self.maximumLoopCount).contains(configuration.loopCount) else {
             throw .invalidConfiguration(

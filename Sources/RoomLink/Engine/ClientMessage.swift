@@ -5,7 +5,7 @@
 public enum ClientMessage: Sendable, Equatable {
     /// Join the room (a first login, or a reconnection of an existing session).
     case login(LoginRequest)
-    /// "I am still here": refreshes the member's heartbeat deadline; the server answers ``ServerMessage/heartbeatAck(session:)``.
+    /// "I am still here": refreshes the member's heartbeat deadline; the server answers ``ServerMessage/heartbeatAck(session:slot:)``.
     /// `slot` is where the server said the member was at its last answer (−1 when unknown): a hint that spares a
     /// lookup by user ID, checked before it is trusted.
     case heartbeat(userID: String, session: SessionID, slot: Int32)

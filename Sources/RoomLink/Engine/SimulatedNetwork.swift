@@ -15,7 +15,7 @@ import Synchronization
 /// only the link states that are not `up`.
 ///
 /// Given the loops it serves (``init(conditions:seed:batchingOn:)``, for the real clock), a network with no jitter
-/// carries the messages between a client and a room on the same loop in one ``DelayLine`` per loop instead of a
+/// carries the messages between a client and a room on the same loop in one `DelayLine` per loop instead of a
 /// timer each: every such message takes the same time, so they arrive in the order sent, and one FIFO and one timer
 /// carry them all with no allocation per message.
 public final class SimulatedNetwork: RoomTransport {
@@ -34,7 +34,7 @@ public final class SimulatedNetwork: RoomTransport {
     /// Creates a network with `conditions`, drawing every message's fate from `seed`.
     ///
     /// With `loops` and no jitter, messages between a client and a room that share one of those loops travel in that
-    /// loop's ``DelayLine`` (sent on the loop's thread; others take a timer each). Same arrival times; only the order
+    /// loop's `DelayLine` (sent on the loop's thread; others take a timer each). Same arrival times; only the order
     /// of arrivals due at one instant may differ from timers', so pass loops on the real clock, where that order is
     /// the clock's anyway, and none for a virtual-time run that must replay a recorded order.
     public init(conditions: Scenario.Network = .init(), seed: UInt64 = 0, batchingOn loops: [any RuntimeLoop] = []) {
@@ -183,7 +183,7 @@ public final class SimulatedNetwork: RoomTransport {
         UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
     }
 
-    /// A message in a ``DelayLine``.
+    /// A message in a `DelayLine`.
     private enum InFlight {
         case toRoom(ClientMessage, client: any ClientEndpoint, room: any RoomEndpoint)
         case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)

@@ -90,7 +90,7 @@ public protocol EventLogRepresentable: Sendable {
 }
 
 extension EventLogLine: EventLogRepresentable {
-    /// A line is its own log line: sinks of lines (``EventLogWriter<EventLogLine>``) take any dialect's events.
+    /// A line is its own log line: sinks of lines (an `EventLogWriter<EventLogLine>`) take any dialect's events.
     public var eventLogLine: EventLogLine { self }
 
     /// The value of the string field `name`, if the line has one.

@@ -29,6 +29,7 @@ public struct EventPublisher<Event: Sendable> {
     /// Creates a publisher for `client`.
     ///
     /// - Parameters:
+    ///   - client: The client whose events these are: the sink receives it with each event.
     ///   - bufferingPolicy: How the stream buffers for a slow consumer; default `.unbounded`.
     ///   - sink: Where every event also goes, whether or not anyone iterates the stream.
     @inlinable

@@ -5,7 +5,7 @@ public import DequeModule
 /// One lock and at most one waiting continuation: no task, no buffering-policy machinery. `roomlink-bench delivery`
 /// measures it side by side with `AsyncStream` and swift-async-algorithms' `AsyncChannel`: several times the
 /// throughput of `AsyncStream` (over a million events per second on one loop, where `AsyncStream` stays under
-/// half a million), at the same latency. Get one with ``EventPublisher/queue()`` (``ZegoClient/eventQueue()``).
+/// half a million), at the same latency. Get one with ``EventPublisher/queue()`` (``RoomClient/eventQueue()``).
 ///
 /// - Important: One consumer. Iterating from two tasks at once is a misuse: the second `next()` that finds another
 ///   waiting returns `nil` at once (its loop ends) rather than stealing or losing events.

@@ -31,7 +31,7 @@ public struct HeartbeatLoad: Sendable {
 
     /// Runs the load on `group` and reports what happened, in scenario time.
     ///
-    /// On a ``SimulationRuntime`` it runs in virtual time; on a ``LibeventLoopGroup`` in real (possibly scaled)
+    /// On a `SimulationRuntime` it runs in virtual time; on a `LibeventLoopGroup` in real (possibly scaled)
     /// time. CPU per heartbeat is measured over the steady state, after the first period.
     public func run(on group: any RuntimeLoopGroup) async throws -> HeartbeatReport {
         if let simulation = group as? SimulationRuntime {

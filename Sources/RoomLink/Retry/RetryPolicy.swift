@@ -1,7 +1,7 @@
 /// How a client spaces its reconnection attempts, and when it gives up.
 ///
 /// A policy is a value: a ``Schedule`` of delays plus optional limits on attempts and on time since the connection
-/// was lost. Walk it with an ``Iterator``, which draws any jitter from a ``SeededRandom`` so that virtual-time runs
+/// was lost. Walk it with an ``Iterator``, which draws any jitter from a `SeededRandom` so that virtual-time runs
 /// stay reproducible. The first attempt is never delayed (SPEC §5); each later delay is counted from the previous
 /// attempt's failure.
 ///

@@ -4,8 +4,8 @@ internal import RoomLinkLibevent
 /// Runs a ``Scenario``: creates its clients and rooms on a loop group, plays its timeline, records every event, and
 /// checks the log with the spec oracle.
 ///
-/// On a ``SimulationRuntime`` the run is in virtual time and deterministic: the same scenario and seed give the
-/// same event log, byte for byte. On a ``LibeventLoopGroup`` it runs in real (optionally scaled) time.
+/// On a `SimulationRuntime` the run is in virtual time and deterministic: the same scenario and seed give the
+/// same event log, byte for byte. On a `LibeventLoopGroup` it runs in real (optionally scaled) time.
 ///
 /// Placement: a named user's client runs on `group.loop(for: id)`; a population user's on its room's loop, so a
 /// room and most of its members share a loop. Population entries (`"user": "*"`) pick a `fraction` from one seeded
@@ -44,8 +44,12 @@ public struct ScenarioRunner: Sendable {
 
     /// Runs the scenario on `group` and reports what happened.
     ///
-    /// - Parameter events: Receives every event in delivery order, with times since the scenario's start (an
-    ///   ``EventLogWriter`` writes the event log).
+    /// - Parameters:
+    ///   - group: The loops to run on: a `SimulationRuntime` for virtual time, a `LibeventLoopGroup` for real time.
+    ///   - events: Receives every event in delivery order, with times since the scenario's start (an
+    ///     ``EventLogWriter`` writes the event log).
+    ///   - progress: Receives a ``LoadProgress`` sample every `progressInterval` of wall time and one at the end.
+    ///   - progressInterval: How often `progress` is called, in wall time.
     public func run(
         on group: any RuntimeLoopGroup,
         events: (any EventSink<EventLogLine>)? = nil,

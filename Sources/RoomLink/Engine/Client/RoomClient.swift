@@ -4,8 +4,8 @@
 /// closed connection at once and a silent one by missed heartbeats, reconnects with its retry policy until the
 /// dialect gives up, and publishes what happened as its dialect's callbacks on ``events()`` and to the
 /// environment's sink. The decisions are the same for every dialect; ``RoomDialect`` supplies the vocabulary, the
-/// defaults and a few switches. Each dialect's public API (``ZegoClient/loginRoom(_:config:)``,
-/// ``AgoraClient/joinChannel(_:token:)``, ``LiveKitClient/connect(to:token:)``) is an extension of this type.
+/// defaults and a few switches. Each dialect's public API (``RoomClient/loginRoom(_:config:)``,
+/// ``RoomClient/joinChannel(_:token:role:appID:)``, ``RoomClient/connect(to:token:)``) is an extension of this type.
 ///
 /// Timers and deliveries call it on its loop's thread with no hop; calls from elsewhere hop there like any actor
 /// call.
@@ -80,8 +80,11 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// Creates a client named `id` on `loop`.
     ///
     /// - Parameters:
+    ///   - id: The client's name in logs, placement and sinks.
     ///   - userID: The identity sent to the server; defaults to `id`.
     ///   - roomMode: Whether the client may be in several rooms at once (ZEGO's multi-room mode).
+    ///   - loop: The loop the client is pinned to: its actor runs there, and so do its timers.
+    ///   - environment: The transport to the server, the event sink and the timings the client uses.
     ///   - seed: Seeds the client's retry jitter (with `id`), so a virtual-time run is reproducible.
     public init(
         id: String,

@@ -67,7 +67,7 @@ extension RoomDialect {
 }
 
 /// What an app asks of its SDK, in the engine's terms: a scenario's actions reach a client through its dialect's
-/// API as these (``RoomDialect/perform(_:on:)``).
+/// API as these (``RoomDialect/apply(_:on:)``).
 public enum AppCall: Sendable, Equatable {
     /// Join `room` (ZEGO `loginRoom`, Agora `joinChannel`, LiveKit `connect`).
     case join(room: String, options: JoinOptions)
