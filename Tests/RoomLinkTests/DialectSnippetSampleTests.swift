@@ -2,10 +2,10 @@ import RoomLink
 import RoomLinkRuntime
 import Testing
 
-/// The README's snippet of the Agora and LiveKit clients ("Embedding the engine"), run in virtual time.
-struct ReadmeDialectSnippetTests {
+/// The snippet of the Agora and LiveKit clients in the "Embedding the Engine" article, run in virtual time.
+struct DialectSnippetSampleTests {
     @Test
-    func theSnippetRunsAsTheReadmeSays() async throws {
+    func theSnippetRunsAsTheArticleSays() async throws {
         try await SimulationRuntime.withSimulation(seed: 1) { simulation in
             try await simulation.run {
                 let group = simulation

@@ -1,7 +1,8 @@
 import RoomLink
 import Testing
 
-// The README's "Embedding the engine" sample, verbatim apart from `print` → collecting. Keep the two in sync.
+// The "Embedding the Engine" article's sample (Sources/RoomLink/Docs.docc/Embedding.md), verbatim apart from `print`
+// → collecting; DocSampleTests checks that the article still shows these lines.
 
 /// Logs Alice in, drops her network for 30 s, and returns what her app was told (and the room's members then).
 func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> ([Stamped<ZegoEvent>], [String]) {
@@ -22,21 +23,21 @@ func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> ([Sta
 
     var seen: [Stamped<ZegoEvent>] = []
     for await change in changes {
-        seen.append(change)  // README: print(change.time, change.sequence, change.event)
+        seen.append(change)  // article: print(change.time, change.sequence, change.event)
         if case .roomStateChanged(_, let reason, _, _) = change.event,
             [.reconnected, .loginFailed, .reconnectFailed, .kickOut].contains(reason)
         {
             break
         }
     }
-    let members = await server.serverRoom("room-1").memberIDs  // README: print(…)
+    let members = await server.serverRoom("room-1").memberIDs  // article: print(…)
     await alice.shutdown()  // ends the stream
     return (seen, members)
 }
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
 @Suite(.timeLimit(.minutes(3)))
-struct ReadmeEngineExampleTests {
+struct EmbeddingSampleTests {
     static func reasons(_ events: [Stamped<ZegoEvent>]) -> [String] {
         events.map {
             switch $0.event {
@@ -63,8 +64,7 @@ struct ReadmeEngineExampleTests {
     @Test
     func onLibeventLoopsTheSameStoryRunsInScaledRealTime() async throws {
         // 20 times faster than life: the 30 s login timeout is 1.5 real seconds, safe on a loaded machine.
-        let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.05)
-        let (events, _) = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+        let (events, _) = try await LibeventLoopGroup.withLoopGroup(configuration: .init(timeScale: 0.05)) { group in
             try await aliceLosesHerNetwork(on: group)
         }
         #expect(

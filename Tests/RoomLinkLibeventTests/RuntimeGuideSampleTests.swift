@@ -1,7 +1,8 @@
 import RoomLink
 import Testing
 
-// The README's "Using the runtime" sample, verbatim apart from `print` → `#expect`. Keep the two in sync.
+// The "Using the Runtime" article's sample (Sources/RoomLink/Docs.docc/RuntimeGuide.md), verbatim apart from
+// `print` → `#expect`; DocSampleTests checks that the article still shows these lines.
 
 /// A client that beats every 5 s, pinned to one loop.
 private actor Heart: TimerHandler {
@@ -21,7 +22,7 @@ private actor Heart: TimerHandler {
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
 @Suite(.timeLimit(.minutes(3)))
-struct ReadmeExampleTests {
+struct RuntimeGuideSampleTests {
     @Test
     func theVirtualTimeSampleCountsThreeHundredSixtyBeats() async throws {
         let beats = try await SimulationRuntime.withSimulation(seed: 42) { sim in
