@@ -228,7 +228,9 @@ public struct ScenarioRunner: Sendable {
                 }
             }
         }
-        try await shard.group.loops[0].sleep(until: origin.advanced(by: end))
+        // Every loop must reach the end, not only the first: on the real clock a loop that was preempted still has
+        // the timers due before the end to fire (each loop fires in deadline order, so its sleep ends after them).
+        for loop in shard.group.loops { try await loop.sleep(until: origin.advanced(by: end)) }
         sampler?.cancel()
         world.recorder.close()
         guard let progress else { return }
