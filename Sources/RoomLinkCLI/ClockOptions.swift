@@ -39,6 +39,14 @@ struct ClockOptions: ParsableArguments {
     @Option(help: "How real-clock loops keep timers: \(TimerBackend.allCases.map(\.rawValue).joined(separator: ", ")).")
     var timerBackend: TimerBackend = .wheel
 
+    @Option(
+        help: """
+            The memory a population may be estimated to need (≈ 2 KiB per client) before the run is refused: bytes \
+            or 512M, 24G; default 90 % of this machine's memory.
+            """
+    )
+    var memoryLimit: ByteCount?
+
     func validate() throws {
         guard timeScale.isFinite, timeScale > 0 else {
             throw ValidationError("--time-scale must be a positive number, got \(timeScale)")

@@ -36,7 +36,12 @@ struct Heartbeats: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let load = try HeartbeatLoad(clients: clients, period: period.duration, duration: duration.duration)
+        let load: HeartbeatLoad
+        do {
+            load = try HeartbeatLoad(clients: clients, period: period.duration, duration: duration.duration)
+        } catch {
+            throw fail(error, in: "heartbeats")
+        }
         let report = try await clockOptions.withRuntime(defaultTickShift: 19) { try await load.run(on: $0) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]

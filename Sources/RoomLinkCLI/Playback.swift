@@ -25,6 +25,15 @@ struct Playback {
             runner = try ScenarioRunner(scenario: scenario)
             runner.collectsLoadStatistics = collectsLoadStatistics
             runner.shards = clockOptions.shards ?? defaultShards
+            runner.memoryLimit = clockOptions.memoryLimit?.bytes ?? ScenarioLimits.defaultMemoryLimit
+            if let population = scenario.population {
+                // Before anything is built: a population that cannot fit is refused in a millisecond.
+                try ScenarioLimits.checkMemory(
+                    clients: population.clients,
+                    limit: runner.memoryLimit,
+                    field: "population.clients"
+                )
+            }
         } catch {
             throw fail(error, in: name)
         }

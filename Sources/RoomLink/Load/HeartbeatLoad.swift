@@ -20,7 +20,17 @@ public struct HeartbeatLoad: Sendable {
     ///   positive, or when `duration` is not longer than `period`.
     public init(clients: Int, period: Duration = .seconds(5), duration: Duration) throws(RoomLinkError) {
         guard clients > 0 else { throw .invalidArgument("clients", "a positive number", got: "\(clients)") }
-        guard period > .zero else { throw .invalidArgument("period", "a positive duration", got: "\(period)") }
+        guard period >= ScenarioLimits.minimumPeriod else {
+            throw .invalidArgument("period", "at least \(ScenarioLimits.minimumPeriod.roomLinkText)", got: "\(period)")
+        }
+        guard duration <= ScenarioLimits.maximumDuration else {
+            throw .invalidArgument(
+                "duration",
+                "at most \(ScenarioLimits.maximumDuration.roomLinkText)",
+                got: duration.roomLinkText
+            )
+        }
+        try ScenarioLimits.checkMemory(clients: clients, limit: ScenarioLimits.defaultMemoryLimit, field: "clients")
         guard duration > period else {
             throw .invalidArgument("duration", "a duration longer than the period (\(period))", got: "\(duration)")
         }

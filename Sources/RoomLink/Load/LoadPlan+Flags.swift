@@ -17,7 +17,7 @@ extension LoadPlan {
         let flag = "--storm"
         let form = "SHARE@AT:LENGTH, e.g. 0.5@10m:60s"
         let (share, rest) = try splitShare(text, flag: flag, form: form)
-        let parts = rest.split(separator: ":").map(String.init)
+        let parts = rest.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2 else { throw .invalidArgument(flag, form, got: text) }
         return .storm(
             fraction: share,
@@ -38,13 +38,19 @@ extension LoadPlan {
     public static func flapping(_ text: String, end: Duration) throws(RoomLinkError) -> Fault {
         let flag = "--flapping"
         let form = "SHARE:PERIOD:DUTY[@FROM..UNTIL], e.g. 0.05:20s:0.3@2m..8m"
-        let pieces = text.split(separator: "@", maxSplits: 1).map(String.init)
-        let parts = pieces[0].split(separator: ":").map(String.init)
+        let pieces = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let parts = pieces[0].split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3, let share = Double(parts[0]), share > 0, share <= 1, let duty = Double(parts[2]),
             duty > 0, duty < 1
         else { throw .invalidArgument(flag, form, got: text) }
         let period = try duration(parts[1], flag: flag, form: form)
-        guard period > .zero else { throw .invalidArgument(flag, form, got: text) }
+        guard period >= ScenarioLimits.minimumFlappingPeriod else {
+            throw .invalidArgument(
+                flag,
+                form + " (PERIOD at least \(ScenarioLimits.minimumFlappingPeriod.roomLinkText))",
+                got: text
+            )
+        }
         let (from, until) = pieces.count == 2 ? try window(pieces[1], flag: flag, form: form) : (.zero, end)
         return .flapping(fraction: share, period: period, duty: duty, from: from, until: until)
     }
@@ -66,8 +72,8 @@ extension LoadPlan {
     public static func churn(_ text: String, start: Duration, end: Duration) throws(RoomLinkError) -> Fault {
         let flag = "--churn"
         let form = "RATE[:AWAY][@FROM..UNTIL], e.g. 50:20s@1m..20m"
-        let pieces = text.split(separator: "@", maxSplits: 1).map(String.init)
-        let parts = pieces[0].split(separator: ":").map(String.init)
+        let pieces = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        let parts = pieces[0].split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         guard (1...2).contains(parts.count), let rate = Int(parts[0]), rate > 0 else {
             throw .invalidArgument(flag, form, got: text)
         }
@@ -80,7 +86,7 @@ extension LoadPlan {
     public static func timing(_ text: String) throws(RoomLinkError) -> (String, Duration) {
         let flag = "--timing"
         let form = "NAME=DURATION, e.g. heartbeatInterval=5s"
-        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, !parts[0].isEmpty else { throw .invalidArgument(flag, form, got: text) }
         return (parts[0], try duration(parts[1], flag: flag, form: form))
     }
@@ -91,7 +97,7 @@ extension LoadPlan {
         let names = (RetryPolicy.presets.keys.sorted() + RetryPolicy.parameterizedPresets.sorted())
         let form = "a preset (\(names.joined(separator: ", "))), NAME:BASE:CAP for the AWS ones, or a JSON object"
         if text.hasPrefix("{") { return text }
-        let parts = text.split(separator: ":").map(String.init)
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 1, RetryPolicy.presets[parts[0]] != nil { return #"{ "preset": "\#(parts[0])" }"# }
         guard parts.count == 3, RetryPolicy.parameterizedPresets.contains(parts[0]) else {
             throw .invalidArgument(flag, form, got: text)
@@ -118,7 +124,7 @@ extension LoadPlan {
         form: String
     ) throws(RoomLinkError) -> (Double, Duration, OutageLength) {
         let (share, rest) = try splitShare(text, flag: flag, form: form)
-        let parts = rest.split(separator: ":", maxSplits: 1).map(String.init)
+        let parts = rest.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2 else { throw .invalidArgument(flag, form, got: text) }
         return (share, try duration(parts[0], flag: flag, form: form), try length(parts[1], flag: flag, form: form))
     }
@@ -128,13 +134,13 @@ extension LoadPlan {
         flag: String,
         form: String
     ) throws(RoomLinkError) -> (String, Duration) {
-        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         return (parts[0], parts.count == 2 ? try duration(parts[1], flag: flag, form: form) : .zero)
     }
 
     private static func splitShare(_ text: String, flag: String, form: String) throws(RoomLinkError) -> (Double, String)
     {
-        let parts = text.split(separator: "@", maxSplits: 1).map(String.init)
+        let parts = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, let share = Double(parts[0]), share > 0, share <= 1 else {
             throw .invalidArgument(flag, form + " (SHARE in (0, 1])", got: text)
         }
@@ -170,6 +176,13 @@ extension LoadPlan {
     private static func duration(_ text: String, flag: String, form: String) throws(RoomLinkError) -> Duration {
         guard let value = Duration(roomLinkText: text) else {
             throw .invalidArgument(flag, form + " — \"\(text)\" is not a duration like 90s", got: text)
+        }
+        guard value <= ScenarioLimits.maximumDuration else {
+            throw .invalidArgument(
+                flag,
+                form + " — durations are at most \(ScenarioLimits.maximumDuration.roomLinkText)",
+                got: text
+            )
         }
         return value
     }

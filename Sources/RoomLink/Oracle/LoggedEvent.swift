@@ -56,18 +56,14 @@ public struct LoggedEvent: Sendable, Equatable {
             guard line.contains(where: { $0 != 0x20 && $0 != 0x0D }) else { continue }
             let path = "events line \(lineNumber)"
             let value: JSONValue
-            do {
-                value = try JSONValue.parse(Data(line))
-            } catch {
-                throw .invalidArgument(path, "a JSON object", got: "text that is not JSON")
-            }
+            value = try JSONValue.parse(Data(line), what: path, root: path)
             guard case .object(let fields) = value else {
                 throw .invalidArgument(path, "a JSON object", got: value.summary)
             }
-            guard case .number(let time)? = fields["t_ms"] else {
+            guard case .number(let time)? = fields["t_ms"], time >= 0, time < 9_007_199_254_740_992 else {
                 throw .invalidArgument(
                     "\(path).t_ms",
-                    "milliseconds as a number",
+                    "milliseconds since the start, a number from 0 to 2^53",
                     got: fields["t_ms"]?.summary ?? "nothing"
                 )
             }
@@ -81,7 +77,16 @@ public struct LoggedEvent: Sendable, Equatable {
             for (key, field) in fields where !["t_ms", "user", "type"].contains(key) {
                 switch field {
                 case .string(let text): if key == "room" { event.room = text } else { event.strings[key] = text }
-                case .number(let number) where number == number.rounded(): event.integers[key] = Int64(number)
+                case .number(let number) where number == number.rounded():
+                    // A whole number must fit in 64 bits: a code, a count or a time SPEC writes always does.
+                    guard let integer = Int64(exactly: number) else {
+                        throw .invalidArgument(
+                            "\(path).\(key)",
+                            "a whole number that fits in 64 bits",
+                            got: field.summary
+                        )
+                    }
+                    event.integers[key] = integer
                 case .array(let items):
                     event.lists[key] = items.compactMap { if case .string(let text) = $0 { text } else { nil } }
                 default: break  // other shapes (extendedData) are not checked

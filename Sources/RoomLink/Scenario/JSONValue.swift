@@ -27,21 +27,24 @@ enum JSONValue: Sendable, Equatable, Decodable {
         }
     }
 
-    /// Parses `data` as JSON.
+    /// Parses `data` as strict JSON (``StrictJSONParser``): the document `what` names in messages.
     ///
-    /// - Throws: ``RoomLinkError`` saying the text is not JSON, and where if the parser said.
-    static func parse(_ data: Data) throws(RoomLinkError) -> JSONValue {
+    /// - Throws: ``RoomLinkError/Code/invalidInput`` saying where the text stops being JSON, or naming the path of a
+    ///   key written twice (`timeline[2].at`, or `root` and the path when `root` is not empty).
+    static func parse(_ data: Data, what: String = "scenario", root: String = "") throws(RoomLinkError) -> JSONValue {
         do {
-            return try JSONDecoder().decode(JSONValue.self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            let reason = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            throw .invalidArgument(
-                "scenario",
-                "a JSON document",
-                got: "text that is not JSON (\(reason ?? context.debugDescription))"
-            )
+            return try StrictJSONParser.parse(Array(data), root: root)
         } catch {
-            throw .invalidArgument("scenario", "a JSON document", got: "text that is not JSON (\(error))")
+            switch error {
+            case .syntax(let reason, let line, let column):
+                throw .invalidArgument(
+                    what,
+                    "a JSON document",
+                    got: "text that is not JSON (line \(line), column \(column): \(reason))"
+                )
+            case .duplicateKey(let path):
+                throw .invalidArgument(path, "a field written once", got: "a second value for it")
+            }
         }
     }
 

@@ -20,7 +20,9 @@ public enum OutageLength: Sendable, Hashable {
         case .exponential(let mean):
             // Inverse transform; 1 − u is in (0, 1], so the logarithm is finite.
             let u = Double.random(in: 0..<1, using: &random)
-            return .nanoseconds(Int64(-log(1 - u) * Double(mean.nanosecondsClamped)))
+            // The tail is unbounded; a draw past the longest scenario means "for the rest of the run".
+            let draw = -log(1 - u) * Double(mean.nanosecondsClamped)
+            return .nanoseconds(Int64(min(draw, Double(ScenarioLimits.maximumDuration.nanosecondsClamped))))
         }
     }
 

@@ -99,6 +99,9 @@ struct ScenarioReader {
     private func population(_ value: JSONValue) throws(RoomLinkError) -> Scenario.Population {
         let fields = try object(value, at: "population", keys: ["clients", "rooms", "userStatusNotify"])
         let clients = try integer(required(fields, "clients", at: "population"), at: "population.clients", minimum: 0)
+        guard clients <= ScenarioLimits.maximumClients else {
+            throw .invalidArgument("population.clients", "at most \(ScenarioLimits.maximumClients)", got: "\(clients)")
+        }
         let rooms = try integer(required(fields, "rooms", at: "population"), at: "population.rooms", minimum: 0)
         if clients > 0, rooms == 0 {
             throw .invalidArgument("population.rooms", "at least 1 room for \(clients) clients", got: "0")
@@ -135,6 +138,13 @@ struct ScenarioReader {
                 )
             }
             let timing = try duration(fields[name]!, at: "timings.\(name)")
+            if !ScenarioLimits.zeroTimings.contains(name), timing < ScenarioLimits.minimumPeriod {
+                throw .invalidArgument(
+                    "timings.\(name)",
+                    "an interval or timeout of at least \(ScenarioLimits.minimumPeriod.roomLinkText)",
+                    got: fields[name]!.summary
+                )
+            }
             // A timing another dialect reads is accepted and ignored here (SPEC §7).
             if mine.contains(name) { timings[name] = timing }
         }
@@ -524,6 +534,13 @@ struct ScenarioReader {
     private func duration(_ value: JSONValue, at path: String) throws(RoomLinkError) -> Duration {
         guard case .string(let text) = value, let duration = Duration(roomLinkText: text) else {
             throw .invalidArgument(path, "a duration like \"90s\" (ns, us, ms, s, m, h)", got: value.summary)
+        }
+        guard duration <= ScenarioLimits.maximumDuration else {
+            throw .invalidArgument(
+                path,
+                "a duration of at most \(ScenarioLimits.maximumDuration.roomLinkText)",
+                got: value.summary
+            )
         }
         return duration
     }

@@ -16,6 +16,10 @@ public struct ScenarioRunner: Sendable {
     public let scenario: Scenario
     /// Whether the run gathers a load test's statistics (``LoadStatistics``) into its report's `load`.
     public var collectsLoadStatistics = false
+    /// The memory a population may be estimated to need (``ScenarioLimits/estimatedBytesPerClient`` each) before
+    /// ``run(on:events:progress:progressInterval:)`` refuses it: by default 90 % of the machine's physical memory.
+    public var memoryLimit: UInt64 = ScenarioLimits.defaultMemoryLimit
+
     /// In virtual time, how many simulations — each on its own thread — may share a large population, each playing
     /// the rooms whose index modulo the count is its own (default 1). Used only when the scenario splits by room
     /// (``canShard``) and no event log is written: each share is deterministic, but the interleaving of several
@@ -58,7 +62,10 @@ public struct ScenarioRunner: Sendable {
     ) async throws
         -> RunReport
     {
-        try await run(
+        if let population = scenario.population {
+            try ScenarioLimits.checkMemory(clients: population.clients, limit: memoryLimit, field: "population.clients")
+        }
+        return try await run(
             scenario.dialect.engine,
             on: group,
             events: events,

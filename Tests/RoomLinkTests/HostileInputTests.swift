@@ -1,0 +1,178 @@
+import Foundation
+import Testing
+
+@testable import RoomLink
+
+/// Each input that once crashed, hung or was silently accepted (issue "Hostile input"): now a named error.
+struct HostileInputTests {
+    static func scenario(_ json: String) throws(RoomLinkError) -> Scenario { try Scenario(json: Data(json.utf8)) }
+
+    static func error(_ json: String) -> RoomLinkError? {
+        do {
+            _ = try scenario(json)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    // MARK: - Numbers and durations past 64 bits
+
+    @Test(arguments: ["1e300", "9223372036854775808", "-1e19"])
+    func anEventLogNumberPastSixtyFourBitsIsNamedNotATrap(_ number: String) {
+        let line = #"{"t_ms":0,"user":"A","type":"roomState","code":\#(number)}"#
+        let error = #expect(throws: RoomLinkError.self) { try LoggedEvent.read(jsonLines: Data(line.utf8)) }
+        #expect(error?.code == .invalidInput)
+        #expect(error?.field == "events line 1.code", "\(String(describing: error))")
+    }
+
+    @Test(arguments: ["-1", "1e300"])
+    func anEventLogTimeOutsideItsRangeIsNamed(_ time: String) {
+        let line = #"{"t_ms":\#(time),"user":"A","type":"roomState"}"#
+        let error = #expect(throws: RoomLinkError.self) { try LoggedEvent.read(jsonLines: Data(line.utf8)) }
+        #expect(error?.field == "events line 1.t_ms")
+    }
+
+    @Test
+    func hugeDurationsAreRefusedAndTheExponentialTailIsCapped() {
+        let base = #"{ "users": [ { "id": "A" } ], "end": "10m", "timeline": [ "#
+        let outage = #"{ "at": "1m", "user": "A", "action": "networkDown", "for": { "exponential": "2562047h" } }"#
+        #expect(Self.error(base + outage + "] }")?.field == "timeline[0].for.exponential")
+        #expect(Self.error(#"{ "end": "2562047h" }"#)?.field == "end")
+        #expect(Self.error(#"{ "end": "25h" }"#)?.message.contains("at most 24h") == true)
+        var random = SeededRandom(seed: 1)
+        for _ in 0..<10_000 {
+            let draw = OutageLength.exponential(mean: .seconds(24 * 3_600)).draw(using: &random)
+            #expect(draw >= .zero && draw <= ScenarioLimits.maximumDuration)
+        }
+    }
+
+    // MARK: - Flags
+
+    @Test(arguments: [
+        "--outages /", "--kick-storm /", "--token-wave /", "--flapping @", "--churn @", "--churn 5@", "--storm 0.5@",
+        "--storm 0.5@1m:", "--outages 0.1@1m:~2562047h", "--partition 0.5@1m:~2562047h", "--flapping 0.1:1ns:0.5",
+        "--timing =5s", "--retry fullJitter::",
+    ])
+    func aMalformedFlagIsNamedWithItsForm(_ flag: String) {
+        let parts = flag.split(separator: " ", maxSplits: 1).map(String.init)
+        let error = #expect(throws: RoomLinkError.self) {
+            switch parts[0] {
+            case "--outages": _ = try LoadPlan.outages(parts[1])
+            case "--kick-storm": _ = try LoadPlan.kickStorm(parts[1])
+            case "--token-wave": _ = try LoadPlan.tokenWave(parts[1])
+            case "--flapping": _ = try LoadPlan.flapping(parts[1], end: .seconds(600))
+            case "--churn": _ = try LoadPlan.churn(parts[1], start: .zero, end: .seconds(600))
+            case "--storm": _ = try LoadPlan.storm(parts[1])
+            case "--partition": _ = try LoadPlan.partition(parts[1])
+            case "--timing": _ = try LoadPlan.timing(parts[1])
+            case "--retry": _ = try LoadPlan.retryJSON(parts[1])
+            default: Issue.record("no parser for \(parts[0])")
+            }
+        }
+        #expect(error?.code == .invalidInput)
+        #expect(error?.field == parts[0])
+    }
+
+    @Test
+    func aLoadPlanPastTheLimitsIsNamedByFlag() {
+        #expect(throws: RoomLinkError.self) {
+            try LoadPlan(clients: 1_000_000_000, rooms: 1, duration: .seconds(60)).scenario()
+        }
+        let long = #expect(throws: RoomLinkError.self) {
+            try LoadPlan(clients: 10, rooms: 1, duration: .seconds(1_000 * 3_600)).scenario()
+        }
+        #expect(long?.field == "--duration")
+    }
+
+    // MARK: - Populations that cannot fit
+
+    @Test
+    func aPopulationThatCannotFitIsRefusedBeforeAnythingIsBuilt() async throws {
+        let huge = #"{ "population": { "clients": 1000000000, "rooms": 1 }, "end": "1m" }"#
+        #expect(Self.error(huge)?.field == "population.clients", "past the hard maximum")
+        let fits = try Self.scenario(#"{ "population": { "clients": 1000, "rooms": 10 }, "end": "1m" }"#)
+        var runner = try ScenarioRunner(scenario: fits)
+        runner.memoryLimit = 1_000 * ScenarioLimits.estimatedBytesPerClient - 1
+        let error = await #expect(throws: RoomLinkError.self) {
+            try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        }
+        #expect(error?.field == "population.clients")
+        #expect(error?.message.contains("1000 clients (≈ 2.0 MiB)") == true, "\(String(describing: error))")
+        runner.memoryLimit = 1_000 * ScenarioLimits.estimatedBytesPerClient
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        #expect(report.clients == 1_000)
+    }
+
+    @Test
+    func heartbeatLoadsHaveBounds() {
+        #expect(throws: RoomLinkError.self) {
+            try HeartbeatLoad(clients: 10, period: .nanoseconds(1), duration: .seconds(1))
+        }
+        #expect(throws: RoomLinkError.self) {
+            try HeartbeatLoad(clients: 10, period: .seconds(1), duration: .seconds(1_000 * 3_600))
+        }
+        #expect(throws: RoomLinkError.self) {
+            try HeartbeatLoad(clients: 1_000_000_000, period: .seconds(1), duration: .seconds(60))
+        }
+    }
+
+    @Test(arguments: ["heartbeatInterval", "attemptTimeout", "serverHeartbeatTimeout"])
+    func intervalsAndTimeoutsAreAtLeastAMillisecondButDelaysMayBeZero(_ name: String) throws {
+        let error = Self.error(#"{ "timings": { "\#(name)": "1ns" }, "end": "1m" }"#)
+        #expect(error?.field == "timings.\(name)")
+        _ = try Self.scenario(#"{ "timings": { "userUpdateDelay": "0", "loginProcessing": "0" }, "end": "1m" }"#)
+    }
+
+    // MARK: - Strict JSON
+
+    @Test(arguments: [
+        (#"{ "end": "1m", }"#, "a trailing comma before }"),
+        (#"{ "end": "1m", "timeline": [ 1, ] }"#, "a trailing comma before ]"),
+        (#"{ "end": "1m" } x"#, "text after the JSON value"),
+        (#"{ "end": "1m" // soon }"#, "expected , or } in an object"),
+        (#"{ 'end': "1m" }"#, "expected a key in quotes"),
+        (#"{ "seed": 01, "end": "1m" }"#, "a number with a leading zero"),
+        (#"{ "seed": NaN, "end": "1m" }"#, "unexpected character 'N'"),
+        ("{ \"end\": \"1\u{1}m\" }", "a control character"),
+        (#"{ "end": "1m"#, "a string that never ends"),
+        (#"{ "end": "\x" }"#, "an unknown escape"),
+        (#"{ "end": "\ud800" }"#, "a lone surrogate"),
+    ])
+    func textThatIsNotStrictJSONIsRefusedSayingWhere(_ text: String, _ reason: String) {
+        let error = Self.error(text)
+        #expect(error?.code == .invalidInput)
+        #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
+        #expect(error?.message.contains("line 1, column ") == true)
+    }
+
+    @Test
+    func aKeyWrittenTwiceIsNamedByItsPath() {
+        #expect(Self.error(#"{ "end": "1m", "end": "2m" }"#)?.field == "end")
+        let nested = #"{ "users": [ { "id": "A" }, { "id": "B", "id": "C" } ], "end": "1m" }"#
+        #expect(Self.error(nested)?.field == "users[1].id")
+        let line = #"{"t_ms":0,"user":"A","user":"B","type":"roomState"}"#
+        let error = #expect(throws: RoomLinkError.self) { try LoggedEvent.read(jsonLines: Data(line.utf8)) }
+        #expect(error?.field == "events line 1.user")
+    }
+
+    @Test
+    func deepNestingIsRefusedWithoutExhaustingTheStack() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(Self.error(deep)?.message.contains("nesting deeper than 256 levels") == true)
+    }
+
+    @Test
+    func strictJSONStillReadsEverythingJSONAllows() throws {
+        let text = #"{"a":[1,-0.5,2e3,1E-2,true,false,null,"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00"],"b":{}, "c":[] }"#
+        let value = try StrictJSONParser.parse(Array(text.utf8))
+        guard case .object(let fields) = value, case .array(let items)? = fields["a"] else {
+            Issue.record("not an object with an array: \(value)")
+            return
+        }
+        #expect(items[0] == .number(1) && items[1] == .number(-0.5) && items[2] == .number(2_000))
+        #expect(items[3] == .number(0.01) && items[4] == .bool(true) && items[6] == .null)
+        #expect(items[7] == .string("\"\\/\u{8}\u{c}\n\r\té😀"))
+        #expect(fields["b"] == .object([:]) && fields["c"] == .array([]))
+    }
+}
