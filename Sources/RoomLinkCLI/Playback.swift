@@ -37,14 +37,20 @@ struct Playback {
         } catch {
             throw fail(error, in: name)
         }
+        // A signal or a closed pipe stops the run; what it produced is still written and reported.
+        let interruption = RunInterruption()
+        runner.interruption = interruption
+        let stopOnClosedPipe: @Sendable (Int32) -> Void = { number in
+            if number == EPIPE { interruption.interrupt(.closedOutput) }
+        }
         // Open both destinations before running, so a bad path fails in a millisecond, not after the run.
         let writer: EventLogWriter<EventLogLine>?
         do {
             writer =
                 switch events {
                 case nil: nil
-                case "-": EventLogWriter()
-                case let path?: try EventLogWriter(path: path)
+                case "-": EventLogWriter(onFailure: stopOnClosedPipe)
+                case let path?: try EventLogWriter(path: path, onFailure: stopOnClosedPipe)
                 }
             try report.map { path throws(RoomLinkError) in try OutputFile(path).checkWritable() }
         } catch {
@@ -53,8 +59,10 @@ struct Playback {
         var options = clockOptions
         options.seed = scenario.seed
         let result: RunReport
+        let trap = SignalTrap(stopping: interruption)
+        defer { trap.release() }
         do {
-            result = try await options.withRuntime { [progress, progressInterval] in
+            result = try await options.withRuntime { [runner, progress, progressInterval] in
                 try await runner.run(on: $0, events: writer, progress: progress, progressInterval: progressInterval)
             }
         } catch {
@@ -62,8 +70,11 @@ struct Playback {
             try? writer?.close()
             throw fail(error, in: "the run stopped")
         }
+        let closedOutput = interruption.reason == .closedOutput
         do {
             try writer?.close()
+        } catch  where closedOutput {
+            // The reader went away: nothing to say to it, and nothing lost that it wanted.
         } catch {
             throw fail(error)
         }
@@ -75,8 +86,27 @@ struct Playback {
             case nil: FileHandle.standardError.write(Data(summary(result).utf8))
             case let destination?: try OutputFile(destination).write(json)
             }
+        } catch  where closedOutput && report == "-" {
+            // The report was to go to the same closed pipe.
         } catch {
             throw fail(error)
+        }
+        switch interruption.reason {
+        case nil:
+            break
+        case .closedOutput:
+            return  // quietly: the lines written so far are what the reader took (`--events - | head`)
+        case .signal(let number):
+            // Interrupted runs judge a log cut short, so the verdict does not set the status: the signal does.
+            FileHandle.standardError.write(
+                Data(
+                    ("roomlink: interrupted at \(String(format: "%.1f", result.scenarioSeconds)) s of scenario time; "
+                        + "\(result.events) events written, the report says interrupted\n").utf8
+                )
+            )
+            throw ExitCode(128 + number)
+        case .requested:
+            throw ExitCode(1)
         }
         if result.keptUp == false, let lateness = result.timerLateness {
             FileHandle.standardError.write(
@@ -127,8 +157,9 @@ struct Playback {
             }
         }
         return """
-            roomlink — \(report.dialect), \(report.clients) clients, \(report.rooms) rooms, \(report.scenarioSeconds) s of \
-            scenario time on the \(report.clock) clock
+            roomlink — \(report.dialect), \(report.clients) clients, \(report.rooms) rooms, \
+            \(String(format: "%.1f", report.scenarioSeconds)) s of scenario time on the \(report.clock) clock\
+            \(report.interrupted ? " (interrupted: the run stopped early)" : "")
               events      \(report.events) (\(types.joined(separator: ", ")))
               violations  \(report.violations)
               wall time   \(String(format: "%.3f", report.wallSeconds)) s

@@ -176,3 +176,78 @@ struct HostileInputTests {
         #expect(fields["b"] == .object([:]) && fields["c"] == .array([]))
     }
 }
+
+/// Valid scenarios pass their own oracle, and the oracle's cost does not depend on policy parameters.
+struct OracleOnValidScenariosTests {
+    static func run(_ json: String) async throws -> RunReport {
+        let scenario = try Scenario(json: Data(json.utf8))
+        return try await SimulationRuntime.withSimulation(seed: scenario.seed) {
+            try await ScenarioRunner(scenario: scenario).run(on: $0)
+        }
+    }
+
+    /// A named user's outage with a length (`"for"`) ends when the runner brings the network back; peers of a short
+    /// one see nothing. (Every dialect's oracle once expected them to see a departure.)
+    @Test(
+        arguments: ["zego", "agora", "livekit"],
+        [#""5s""#, #"{ "uniform": ["1s", "3m"] }"#, #"{ "exponential": "40s" }"#]
+    )
+    func anOutageWithALengthPassesTheOracle(_ dialect: String, _ length: String) async throws {
+        for seed in 1...4 {
+            let report = try await Self.run(
+                """
+                { "dialect": "\(dialect)", "seed": \(seed), "users": [ { "id": "A" }, { "id": "B", "userStatusNotify": true } ],
+                  "timeline": [ { "at": "0s", "user": "A", "action": "login", "room": "r1" },
+                    { "at": "0s", "user": "B", "action": "login", "room": "r1" },
+                    { "at": "10s", "user": "A", "action": "networkDown", "for": \(length) } ],
+                  "end": "6m" }
+                """
+            )
+            #expect(report.violations == 0, "seed \(seed): \(report.violationSample)")
+        }
+    }
+
+    /// Agora with keep-alive pings still reports `interrupted` 4 s after its data stopped, not at the first ping that
+    /// cannot leave.
+    @Test(arguments: ["networkDown", "blackhole"])
+    func agoraWithKeepAlivesPassesTheOracle(_ outage: String) async throws {
+        let report = try await Self.run(
+            """
+            { "dialect": "agora", "users": [ { "id": "A" }, { "id": "B" } ], "timings": { "keepAliveInterval": "5s" },
+              "timeline": [ { "at": "0s", "user": "A", "action": "login", "room": "c1" },
+                { "at": "0s", "user": "B", "action": "login", "room": "c1" },
+                { "at": "10s", "user": "A", "action": "\(outage)" }, { "at": "40s", "user": "A", "action": "networkUp" } ],
+              "end": "2m" }
+            """
+        )
+        #expect(report.violations == 0, "\(report.violationSample)")
+        #expect(report.eventsByReason["interrupted"] == 1)
+    }
+
+    /// LiveKit's give-up window for a billion attempts is the first ten thousand added one by one and the rest at
+    /// the last bounds: computed once, in closed form, equal to the sum over every attempt.
+    @Test
+    func liveKitsGiveUpWindowIsComputedOnceWhateverMaxAttempts() throws {
+        let schedule = RetryPolicy.Schedule.exponential(
+            base: .milliseconds(100),
+            cap: .seconds(5),
+            multiplier: 2,
+            jitter: .full
+        )
+        func bruteForce(_ attempts: Int) -> (Double, Double) {
+            (1...attempts).reduce((0.0, 0.0)) { sum, attempt in
+                let bounds = schedule.delayBounds(beforeAttempt: attempt)
+                return (sum.0 + bounds.lowerBound.milliseconds, sum.1 + bounds.upperBound.milliseconds + 5_000)
+            }
+        }
+        for attempts in [1, 12, 20_000] {
+            let policy = try RetryPolicy(schedule: schedule, maxAttempts: attempts)
+            let window = try #require(LiveKitOracle.giveUpWindow(policy: policy, attemptTimeout: .seconds(5)))
+            let expected = bruteForce(attempts)
+            #expect(abs(window.earliest - expected.0) < 1e-6 && abs(window.latest - expected.1) < 1e-3)
+        }
+        let billion = try RetryPolicy(schedule: schedule, maxAttempts: 1_000_000_000)
+        let window = try #require(LiveKitOracle.giveUpWindow(policy: billion, attemptTimeout: .seconds(5)))
+        #expect(window.latest > 0.999 * 1e9 * 10_000, "every attempt: up to 5 s delay and 5 s timeout")
+    }
+}

@@ -30,6 +30,7 @@ public struct LiveKitOracle: SpecOracle {
         self.policy = scenario.retry ?? LiveKit.defaultRetryPolicy
         self.tolerance = tolerance ?? scenario.oracleTolerance
         self.named = NamedUserRecord(scenario: scenario)
+        self.giveUpWindow = Self.giveUpWindow(policy: policy, attemptTimeout: timings.attemptTimeout)
     }
 
     private struct Key: Hashable {
@@ -76,18 +77,34 @@ public struct LiveKitOracle: SpecOracle {
         observe(user: user, room: line.room, type: line.type, field: { line.string($0) }, time: time)
     }
 
-    /// The earliest and latest a reconnection that uses every attempt can give up, after it began.
-    private var giveUpWindow: (earliest: Double, latest: Double)? {
+    /// The earliest and latest a reconnection that uses every attempt can give up, after it began (ms).
+    private let giveUpWindow: (earliest: Double, latest: Double)?
+
+    /// The give-up window of `policy`, computed once: its cost must not grow with `maxAttempts` on every event (a
+    /// scenario asking for a billion attempts once made each event loop a billion times).
+    ///
+    /// Every schedule's bounds stop changing once its delays reach their cap (or its list its last entry), so the
+    /// attempts after the first ``exactAttempts`` are counted in closed form with the last bounds.
+    static func giveUpWindow(
+        policy: RetryPolicy,
+        attemptTimeout: Duration
+    ) -> (earliest: Double, latest: Double)? {
         guard let attempts = policy.maxAttempts else { return nil }
         var earliest = 0.0
         var latest = 0.0
-        for attempt in 1...attempts {
+        var last = (low: 0.0, high: 0.0)
+        for attempt in 1...min(attempts, exactAttempts) {
             let bounds = policy.schedule.delayBounds(beforeAttempt: attempt)
-            earliest += bounds.lowerBound.milliseconds
-            latest += bounds.upperBound.milliseconds + timings.attemptTimeout.milliseconds
+            last = (bounds.lowerBound.milliseconds, bounds.upperBound.milliseconds + attemptTimeout.milliseconds)
+            earliest += last.low
+            latest += last.high
         }
-        return (earliest, latest)
+        let rest = Double(max(0, attempts - exactAttempts))
+        return (earliest + rest * last.low, latest + rest * last.high)
     }
+
+    /// Attempts whose delay bounds are added one by one; far past any schedule's cap.
+    static let exactAttempts = 10_000
 
     private mutating func observe(
         user: String,

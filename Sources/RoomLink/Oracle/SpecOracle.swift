@@ -62,17 +62,31 @@ extension Scenario {
         var length: Double { end - start }
     }
 
-    /// Outages of named users: from `networkDown` or `blackhole` to the next `networkUp` (or the end).
+    /// Outages of named users: from `networkDown` or `blackhole` to the next `networkUp` (or the end). An entry with
+    /// a length (`"for"`) brings the network back after the same draw the runner makes (``outageDraw(_:entry:participant:)``),
+    /// in the order the runner arms it: right after its entry, before later entries.
     func namedOutages() -> [Outage] {
         var open: [String: Outage] = [:]
         var result: [Outage] = []
-        for entry in timeline {
+        let participants = Dictionary(
+            users.enumerated().map { ($0.element.id, $0.offset) },
+            uniquingKeysWith: { a, _ in a }
+        )
+        var steps: [(time: Double, order: Int, user: String, action: Action)] = []
+        for (index, entry) in timeline.enumerated() {
             guard case .user(let user) = entry.target else { continue }
-            let time = entry.at.milliseconds
-            switch entry.action {
+            steps.append((entry.at.milliseconds, 2 * index, user, entry.action))
+            if let length = entry.length, let participant = participants[user] {
+                let back = entry.at + outageDraw(length, entry: index, participant: participant)
+                if back < end { steps.append((back.milliseconds, 2 * index + 1, user, .networkUp)) }
+            }
+        }
+        steps.sort { ($0.time, $0.order) < ($1.time, $1.order) }
+        for (time, _, user, action) in steps {
+            switch action {
             case .networkDown, .blackhole:
                 if open[user] == nil {
-                    let silent: Bool = if case .blackhole = entry.action { true } else { false }
+                    let silent: Bool = if case .blackhole = action { true } else { false }
                     open[user] = Outage(user: user, start: time, end: end.milliseconds, silent: silent)
                 }
             case .networkUp:
@@ -85,6 +99,14 @@ extension Scenario {
             }
         }
         return result + open.values.sorted { $0.start < $1.start }
+    }
+
+    /// How long the outage that timeline entry `index` starts lasts for `participant` (named users numbered in
+    /// `users` order, population users after them): one draw of `length` from the scenario's seed, on a stream of its
+    /// own per entry and participant. The runner brings the network back after it; the oracle expects the same.
+    func outageDraw(_ length: OutageLength, entry index: Int, participant: Int) -> Duration {
+        var random = SeededRandom(seed: seed, stream: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(participant))
+        return length.draw(using: &random)
     }
 
     /// The default tolerance of the oracles: 2 s plus three one-way trips at the scenario's worst latency.

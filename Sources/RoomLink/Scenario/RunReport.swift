@@ -50,6 +50,9 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var keptUp: Bool? = nil
     /// The load test's statistics (`roomlink load`), when the runner collected them.
     public var load: LoadReport? = nil
+    /// Whether the run was stopped before the scenario's end (``RunInterruption``: a signal, a closed pipe). The
+    /// report then covers the scenario up to ``scenarioSeconds``, and the oracle's verdict judged a log cut short.
+    public var interrupted: Bool = false
 }
 
 extension RunReport {

@@ -20,6 +20,10 @@ public struct ScenarioRunner: Sendable {
     /// ``run(on:events:progress:progressInterval:)`` refuses it: by default 90 % of the machine's physical memory.
     public var memoryLimit: UInt64 = ScenarioLimits.defaultMemoryLimit
 
+    /// Stops the run early when interrupted: the report then covers the scenario up to that moment and says
+    /// ``RunReport/interrupted``. `nil` (the default): the run always plays to its end.
+    public var interruption: RunInterruption?
+
     /// In virtual time, how many simulations — each on its own thread — may share a large population, each playing
     /// the rooms whose index modulo the count is its own (default 1). Used only when the scenario splits by room
     /// (``canShard``) and no event log is written: each share is deterministic, but the interleaving of several
@@ -146,6 +150,13 @@ public struct ScenarioRunner: Sendable {
         let group: any RuntimeLoopGroup
         private let start: LockedBox<RuntimeInstant>
         private let built = LockedBox<World<Dialect>?>(nil)
+        private let stopped = LockedBox(false)
+
+        /// Whether the shard stopped before the scenario's end (``RunInterruption``).
+        var interrupted: Bool {
+            get { stopped.withLock { $0 } }
+            set { stopped.withLock { $0 = newValue } }
+        }
 
         init(group: any RuntimeLoopGroup, origin: RuntimeInstant) {
             self.group = group
@@ -208,11 +219,9 @@ public struct ScenarioRunner: Sendable {
                 }
                 // An outage with a length: this user's network comes back after its own draw.
                 if let length = entry.length {
-                    var random = SeededRandom(
-                        seed: scenario.seed,
-                        stream: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(participant)
+                    let back = deadline.advanced(
+                        by: scenario.outageDraw(length, entry: index, participant: participant)
                     )
-                    let back = deadline.advanced(by: length.draw(using: &random))
                     guard back < origin.advanced(by: scenario.end) else { continue }
                     _ = try client.loop.schedule(at: back) {
                         client.assumeIsolated { world.perform(.networkUp, by: participant, client: $0) }
@@ -237,10 +246,25 @@ public struct ScenarioRunner: Sendable {
         }
         // Every loop must reach the end, not only the first: on the real clock a loop that was preempted still has
         // the timers due before the end to fire (each loop fires in deadline order, so its sleep ends after them).
-        for loop in shard.group.loops { try await loop.sleep(until: origin.advanced(by: end)) }
+        let loops = shard.group.loops
+        if let interruption {
+            // The wait is a task of its own that the interruption cancels; it runs on the first loop, as the wait
+            // below would, so virtual time sees the same timers armed at the same instant.
+            let waiter = Task(executorPreference: loops[0]) {
+                for loop in loops { try await loop.sleep(until: origin.advanced(by: end)) }
+            }
+            interruption.onInterrupt { waiter.cancel() }
+            do {
+                try await waiter.value
+            } catch is CancellationError {
+                shard.interrupted = true
+            }
+        } else {
+            for loop in loops { try await loop.sleep(until: origin.advanced(by: end)) }
+        }
         sampler?.cancel()
         world.recorder.close()
-        guard let progress else { return }
+        guard let progress, !shard.interrupted else { return }
         // The last sample, once every shard is at the end.
         while shards.contains(where: { $0.group.now < $0.origin.advanced(by: end) }) {
             try await Task.sleep(for: .milliseconds(10))
@@ -282,7 +306,11 @@ public struct ScenarioRunner: Sendable {
             violationSample: summary.violations.prefix(20).map(\.description),
             droppedEvents: 0,
             wallSeconds: wall.seconds,
-            scenarioSeconds: scenario.end.seconds,
+            scenarioSeconds: shards.contains(where: \.interrupted)
+                ? shards.map { $0.origin.duration(to: $0.group.now).seconds }.min().map {
+                    min(max(0, $0), scenario.end.seconds)
+                } ?? 0
+                : scenario.end.seconds,
             eventsPerWallSecond: wall > .zero ? Double(summary.events) / wall.seconds : 0,
             peakRSSBytes: usage.peakRSSBytes,
             peakRSSBytesPerClient: clients > 0 ? usage.peakRSSBytes / clients : 0,
@@ -298,7 +326,8 @@ public struct ScenarioRunner: Sendable {
                 )
             },
             load: statistics.isEmpty
-                ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients)
+                ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients),
+            interrupted: shards.contains(where: \.interrupted)
         )
     }
 

@@ -440,8 +440,10 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
                     .heartbeat(userID: userID, session: rooms[index].session, slot: rooms[index].serverSlot),
                     to: rooms[index].server
                 )
-                    == .refused
+                    == .refused, dataSilence == nil
                 {
+                    // A dialect that watches its data (Agora) notices a down link when its data-silence timer fires,
+                    // 4 s after the data stopped, not at the first keep-alive ping that cannot leave.
                     connectionLost(at: index, closed: true, cause: .closed)
                 }
             }

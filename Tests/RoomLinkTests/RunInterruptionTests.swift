@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@testable import RoomLink
+
+/// A run stopped early (a signal, a closed pipe) keeps every event it produced and says it was interrupted.
+struct RunInterruptionTests {
+    /// Interrupts the run once `count` events have been recorded, from inside the run (as a signal would, from
+    /// another thread, at any moment).
+    final class InterruptingSink: EventSink, Sendable {
+        let interruption: RunInterruption
+        let count: Int
+        let seen = LockedBox(0)
+        init(interruption: RunInterruption, after count: Int) {
+            self.interruption = interruption
+            self.count = count
+        }
+        func record(_ event: Stamped<EventLogLine>, from client: String) {
+            if seen.withLock({
+                $0 += 1
+                return $0
+            }) == count {
+                interruption.interrupt(.requested("test"))
+            }
+        }
+    }
+
+    static let scenario =
+        #"{ "population": { "clients": 2000, "rooms": 20 }, "end": "10m", "timeline": ["#
+        + #" { "at": "0s", "user": "*", "action": "login", "over": "60s" },"#
+        + #" { "at": "5m", "user": "*", "action": "networkDown", "fraction": 0.5, "for": "1m" } ] }"#
+
+    @Test
+    func aVirtualRunInterruptedMidwayReportsWhatItProducedAndStopsEarly() async throws {
+        let interruption = RunInterruption()
+        var runner = try ScenarioRunner(scenario: Scenario(json: Data(Self.scenario.utf8)))
+        runner.interruption = interruption
+        let sink = InterruptingSink(interruption: interruption, after: 1_000)
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0, events: sink) }
+        #expect(report.interrupted)
+        #expect(interruption.reason == .requested("test"))
+        #expect(report.scenarioSeconds < 10 * 60, "stopped before the end")
+        #expect(report.events == sink.seen.withLock { $0 }, "every event produced was counted")
+        #expect(report.events >= 1_000)
+    }
+
+    @Test
+    func aRunNobodyInterruptsPlaysToItsEnd() async throws {
+        var runner = try ScenarioRunner(scenario: Scenario(json: Data(Self.scenario.utf8)))
+        runner.interruption = RunInterruption()
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        #expect(!report.interrupted)
+        #expect(report.scenarioSeconds == 10 * 60)
+    }
+
+    @Test
+    func anInterruptionBeforeTheRunStopsItOnceBuilt() async throws {
+        let interruption = RunInterruption()
+        interruption.interrupt(.signal(15))
+        interruption.interrupt(.signal(2))  // only the first counts
+        var runner = try ScenarioRunner(scenario: Scenario(json: Data(Self.scenario.utf8)))
+        runner.interruption = interruption
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        #expect(report.interrupted && report.scenarioSeconds < 10 * 60)
+        #expect(interruption.reason == .signal(15))
+    }
+
+    @Test
+    func aFailedWriteIsHeardOnceAndLaterLinesAreNotKeptInMemory() throws {
+        let failures = LockedBox<[Int32]>([])
+        let writer = try EventLogWriter<ZegoEvent>(path: "/dev/full") { number in
+            failures.withLock { $0.append(number) }
+        }
+        let event = ZegoEvent.roomTokenWillExpire(roomID: "room-with-a-long-name", remainingSeconds: 30)
+        for sequence in 0..<5_000 {
+            writer.record(Stamped(time: .zero, sequence: UInt64(sequence), event: event), from: "A")
+        }
+        #expect(failures.withLock { $0 } == [ENOSPC])
+        #expect(writer.lineCount < 5_000, "lines after the failure are dropped, not buffered")
+        #expect(throws: RoomLinkError.ioFailure) { try writer.close() }
+    }
+}
