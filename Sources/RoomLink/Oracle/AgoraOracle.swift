@@ -189,7 +189,21 @@ public struct AgoraOracle: SpecOracle {
     }
 
     public func finish() -> [Violation] {
-        (violations + timelineViolations()).sorted { $0.time < $1.time }
+        let structure = LogStructure.violations(
+            named.events,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
+            isState: { $0.type == "connectionState" },
+            attemptTimeout: AgoraTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
+            presence: {
+                guard let peer = $0.strings["peer"] else { return nil }
+                return $0.type == "userJoined" ? ([peer], true) : $0.type == "userOffline" ? ([peer], false) : nil
+            },
+            tokenWarning: "tokenPrivilegeWillExpire",
+            vocabulary: ["userOffline": ["reason": Set(AgoraUserOfflineReason.allCases.map(\.description))]]
+        )
+        return (violations + timelineViolations() + structure).sorted { $0.time < $1.time }
     }
 
     /// The `interrupted`, `presence` and `rejoin` rules, from the scenario's outages of named users.

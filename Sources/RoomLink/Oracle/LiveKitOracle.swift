@@ -199,7 +199,21 @@ public struct LiveKitOracle: SpecOracle {
     }
 
     public func finish() -> [Violation] {
-        (violations + presenceViolations()).sorted { $0.time < $1.time }
+        let structure = LogStructure.violations(
+            named.events,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
+            isState: { $0.type == "connectionState" },
+            attemptTimeout: timings.attemptTimeout.milliseconds,
+            presence: {
+                guard let peer = $0.strings["peer"] else { return nil }
+                return $0.type == "participantConnected"
+                    ? ([peer], true) : $0.type == "participantDisconnected" ? ([peer], false) : nil
+            },
+            vocabulary: ["disconnected": ["reason": Set(LiveKitDisconnectReason.allCases.map(\.description))]]
+        )
+        return (violations + presenceViolations() + structure).sorted { $0.time < $1.time }
     }
 
     private func presenceViolations() -> [Violation] {

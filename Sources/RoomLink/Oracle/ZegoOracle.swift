@@ -175,7 +175,25 @@ public struct ZegoOracle: SpecOracle {
 
     /// The violations found, in time order, after checking the presence rules over the whole log.
     public func finish() -> [Violation] {
-        (violations + presenceViolations(namedEvents, stays: stays)).sorted { $0.time < $1.time }
+        let grace = Int64(ZegoTimings(overrides: scenario.timings).server.tokenRenewalGrace.components.seconds)
+        let structure = LogStructure.violations(
+            namedEvents,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
+            isState: { $0.type == "roomState" },
+            attemptTimeout: ZegoTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
+            presence: {
+                guard $0.type == "userUpdate", let update = $0.strings["update"], let users = $0.lists["users"] else {
+                    return nil
+                }
+                return (users, update == "add")
+            },
+            tokenWarning: "tokenWillExpire",
+            vocabulary: ["userUpdate": ["update": Set(ZegoUpdateType.allCases.map(\.rawValue))]],
+            numbers: ["tokenWillExpire": ["remainingSeconds": [grace]]]
+        )
+        return (violations + presenceViolations(namedEvents, stays: stays) + structure).sorted { $0.time < $1.time }
     }
 
     /// The `presence` and `rejoin` rules, from the scenario's outages of named users.
