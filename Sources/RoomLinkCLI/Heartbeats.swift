@@ -38,7 +38,12 @@ struct Heartbeats: AsyncParsableCommand {
     func run() async throws {
         let load: HeartbeatLoad
         do {
-            load = try HeartbeatLoad(clients: clients, period: period.duration, duration: duration.duration)
+            load = try HeartbeatLoad(
+                clients: clients,
+                period: period.duration,
+                duration: duration.duration,
+                memoryLimit: clockOptions.memoryLimit?.bytes ?? ScenarioLimits.defaultMemoryLimit
+            )
         } catch {
             throw fail(error, in: "heartbeats")
         }

@@ -16,9 +16,17 @@ public struct HeartbeatLoad: Sendable {
 
     /// Creates a load.
     ///
-    /// - Throws: ``RoomLinkError/Code/invalidInput`` naming `clients`, `period` or `duration` when one is not
-    ///   positive, or when `duration` is not longer than `period`.
-    public init(clients: Int, period: Duration = .seconds(5), duration: Duration) throws(RoomLinkError) {
+    /// - Parameter memoryLimit: The memory the clients may be estimated to need (``ScenarioLimits``); by default 90 %
+    ///   of the machine's.
+    /// - Throws: ``RoomLinkError/Code/invalidInput`` naming `clients`, `period` or `duration` when one is outside
+    ///   ``ScenarioLimits`` (a period under 1 ms, a duration over a day, clients that cannot fit), or when
+    ///   `duration` is not longer than `period`.
+    public init(
+        clients: Int,
+        period: Duration = .seconds(5),
+        duration: Duration,
+        memoryLimit: UInt64 = ScenarioLimits.defaultMemoryLimit
+    ) throws(RoomLinkError) {
         guard clients > 0 else { throw .invalidArgument("clients", "a positive number", got: "\(clients)") }
         guard period >= ScenarioLimits.minimumPeriod else {
             throw .invalidArgument("period", "at least \(ScenarioLimits.minimumPeriod.roomLinkText)", got: "\(period)")
@@ -30,7 +38,7 @@ public struct HeartbeatLoad: Sendable {
                 got: duration.roomLinkText
             )
         }
-        try ScenarioLimits.checkMemory(clients: clients, limit: ScenarioLimits.defaultMemoryLimit, field: "clients")
+        try ScenarioLimits.checkMemory(clients: clients, limit: memoryLimit, field: "clients")
         guard duration > period else {
             throw .invalidArgument("duration", "a duration longer than the period (\(period))", got: "\(duration)")
         }
