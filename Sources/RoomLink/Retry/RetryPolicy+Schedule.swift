@@ -221,7 +221,10 @@ extension RetryPolicy {
                 }
             case .decorrelated(let base, let cap):
                 guard attempt >= 2 else { return .zero }
-                let upper = max(base, min(cap, previous.multipliedReportingOverflow(by: 3).partialValue))
+                // AWS's formula: min(cap, uniform(base, previous × 3)). The cap applies to the draw, not to the range
+                // (a range capped first never lands on the cap and averages lower); × 3 saturates instead of wrapping.
+                let (tripled, overflow) = previous.multipliedReportingOverflow(by: 3)
+                let upper = overflow ? Int64.max : max(base, tripled)
                 let next = min(cap, Int64.random(in: base...upper, using: &random))
                 previous = next
                 return .nanoseconds(next)
