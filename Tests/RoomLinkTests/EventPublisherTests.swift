@@ -11,7 +11,7 @@ final class CollectingSink: EventSink {
 }
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.timeLimit(.minutes(10)))
 struct EventPublisherTests {
     static func at(_ ms: Int64) -> RuntimeInstant { .zero.advanced(by: .milliseconds(ms)) }
 
