@@ -16,8 +16,12 @@ public struct HeartbeatLoad: Sendable {
 
     /// Creates a load.
     ///
-    /// - Parameter memoryLimit: The memory the clients may be estimated to need (``ScenarioLimits``); by default 90 %
-    ///   of the machine's.
+    /// - Parameters:
+    ///   - clients: How many heartbeat clients to run.
+    ///   - period: The time between two heartbeats of a client, in scenario time.
+    ///   - duration: How long the load runs, in scenario time.
+    ///   - memoryLimit: The memory the clients may be estimated to need (``ScenarioLimits``); by default 90 % of
+    ///     the machine's.
     /// - Throws: ``RoomLinkError/Code/invalidInput`` naming `clients`, `period` or `duration` when one is outside
     ///   ``ScenarioLimits`` (a period under 1 ms, a duration over a day, clients that cannot fit), or when
     ///   `duration` is not longer than `period`.
