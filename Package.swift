@@ -92,7 +92,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkTests",
-            dependencies: ["RoomLink", "RoomLinkRuntime"],
+            dependencies: ["RoomLink", "RoomLinkRuntime", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
