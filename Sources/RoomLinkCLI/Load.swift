@@ -52,6 +52,7 @@ struct Load: AsyncParsableCommand {
     var quiet = false
     @OptionGroup var output: OutputOptions
     @OptionGroup var clockOptions: ClockOptions
+    @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
 
     func validate() throws {
         guard loss.isFinite, (0...1).contains(loss) else {
@@ -71,6 +72,7 @@ struct Load: AsyncParsableCommand {
             let (name, value) = try LoadPlan.timing(text)
             plan.timings[name] = value
         }
+        plan.server = try serverOptions.apply(to: .unlimited)
         plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text) }
         for text in outages { plan.faults.append(try LoadPlan.outages(text)) }
         for text in storm { plan.faults.append(try LoadPlan.storm(text)) }
@@ -108,12 +110,17 @@ struct Load: AsyncParsableCommand {
             clockOptions: clockOptions,
             collectsLoadStatistics: true
         )
+        playback.logsAttempts = output.attempts
         playback.defaultShards = LibeventLoopGroup.coreCount
         playback.afterRun = { [plot, timeseries] result in
             guard let load = result.load else { return }
             do {
-                try plot.map { path throws(RoomLinkError) in try OutputFile(path).write(load.svg(title: title)) }
-                try timeseries.map { path throws(RoomLinkError) in try OutputFile(path).write(load.timeSeriesCSV) }
+                try plot.map { path throws(RoomLinkError) in
+                    try OutputFile(path).write(load.svg(title: title, servers: result.servers))
+                }
+                try timeseries.map { path throws(RoomLinkError) in
+                    try OutputFile(path).write(load.timeSeriesCSV(servers: result.servers))
+                }
             } catch {
                 throw fail(error)
             }

@@ -8,6 +8,9 @@ struct OutputOptions: ParsableArguments {
     @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
     var report: String?
 
+    @Flag(help: "Log each login attempt and how it ended (type attempt: an addition to SPEC §7's event log).")
+    var attempts = false
+
     func validate() throws {
         if events == "-", report == "-" {
             throw ValidationError("--events and --report cannot both write to standard output (-)")

@@ -17,6 +17,8 @@ struct Playback {
     var progressInterval: Duration = .seconds(1)
     /// Simulations sharing a population in virtual time when `--shards` is not given.
     var defaultShards = 1
+    /// Whether the event log carries `attempt` lines (`--attempts`).
+    var logsAttempts = false
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -25,6 +27,7 @@ struct Playback {
             runner = try ScenarioRunner(scenario: scenario)
             runner.collectsLoadStatistics = collectsLoadStatistics
             runner.shards = clockOptions.shards ?? defaultShards
+            runner.logsAttempts = logsAttempts
             runner.memoryLimit = clockOptions.memoryLimit?.bytes ?? ScenarioLimits.defaultMemoryLimit
             if let population = scenario.population {
                 // Before anything is built: a population that cannot fit is refused in a millisecond.
@@ -165,7 +168,7 @@ struct Playback {
               wall time   \(String(format: "%.3f", report.wallSeconds)) s
               peak RSS    \(report.peakRSSBytes / 1_048_576) MiB (\(report.bytesPerClient) B per client added)
               CPU time    \(String(format: "%.1f", report.cpuSeconds)) s (\(String(format: "%.2f", report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0)) cores)
-            \(lateness)\(load)
+            \(lateness)\(load)\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")
             """
     }
 }

@@ -21,13 +21,19 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var clockOptions: ClockOptions
 
+    @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+
     func run() async throws {
         var scenario = try load()
         if let seed = clockOptions.seed { scenario.seed = seed }
-        try await Playback(events: output.events, report: output.report, clockOptions: clockOptions).play(
-            scenario,
-            name: self.scenario
-        )
+        do {
+            scenario.server = try serverOptions.apply(to: scenario.server)
+        } catch {
+            throw fail(error)
+        }
+        var playback = Playback(events: output.events, report: output.report, clockOptions: clockOptions)
+        playback.logsAttempts = output.attempts
+        try await playback.play(scenario, name: self.scenario)
     }
 
     private func load() throws -> Scenario {

@@ -184,7 +184,7 @@ struct ServerRoomStateTests {
             let b2 = room.login(Self.login("B", session: 2, notify: true), from: b, tokenValid: true, now: Self.at(0))
             #expect(
                 Self.messages(b2).last
-                    == #"B ← loginAccepted(session: 2, roomSessionID: "\#(room.roomSessionID)", present: [])"#
+                    == #"B ← loginAccepted(session: 2, attempt: 0, roomSessionID: "\#(room.roomSessionID)", present: [])"#
             )
             _ = room.flushUpdates(now: Self.at(0.1))
             for (index, user) in ["C", "D"].enumerated() {
@@ -249,7 +249,7 @@ struct ServerRoomStateTests {
             let a = Endpoint("A", loop: loop)
             #expect(
                 Self.messages(room.login(Self.login("A", session: 1), from: a, tokenValid: false, now: Self.at(0)))
-                    == ["A ← loginRejected(session: 1, reason: RoomLink.LoginRejection.tokenInvalid)"]
+                    == ["A ← loginRejected(session: 1, attempt: 0, reason: RoomLink.LoginRejection.tokenInvalid)"]
             )
             _ = room.login(Self.login("A", session: 1, cap: 1), from: a, tokenValid: true, now: Self.at(0))
             #expect(room.maxMemberCount == 1)
@@ -261,7 +261,7 @@ struct ServerRoomStateTests {
                         tokenValid: true,
                         now: Self.at(1)
                     )
-                ) == ["B ← loginRejected(session: 2, reason: RoomLink.LoginRejection.memberCapReached)"]
+                ) == ["B ← loginRejected(session: 2, attempt: 0, reason: RoomLink.LoginRejection.memberCapReached)"]
             )
             #expect(Self.messages(room.tokenExpired(userID: "A", now: Self.at(10))).last == "token A 40000.0")
             #expect(room.tokenDeadlinePassed(userID: "A", now: Self.at(39)).isEmpty)

@@ -51,6 +51,13 @@ public struct LoginRequest: Sendable, Equatable {
     public var kind: Kind
     /// Whether peers cannot see the member (an Agora audience member).
     public var hidden: Bool
+    /// Which attempt of its client this is; the server's answer carries it back, so that the client can tell the
+    /// answer to an attempt it gave up on (and ignore it) from the answer to the one it waits for.
+    public var attempt: UInt32
+    /// When the client stops waiting for the answer (its attempt timeout), if it says: a server that models its
+    /// capacity counts work finished after it as wasted, and may shed a login that waited past it. (A wire
+    /// protocol sends it as a relative timeout, as gRPC sends a deadline.)
+    public var answerBy: RuntimeInstant?
 
     /// What a login request asks for.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -74,7 +81,9 @@ public struct LoginRequest: Sendable, Equatable {
         userStatusNotify: Bool = false,
         maxMemberCount: Int? = nil,
         kind: Kind = .join,
-        hidden: Bool = false
+        hidden: Bool = false,
+        attempt: UInt32 = 0,
+        answerBy: RuntimeInstant? = nil
     ) {
         self.userID = userID
         self.session = session
@@ -83,5 +92,7 @@ public struct LoginRequest: Sendable, Equatable {
         self.maxMemberCount = maxMemberCount
         self.kind = kind
         self.hidden = hidden
+        self.attempt = attempt
+        self.answerBy = answerBy
     }
 }

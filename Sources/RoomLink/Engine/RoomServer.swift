@@ -18,6 +18,8 @@ public final class RoomServer: RoomDirectory {
     final class Shared: Sendable {
         let timings: ServerTimings
         weak let transport: (any RoomTransport)?
+        /// The nodes, when their capacity is modelled.
+        let nodes: ServerNodes?
         private let tokens: LockedBox<TokenTable>
 
         private struct TokenTable {
@@ -27,8 +29,9 @@ public final class RoomServer: RoomDirectory {
             var expired: [String: Set<String>] = [:]
         }
 
-        init(timings: ServerTimings, transport: any RoomTransport, auth: [String: String]?) {
+        init(timings: ServerTimings, transport: any RoomTransport, auth: [String: String]?, policy: ServerPolicy) {
             self.timings = timings
+            self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
             self.transport = transport
             self.tokens = LockedBox(TokenTable(auth: auth))
         }
@@ -69,14 +72,16 @@ public final class RoomServer: RoomDirectory {
     ///     alive).
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
+    ///   - policy: The nodes' capacity and admission control (SPEC §9); unlimited by default.
     public init(
         group: any RuntimeLoopGroup,
         transport: any RoomTransport,
         timings: ServerTimings = .zego,
-        auth: [String: String]? = nil
+        auth: [String: String]? = nil,
+        policy: ServerPolicy = .unlimited
     ) {
         self.group = group
-        self.shared = Shared(timings: timings, transport: transport, auth: auth)
+        self.shared = Shared(timings: timings, transport: transport, auth: auth, policy: policy)
         (transport as? SimulatedNetwork)?.attach(self)
     }
 
@@ -93,6 +98,9 @@ public final class RoomServer: RoomDirectory {
             return room
         }
     }
+
+    /// The server's nodes, when their capacity is modelled (``ServerPolicy/isModelled``): their statistics.
+    public var nodes: ServerNodes? { shared.nodes }
 
     /// The rooms created so far.
     public var roomCount: Int { rooms.withLock { $0.count } }

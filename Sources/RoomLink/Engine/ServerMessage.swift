@@ -1,11 +1,15 @@
 /// What the server of a room sends to a client.
 public enum ServerMessage: Sendable, Equatable {
-    /// The login (or reconnection) of `session` succeeded. `roomSessionID` identifies the room's current life on the
-    /// server; `present` lists the other users already in the room when the member asked for user-status
-    /// notification (the first `add` it reports), and is empty otherwise.
-    case loginAccepted(session: SessionID, roomSessionID: String, present: [String])
-    /// The login of `session` was refused and must not be retried.
-    case loginRejected(session: SessionID, reason: LoginRejection)
+    /// The login (or reconnection) of `session` succeeded. `attempt` is the request's
+    /// (``LoginRequest/attempt``); `roomSessionID` identifies the room's current life on the server; `present` lists
+    /// the other users already in the room when the member asked for user-status notification (the first `add` it
+    /// reports), and is empty otherwise.
+    case loginAccepted(session: SessionID, attempt: UInt32, roomSessionID: String, present: [String])
+    /// The login `attempt` of `session` was refused and must not be retried.
+    case loginRejected(session: SessionID, attempt: UInt32, reason: LoginRejection)
+    /// The server is too busy to take login `attempt` of `session` (admission control, SPEC §9): the client may
+    /// try again, no sooner than `retryAfter` from now. Each dialect reports it in its own vocabulary.
+    case busy(session: SessionID, attempt: UInt32, retryAfter: Duration)
     /// The server heard the heartbeat of `session`.
     /// `slot` is where the member is in the room's table now, for the next heartbeat's hint.
     case heartbeatAck(session: SessionID, slot: Int32)

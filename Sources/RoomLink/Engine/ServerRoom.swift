@@ -3,12 +3,20 @@
 /// Messages from clients arrive on its loop (``RoomTransport`` delivers them there) and are handled at once, except
 /// logins, which are answered after the server's `loginProcessing` time. Its timers (heartbeat deadlines, token
 /// deadlines, user-update batches) fire on the same loop and call it with no hop.
+///
+/// On a server whose capacity is modelled (``ServerPolicy``), each message goes to the room's ``ServerNode`` first,
+/// which says when a worker will have served it — the room handles it then — or that it is refused as busy or shed.
 public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     public nonisolated let roomID: String
     public nonisolated let roomHash: UInt64
     public nonisolated let loop: any RuntimeLoop
     private let server: RoomServer.Shared
     private var state: ServerRoomState
+    /// The node whose workers serve this room, when capacity is modelled.
+    private let node: LockedBox<ServerNode>?
+    /// When each session the room dropped for silence was dropped (capacity modelled only): a heartbeat that
+    /// arrived before then but is served after was processed too late.
+    private var droppedAt: [SessionID: RuntimeInstant] = [:]
 
     init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
@@ -16,6 +24,7 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         self.loop = loop
         self.server = server
         self.state = ServerRoomState(roomID: roomID, timings: server.timings)
+        self.node = server.nodes?.node(of: roomID)
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -37,14 +46,58 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
 
     private func receive(_ message: ClientMessage, from client: any ClientEndpoint) {
         let now = loop.now
+        guard let node else {
+            if case .login(let request) = message {
+                at(now.advanced(by: state.timings.loginProcessing)) { room in room.login(request, from: client) }
+            } else {
+                handle(message, from: client, arrivedAt: now)
+            }
+            return
+        }
+        let kind: ServerNode.Kind
+        var answerBy: RuntimeInstant?
         switch message {
         case .login(let request):
-            at(now.advanced(by: state.timings.loginProcessing)) { room in
-                let valid = room.server.tokenIsValid(request.token, for: request.userID)
-                room.apply(room.state.login(request, from: client, tokenValid: valid, now: room.loop.now))
-            }
+            kind = .login
+            answerBy = request.answerBy
+        case .heartbeat: kind = .heartbeat
+        case .logout, .renewToken, .setHidden: kind = .other
+        case .connectionClosed, .connectionResumed:
+            // Edges of a connection, which the server's network stack notices, not a worker.
+            handle(message, from: client, arrivedAt: now)
+            return
+        }
+        switch node.withLock({ $0.arrive(kind, at: now, answerBy: answerBy) }) {
+        case .serve(let done, _) where done <= now:
+            handle(message, from: client, arrivedAt: now)
+        case .serve(let done, _):
+            at(done) { room in room.handle(message, from: client, arrivedAt: now) }
+        case .busy(let retryAfter):
+            guard case .login(let request) = message else { return }
+            let answer = ServerMessage.busy(session: request.session, attempt: request.attempt, retryAfter: retryAfter)
+            server.transport?.send(answer, from: self, to: client)
+        case .shed:
+            return
+        }
+    }
+
+    private func login(_ request: LoginRequest, from client: any ClientEndpoint) {
+        let valid = server.tokenIsValid(request.token, for: request.userID)
+        if node != nil { droppedAt[request.session] = nil }
+        apply(state.login(request, from: client, tokenValid: valid, now: loop.now))
+    }
+
+    /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
+    private func handle(_ message: ClientMessage, from client: any ClientEndpoint, arrivedAt: RuntimeInstant) {
+        let now = loop.now
+        switch message {
+        case .login(let request):
+            login(request, from: client)
         case .heartbeat(let userID, let session, let slot):
             let (reply, arm) = state.heartbeat(userID: userID, session: session, slot: slot, now: now)
+            if node != nil, case .sessionUnknown = reply, let dropped = droppedAt[session], dropped >= arrivedAt {
+                self.node?.withLock { $0.lateHeartbeat() }
+            }
             server.transport?.send(reply, from: self, to: client)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):
@@ -92,13 +145,34 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             case .send(let message, let client):
                 server.transport?.send(message, from: self, to: client)
             case .armDeadline(let deadline):
-                at(deadline) { room in room.apply(room.state.deadlinePassed(now: room.loop.now)) }
+                at(deadline) { room in room.deadlinePassed() }
             case .armTokenDeadline(let userID, let deadline):
                 at(deadline) { room in room.apply(room.state.tokenDeadlinePassed(userID: userID, now: room.loop.now)) }
             case .armFlush(let deadline):
                 at(deadline) { room in room.apply(room.state.flushUpdates(now: room.loop.now)) }
             }
         }
+    }
+
+    /// The room's deadline timer fired: members silent for the whole timeout go. With capacity modelled, the room
+    /// notes when, and counts those whose client could still reach it (dropped while alive: a false departure).
+    private func deadlinePassed() {
+        let now = loop.now
+        guard let node else {
+            apply(state.deadlinePassed(now: now))
+            return
+        }
+        var falseDepartures = 0
+        let effects = state.deadlinePassed(now: now) { member in
+            droppedAt[member.session] = now
+            if server.transport?.connects(member.client, toRoom: roomID) ?? false { falseDepartures += 1 }
+        }
+        if falseDepartures > 0 {
+            node.withLock { node in
+                for _ in 0..<falseDepartures { node.falseDeparture(at: now) }
+            }
+        }
+        apply(effects)
     }
 
     /// Runs `body` on this room at `deadline`. A timer that cannot be armed (the loop shut down) is dropped: the

@@ -121,7 +121,7 @@ public struct ServerRoomState {
             return [.send(.kicked(session: request.session, reason: reason), to: client)]
         }
         guard tokenValid else {
-            return [.send(.loginRejected(session: request.session, reason: .tokenInvalid), to: client)]
+            return [.send(.loginRejected(session: request.session, attempt: request.attempt, reason: .tokenInvalid), to: client)]
         }
         if request.kind == .resume, members[request.userID]?.session != request.session {
             return [.send(.sessionUnknown(session: request.session), to: client)]
@@ -162,7 +162,7 @@ public struct ServerRoomState {
                 roomSessionID = Self.sessionID(roomID, life: lives)
                 maxMemberCount = request.maxMemberCount
             } else if let cap = maxMemberCount, members.count >= cap {
-                return [.send(.loginRejected(session: request.session, reason: .memberCapReached), to: client)]
+                return [.send(.loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached), to: client)]
             }
             members[request.userID] = Member(
                 userID: request.userID,
@@ -181,7 +181,7 @@ public struct ServerRoomState {
             request.userStatusNotify
             ? members.values.filter { $0.userID != request.userID && !$0.hidden }.map(\.userID) : []
         effects.append(
-            .send(.loginAccepted(session: request.session, roomSessionID: roomSessionID, present: present), to: client)
+            .send(.loginAccepted(session: request.session, attempt: request.attempt, roomSessionID: roomSessionID, present: present), to: client)
         )
         return effects
     }
@@ -241,6 +241,11 @@ public struct ServerRoomState {
     /// The room's deadline timer fired: removes every member silent for the whole timeout, and re-arms the timer
     /// for the next member due, if any.
     public mutating func deadlinePassed(now: RuntimeInstant) -> [Effect] {
+        deadlinePassed(now: now) { _ in }
+    }
+
+    /// ``deadlinePassed(now:)``, telling `timedOut` of each member it removes, before it goes.
+    public mutating func deadlinePassed(now: RuntimeInstant, timedOut: (Member) -> Void) -> [Effect] {
         deadlineArmed = false
         var effects: [Effect] = []
         while let front = heard.first {
@@ -255,6 +260,7 @@ public struct ServerRoomState {
                 break
             }
             dropFront()
+            if let member = members[front.userID] { timedOut(member) }
             effects += remove(front.userID, reason: .dropped, now: now)
         }
         return effects

@@ -10,4 +10,14 @@ public protocol EventSink<Event>: Sendable {
 
     /// Records `event`, published by the client named `client`.
     func record(_ event: Stamped<Event>, from client: String)
+
+    /// Records how a login attempt of `client` ended, when the clients' environment logs attempts
+    /// (``RoomClient/Environment/logsAttempts``). Attempts are not events of the app's stream: only a sink sees them,
+    /// and its default implementation ignores them.
+    func recordAttempt(_ attempt: Stamped<AttemptRecord>, from client: String)
+}
+
+extension EventSink {
+    /// Ignores the attempt.
+    public func recordAttempt(_ attempt: Stamped<AttemptRecord>, from client: String) {}
 }

@@ -43,6 +43,8 @@ public struct LoadPlan: Sendable, Equatable {
     public var timings: [String: Duration] = [:]
     /// The `"retry"` object of the scenario, as JSON text (`{"preset": "liveKitJS"}`); `nil`: the dialect's default.
     public var retryJSON: String?
+    /// The server's nodes, capacity and admission control (the scenario's `"server"`).
+    public var server = ServerPolicy.unlimited
     public var faults: [Fault] = []
 
     public init(clients: Int, rooms: Int, duration: Duration) {
@@ -180,6 +182,7 @@ public struct LoadPlan: Sendable, Equatable {
             text += "  \"timings\": { " + fields.joined(separator: ", ") + " },\n"
         }
         if let retryJSON { text += "  \"retry\": \(retryJSON),\n" }
+        if let server = server.jsonText { text += "  \"server\": \(server),\n" }
         text += "  \"timeline\": [\n    " + entries.joined(separator: ",\n    ") + "\n  ],\n"
         text += "  \"end\": \"\(duration.roomLinkText)\"\n}\n"
         return text

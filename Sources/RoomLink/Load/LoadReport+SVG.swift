@@ -3,12 +3,17 @@ internal import Foundation
 extension LoadReport {
     /// An SVG picture of the run: the time series (online, reconnecting, reconnect attempts per second) above, the
     /// reconnect-duration histogram below — the storm at a glance. Plain SVG 1.1, no script, no external files.
-    public func svg(title: String) -> String {
+    public func svg(title: String) -> String { svg(title: title, servers: nil) }
+
+    /// The picture, with a third panel when the servers' capacity was modelled: logins offered and completed per
+    /// second (goodput) and the queue's length, over the run.
+    public func svg(title: String, servers: ServerReport?) -> String {
+        let height = servers == nil ? 600 : 860
         let width = 960.0
         let chart = (left: 70.0, top: 50.0, width: 860.0, height: 260.0)
         let bars = (left: 70.0, top: 380.0, width: 860.0, height: 160.0)
         var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="600" viewBox="0 0 \(Int(width)) 600" \
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(height)" viewBox="0 0 \(Int(width)) \(height)" \
             font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
             <text x="\(chart.left)" y="24" font-size="16">\(Self.escape(title))</text>
@@ -57,7 +62,42 @@ extension LoadReport {
         }
         out += Self.label(bars.left - 8, bars.top + 4, "\(highest)", anchor: "end")
         out += Self.label(bars.left + bars.width, bars.top + bars.height + 18, "\(counts.count) s", anchor: "end")
+        if let servers { out += Self.serverPanel(servers, top: 630) }
         out += "</svg>\n"
+        return out
+    }
+
+    /// Offered and completed logins per second, and the queue (its own scale, on the right), per second.
+    private static func serverPanel(_ servers: ServerReport, top: Double) -> String {
+        let panel = (left: 70.0, top: top, width: 860.0, height: 180.0)
+        let rows = servers.timeSeries
+        let seconds = max(1, rows.count)
+        let logins = max(1, rows.map { max($0.offeredLogins, $0.completedLogins) }.max() ?? 1)
+        let queue = max(1, rows.map(\.queue).max() ?? 1)
+        func x(_ second: Int) -> Double { panel.left + panel.width * Double(second) / Double(seconds) }
+        func y(_ value: Int, _ top: Int) -> Double { panel.top + panel.height * (1 - Double(value) / Double(top)) }
+        var out = axes(panel.left, panel.top, panel.width, panel.height)
+        out += label(panel.left - 8, panel.top + 4, "\(logins)", anchor: "end")
+        out += label(panel.left + panel.width + 4, panel.top + 4, "queue \(queue)")
+        out += label(panel.left - 8, panel.top + panel.height, "0", anchor: "end")
+        let series: [(String, String, (ServerReport.Second) -> Int, Int)] = [
+            ("logins offered / s", "#9aa0a6", \.offeredLogins, logins),
+            ("completed (goodput) / s", "#188038", \.completedLogins, logins),
+            ("queue length", "#a142f4", \.queue, queue),
+        ]
+        for (index, (name, color, value, top)) in series.enumerated() {
+            let points = rows.map { String(format: "%.1f,%.1f", x($0.second), y(value($0), top)) }
+            out +=
+                "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
+            let legendX = panel.left + 10 + Double(index) * 200
+            out += "<rect x=\"\(legendX)\" y=\"\(panel.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
+            out += label(legendX + 18, panel.top - 11, name)
+        }
+        let verdict =
+            servers.sustainedOverload
+            ? "sustained overload after the trigger"
+            : servers.recovered.map { $0 ? "recovered" : "did not recover" } ?? ""
+        out += label(panel.left, panel.top + panel.height + 18, "servers: \(servers.policy)  \(verdict)")
         return out
     }
 

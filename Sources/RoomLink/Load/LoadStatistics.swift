@@ -371,12 +371,22 @@ public struct LoadReport: Sendable, Codable, Equatable {
     public var timeSeries: [Second]
 
     /// The time series as CSV, one row per second, with a header.
-    public var timeSeriesCSV: String {
-        var text = "second,online,reconnecting,failed,lost,rejoined,failed_now,attempts,logins\n"
-        for row in timeSeries {
+    public var timeSeriesCSV: String { timeSeriesCSV(servers: nil) }
+
+    /// The time series as CSV, with the servers' columns (offered, completed, wasted and refused logins, queue
+    /// length, false departures) after the connections' when their capacity was modelled.
+    public func timeSeriesCSV(servers: ServerReport?) -> String {
+        let extra = servers?.timeSeriesCSVColumns
+        var text = "second,online,reconnecting,failed,lost,rejoined,failed_now,attempts,logins"
+        text += extra.map { "," + $0.header } ?? ""
+        text += "\n"
+        let empty = extra.map { String(repeating: ",0", count: $0.header.split(separator: ",").count) } ?? ""
+        for (index, row) in timeSeries.enumerated() {
             text +=
                 "\(row.second),\(row.online),\(row.reconnecting),\(row.failed),\(row.lost),\(row.rejoined),"
-                + "\(row.failedNow),\(row.attempts),\(row.logins)\n"
+                + "\(row.failedNow),\(row.attempts),\(row.logins)"
+            if let extra { text += index < extra.rows.count ? "," + extra.rows[index] : empty }
+            text += "\n"
         }
         return text
     }

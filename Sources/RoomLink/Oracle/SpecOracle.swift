@@ -46,7 +46,7 @@ extension SpecOracle {
 extension Scenario {
     /// The spec oracle of the scenario's dialect.
     public func makeOracle() -> any SpecOracle {
-        dialect.engine.makeOracle(for: self)
+        AttemptLineOracle(wrapping: dialect.engine.makeOracle(for: self), scenario: self)
     }
 
     /// An outage of a named user, from the scenario's timeline.

@@ -53,6 +53,8 @@ public struct RunReport: Sendable, Codable, Equatable {
     /// Whether the run was stopped before the scenario's end (``RunInterruption``: a signal, a closed pipe). The
     /// report then covers the scenario up to ``scenarioSeconds``, and the oracle's verdict judged a log cut short.
     public var interrupted: Bool = false
+    /// What the server nodes went through, when their capacity is modelled (SPEC §9; `"server"` in the scenario).
+    public var servers: ServerReport? = nil
 }
 
 extension RunReport {

@@ -145,6 +145,7 @@ public struct Scenario: Sendable, Equatable {
         case heal
     }
 
+
     /// One line of the timeline.
     public struct Entry: Sendable, Equatable {
         public var at: Duration
@@ -173,6 +174,8 @@ public struct Scenario: Sendable, Equatable {
     public var timings: [String: Duration] = [:]
     /// Overrides the dialect's default retry policy.
     public var retry: RetryPolicy?
+    /// The server's nodes, their capacity and admission control (`"server"`, SPEC §9); unlimited by default.
+    public var server = ServerPolicy.unlimited
     /// The timeline, sorted by time; entries at the same time keep their order in the file.
     public var timeline: [Entry] = []
     /// When the scenario ends.
@@ -195,5 +198,20 @@ public struct Scenario: Sendable, Equatable {
     /// Creates an empty scenario that ends at `end`; fill in its fields, or read one with ``init(json:)``.
     public init(end: Duration) {
         self.end = end
+    }
+}
+
+extension Scenario.Action {
+    /// Whether the action is trouble, or the end of trouble: outages, partitions, kicks, token expiries, network
+    /// changes and reconnect requests (not the app's own logins, logouts and settings). A capacity-modelled run's
+    /// recovery is measured from the last of them (``ServerReport/lastFaultEndSeconds``).
+    public var isFault: Bool {
+        switch self {
+        case .networkDown, .networkUp, .blackhole, .kick, .expireToken, .networkChange, .requestReconnect, .partition,
+            .heal:
+            true
+        case .login, .logout, .switchRoom, .renewToken, .setClientRole, .setCloudProxy:
+            false
+        }
     }
 }

@@ -4,6 +4,7 @@ struct ScenarioReader {
 
     private static let topLevelKeys: Set<String> = [
         "dialect", "seed", "network", "users", "population", "auth", "timings", "retry", "timeline", "end",
+        "server",
     ]
     private static let userKeys: Set<String> = [
         "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount", "role",
@@ -34,6 +35,7 @@ struct ScenarioReader {
         if let value = top["auth"] { scenario.auth = try auth(value) }
         if let value = top["timings"] { scenario.timings = try timings(value, dialect: scenario.dialect) }
         if let value = top["retry"] { scenario.retry = try retry(value) }
+        if let value = top["server"] { scenario.server = try server(value) }
         if let value = top["timeline"] {
             scenario.timeline = try timeline(value, users: scenario.users, hasPopulation: scenario.population != nil)
         }
@@ -65,6 +67,32 @@ struct ScenarioReader {
             network.loss = probability
         }
         return network
+    }
+
+    private func server(_ value: JSONValue) throws(RoomLinkError) -> ServerPolicy {
+        let fields = try object(
+            value,
+            at: "server",
+            keys: ["nodes", "capacity", "admission", "maxQueue", "shedExpired"]
+        )
+        var policy = ServerPolicy()
+        if let nodes = fields["nodes"] { policy.nodes = try integer(nodes, at: "server.nodes", minimum: 1) }
+        if let capacity = fields["capacity"] {
+            policy.capacity = try ServerCapacity(
+                parsing: try string(capacity, at: "server.capacity"),
+                field: "server.capacity"
+            )
+        }
+        if let admission = fields["admission"] {
+            policy.admission = try AdmissionPolicy(
+                parsing: try string(admission, at: "server.admission"),
+                field: "server.admission"
+            )
+        }
+        if let maxQueue = fields["maxQueue"] { policy.maxQueue = try duration(maxQueue, at: "server.maxQueue") }
+        if let shed = fields["shedExpired"] { policy.shedExpired = try bool(shed, at: "server.shedExpired") }
+        try policy.validate(at: "server")
+        return policy
     }
 
     private func users(_ value: JSONValue) throws(RoomLinkError) -> [Scenario.User] {

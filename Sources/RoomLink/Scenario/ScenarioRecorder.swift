@@ -57,6 +57,17 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
         }
     }
 
+    /// An attempt's line goes to the log and the oracle, but is not an event: it is not counted.
+    func recordAttempt(_ attempt: Stamped<AttemptRecord>, from client: String) {
+        let line = attempt.event.eventLogLine
+        state.withLock { state in
+            guard state.isOpen else { return }
+            let time = RuntimeInstant(nanoseconds: attempt.time.nanoseconds - state.origin.nanoseconds)
+            forward?.record(Stamped(time: time, sequence: attempt.sequence, event: line), from: client)
+            state.oracle.observe(line, user: client, time: time.milliseconds)
+        }
+    }
+
     /// Events recorded so far.
     var eventCount: Int { state.withLock { $0.events } }
 

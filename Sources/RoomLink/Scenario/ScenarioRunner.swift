@@ -31,6 +31,10 @@ public struct ScenarioRunner: Sendable {
     /// for any count; its peak of reconnecting connections is the sum of each share's peak per 100 ms.
     public var shards = 1
 
+    /// Whether the event log carries each login attempt and its outcome (`attempt` lines, `--attempts`); without
+    /// it the log is SPEC §7's.
+    public var logsAttempts = false
+
     /// Prepares a run.
     ///
     /// - Throws: ``RoomLinkError`` naming the user whose `id` is also the name of a population user (`u<i>`).
@@ -129,7 +133,14 @@ public struct ScenarioRunner: Sendable {
     /// How many simulations this run uses: ``shards`` when the scenario can be split by room, otherwise one.
     private var shardCount: Int {
         guard shards > 1, canShard, let population = scenario.population else { return 1 }
-        return min(shards, population.rooms)
+        // With capacity modelled, the rooms of one node share its queue: a node is played whole by one shard.
+        return min(shards, population.rooms, scenario.server.isModelled ? scenario.server.nodes : .max)
+    }
+
+    /// The shard that plays population room `index` of `shards`: by index, or — capacity modelled — by its node.
+    static func shard(ofRoom index: Int, server: ServerPolicy, shards: Int) -> Int {
+        guard shards > 1 else { return 0 }
+        return server.isModelled ? server.node(of: "room-\(index)") % shards : index % shards
     }
 
     /// Whether the scenario splits into independent shares of rooms: only population users, each staying in its own
@@ -145,12 +156,35 @@ public struct ScenarioRunner: Sendable {
         }
     }
 
+    /// When a run's faults (outages, partitions, kicks, token expiries) began and ended, from the scenario's start.
+    struct FaultSpan: Sendable {
+        var first: Duration?
+        var last: Duration?
+
+        mutating func note(_ time: Duration) {
+            first = min(first ?? time, time)
+            last = max(last ?? time, time)
+        }
+
+        mutating func merge(_ other: FaultSpan) {
+            if let time = other.first { note(time) }
+            if let time = other.last { note(time) }
+        }
+    }
+
     /// One simulation's (or the real clock's) part of a run: its group, its world once built, its statistics.
     private final class Shard<Dialect: RoomDialect>: Sendable {
         let group: any RuntimeLoopGroup
         private let start: LockedBox<RuntimeInstant>
         private let built = LockedBox<World<Dialect>?>(nil)
         private let stopped = LockedBox(false)
+
+        /// The span of the timeline's faults this shard scheduled.
+        private let faultSpan = LockedBox(FaultSpan())
+        var faults: FaultSpan {
+            get { faultSpan.withLock { $0 } }
+            set { faultSpan.withLock { $0 = newValue } }
+        }
 
         /// Whether the shard stopped before the scenario's end (``RunInterruption``).
         var interrupted: Bool {
@@ -186,12 +220,15 @@ public struct ScenarioRunner: Sendable {
         all shards: [Shard<Dialect>]
     ) async throws {
         let buildStart = shard.group.now
-        let statistics = collectsLoadStatistics ? LoadStatistics(origin: buildStart) : nil
+        // A modelled server's report judges recovery from the load statistics' series.
+        let statistics =
+            collectsLoadStatistics || scenario.server.isModelled ? LoadStatistics(origin: buildStart) : nil
         let world = World<Dialect>(
             scenario: scenario,
             group: shard.group,
             forward: events,
             statistics: statistics,
+            logsAttempts: logsAttempts,
             shard: index,
             of: count
         )
@@ -205,15 +242,21 @@ public struct ScenarioRunner: Sendable {
         }
         let origin = shard.origin
         statistics?.start(at: origin)
+        world.server.nodes?.start(at: origin)
         shard.world = world
         world.recorder.start(at: origin)
+        var faults = FaultSpan()
         for (index, entry) in scenario.timeline.enumerated() {
+            let isFault = entry.action.isFault
+            if isFault { faults.note(entry.at) }
             for (position, roomID) in world.rooms(of: entry).enumerated() where world.owns(room: roomID) {
-                try world.schedule(entry, index: index, room: roomID, position: position, origin: origin)
+                let healed = try world.schedule(entry, index: index, room: roomID, position: position, origin: origin)
+                if isFault { faults.note(healed.map { origin.duration(to: $0) } ?? scenario.end) }
             }
             for (participant, offset) in world.targets(of: entry, index: index) {
                 guard let client = world.clients[participant] else { continue }
                 let deadline = origin.advanced(by: entry.at + offset)
+                if isFault { faults.note(entry.at + offset) }
                 _ = try client.loop.schedule(at: deadline) {
                     client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
                 }
@@ -222,13 +265,18 @@ public struct ScenarioRunner: Sendable {
                     let back = deadline.advanced(
                         by: scenario.outageDraw(length, entry: index, participant: participant)
                     )
-                    guard back < origin.advanced(by: scenario.end) else { continue }
+                    guard back < origin.advanced(by: scenario.end) else {
+                        if isFault { faults.note(scenario.end) }
+                        continue
+                    }
+                    if isFault { faults.note(origin.duration(to: back)) }
                     _ = try client.loop.schedule(at: back) {
                         client.assumeIsolated { world.perform(.networkUp, by: participant, client: $0) }
                     }
                 }
             }
         }
+        shard.faults = faults
         // Progress (the first shard reports for all): a task on the global executor samples the run every wall
         // interval (the clocks and the statistics are safe to read from any thread), and once more at the end.
         let end = scenario.end
@@ -287,6 +335,13 @@ public struct ScenarioRunner: Sendable {
         for world in worlds.dropFirst() { summary.merge(world.recorder.summary()) }
         let clients = worlds.reduce(0) { $0 + $1.clientCount }
         let statistics = worlds.compactMap(\.statistics)
+        let load =
+            collectsLoadStatistics && !statistics.isEmpty
+            ? LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients) : nil
+        let serversLoad =
+            load
+            ?? (statistics.isEmpty
+                ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients))
         let loops = group as? LibeventLoopGroup
         let lateness = loops?.timerLateness
         return RunReport(
@@ -325,9 +380,35 @@ public struct ScenarioRunner: Sendable {
                     latency: scenario.network.latency
                 )
             },
-            load: statistics.isEmpty
-                ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients),
-            interrupted: shards.contains(where: \.interrupted)
+            load: load,
+            interrupted: shards.contains(where: \.interrupted),
+            servers: serverReport(worlds: worlds, shards: shards, load: serversLoad)
+        )
+    }
+
+    /// The servers' report, when their capacity is modelled: each node's statistics merged over the shards (a node
+    /// is played by one shard; the others' copies are empty).
+    private func serverReport<Dialect: RoomDialect>(
+        worlds: [World<Dialect>],
+        shards: [Shard<Dialect>],
+        load: LoadReport?
+    ) -> ServerReport? {
+        guard scenario.server.isModelled else { return nil }
+        var nodes = Array(repeating: ServerNodeStatistics(origin: .zero), count: scenario.server.nodes)
+        for world in worlds {
+            for (index, statistics) in (world.server.nodes?.statistics ?? []).enumerated() {
+                nodes[index].merge(statistics)
+            }
+        }
+        var faults = FaultSpan()
+        for shard in shards { faults.merge(shard.faults) }
+        return ServerReport(
+            policy: scenario.server,
+            nodes: nodes,
+            load: load,
+            firstFault: faults.first?.seconds,
+            lastFaultEnd: faults.last?.seconds,
+            end: scenario.end.seconds
         )
     }
 
@@ -409,6 +490,7 @@ public struct ScenarioRunner: Sendable {
             group: any RuntimeLoopGroup,
             forward: (any EventSink<EventLogLine>)?,
             statistics: LoadStatistics?,
+            logsAttempts: Bool = false,
             shard: Int = 0,
             of shards: Int = 1
         ) {
@@ -428,13 +510,20 @@ public struct ScenarioRunner: Sendable {
                 batchingOn: group is SimulationRuntime ? [] : group.loops
             )
             let timings = Dialect.Timings(overrides: scenario.timings)
-            server = RoomServer(group: group, transport: network, timings: timings.engine.server, auth: scenario.auth)
+            server = RoomServer(
+                group: group,
+                transport: network,
+                timings: timings.engine.server,
+                auth: scenario.auth,
+                policy: scenario.server
+            )
             let environment = RoomClient<Dialect>.Environment(
                 transport: network,
                 timings: timings,
                 retryPolicy: scenario.retry ?? Dialect.defaultRetryPolicy,
                 sink: recorder,
-                observer: statistics
+                observer: statistics,
+                logsAttempts: logsAttempts
             )
             var clients: [RoomClient<Dialect>?] = []
             var named: [String: Int] = [:]
@@ -468,7 +557,8 @@ public struct ScenarioRunner: Sendable {
             if let population {
                 clients.reserveCapacity(clients.count + population.clients)
                 for index in 0..<population.clients {
-                    guard (index % population.rooms) % shards == shard else {
+                    let room = index % population.rooms
+                    guard ScenarioRunner.shard(ofRoom: room, server: scenario.server, shards: shards) == shard else {
                         clients.append(nil)
                         continue
                     }
@@ -498,7 +588,7 @@ public struct ScenarioRunner: Sendable {
         func owns(room roomID: String) -> Bool {
             guard shards > 1 else { return true }
             guard roomID.hasPrefix("room-"), let index = Int(roomID.dropFirst(5)) else { return shard == 0 }
-            return index % shards == shard
+            return ScenarioRunner.shard(ofRoom: index, server: server.nodes?.policy ?? .unlimited, shards: shards) == shard
         }
 
         /// The participants an entry acts on, each with its offset from the entry's time.
@@ -534,7 +624,7 @@ public struct ScenarioRunner: Sendable {
             room roomID: String,
             position: Int,
             origin: RuntimeInstant
-        ) throws {
+        ) throws -> RuntimeInstant? {
             let room = server.serverRoom(roomID)
             let (network, statistics) = (network, statistics)
             let cutOff = entry.action == .partition
@@ -546,14 +636,15 @@ public struct ScenarioRunner: Sendable {
                 let now = room.loop.now
                 for user in room.assumeIsolated({ $0.memberIDs }) { statistics.outageBegan(user: user, at: now) }
             }
-            guard cutOff, let length = entry.length else { return }
+            guard cutOff, let length = entry.length else { return deadline }
             var random = SeededRandom(
                 seed: seed,
                 stream: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(position) &+ 0x5EED
             )
             let healed = deadline.advanced(by: length.draw(using: &random))
-            guard healed < origin.advanced(by: end) else { return }
+            guard healed < origin.advanced(by: end) else { return nil }
             _ = try room.loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
+            return healed
         }
 
         /// The `fraction` of `order` that starts `offset` into it.

@@ -12,6 +12,8 @@ public enum Agora: RoomDialect {
     public static var defaultRetryPolicy: RetryPolicy { .agoraDefault }
     public static let alwaysNotifiesPeers = true
     public static let firstJoinAttempts: Int? = nil
+    /// `CONNECTION_CHANGED_REJECTED_BY_SERVER` (10): the server turned the connection down.
+    public static let busyCode: Int64 = 10
     public static let reconnectsInModes = false
 
     public static func report(_ transition: RoomTransition, room: String, into emit: (AgoraEvent) -> Void) {

@@ -13,6 +13,9 @@ public enum LiveKit: RoomDialect {
     public static var defaultRetryPolicy: RetryPolicy { .liveKitJS }
     public static let alwaysNotifiesPeers = true
     public static let firstJoinAttempts: Int? = 1
+    /// HTTP 503 (Service Unavailable, with `Retry-After`): how a LiveKit server turns down the signal connection's
+    /// WebSocket upgrade when it is overloaded.
+    public static let busyCode: Int64 = 503
     public static let reconnectsInModes = true
 
     /// The connection state a room in `phase` is in.

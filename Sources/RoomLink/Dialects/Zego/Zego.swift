@@ -11,6 +11,9 @@ public enum Zego: RoomDialect {
     public static var defaultRetryPolicy: RetryPolicy { .zegoDefault }
     public static let alwaysNotifiesPeers = false
     public static let firstJoinAttempts: Int? = nil
+    /// ZEGO publishes no room-login code for an overloaded server; RoomLink uses 1002099 (`RoomInnerError`, "room
+    /// login failed due to internal system exceptions"), the code ZEGO's SDK gives a login the server side failed.
+    public static let busyCode: Int64 = 1_002_099
     public static let reconnectsInModes = false
 
     public static func report(_ transition: RoomTransition, room: String, into emit: (ZegoEvent) -> Void) {

@@ -19,6 +19,9 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         public let bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy
         /// Sees every transition and attempt of every client (a load test's statistics), if set.
         public let observer: (any EngineObserver)?
+        /// Whether each login attempt's outcome goes to `sink` (``EventSink/recordAttempt(_:from:)``): the event
+        /// log's optional `attempt` lines.
+        public let logsAttempts: Bool
         /// `timings` in the engine's terms, converted once.
         let engine: EngineTimings
 
@@ -29,9 +32,11 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             retryPolicy: RetryPolicy = Dialect.defaultRetryPolicy,
             sink: (any EventSink<Dialect.Event>)? = nil,
             bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy = .unbounded,
-            observer: (any EngineObserver)? = nil
+            observer: (any EngineObserver)? = nil,
+            logsAttempts: Bool = false
         ) {
             self.observer = observer
+            self.logsAttempts = logsAttempts
             self.transport = transport
             self.timings = timings
             self.retryPolicy = retryPolicy
@@ -287,18 +292,22 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
         let now = loop.now
         switch message {
-        case .loginAccepted(let session, let roomSessionID, let present):
+        case .loginAccepted(let session, let attempt, let roomSessionID, let present):
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
-            guard rooms[index].phase != .joined else { return }  // a late answer to an earlier attempt
+            // A late answer to an earlier attempt: the client gave up on it (and closed its connection).
+            guard rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt) else { return }
+            attemptEnded(at: index, .ok)
             cancelTimers(of: index)
             cancelNotice(of: index)
             for transition in rooms[index].accepted(roomSessionID: roomSessionID, present: present, at: now) {
                 report(transition, room: roomID)
             }
             startHeartbeat()
-        case .loginRejected(let session, let reason):
-            guard rooms[index].session == session, rooms[index].phase != .joined else { return }
+        case .loginRejected(let session, let attempt, let reason):
+            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
+            else { return }
+            attemptEnded(at: index, .refused)
             let phase = rooms[index].phase
             _ = end(at: index)
             report(.rejected(reason, from: phase), room: roomID)
@@ -315,7 +324,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
                 // The server cannot resume the session: the next attempt starts a new one.
                 rooms[index].fullOnNext = true
                 cancelTimers(of: index)
-                attemptFailed(roomID)
+                attemptFailed(roomID, .refused)
             default:
                 return
             }
@@ -335,6 +344,12 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
             report(.tokenWillExpire(remaining: remaining), room: roomID)
+        case .busy(let session, let attempt, let retryAfter):
+            // Admission control: a failed attempt whose next one waits at least as long as the server asked.
+            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
+            else { return }
+            cancelTimers(of: index)
+            attemptFailed(roomID, .busy, notBefore: retryAfter)
         case .reconnectRequested(let session):
             guard rooms[index].session == session, rooms[index].phase == .joined else { return }
             connectionLost(at: index, closed: true, cause: .serverRequest, full: true)
@@ -472,7 +487,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             setEpisodeDeadline(roomID, after: environment.reconnectLimit)
             attempt(roomID)
         } else if rooms[index].attemptInFlight {
-            attemptFailed(roomID)
+            attemptFailed(roomID, .refused)
         }
     }
 
@@ -496,6 +511,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             case .reconnecting where !Dialect.reconnectsInModes: .reconnect
             case .reconnecting: room.mode == .full ? .join : .resume
             }
+        let now = loop.now
         let request = LoginRequest(
             userID: userID,
             session: room.session,
@@ -503,12 +519,15 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             userStatusNotify: room.options.notifiesPeers,
             maxMemberCount: room.options.maxMemberCount,
             kind: kind,
-            hidden: room.options.hidden
+            hidden: room.options.hidden,
+            attempt: room.attempt,
+            answerBy: now.advanced(by: environment.engine.attemptTimeout)
         )
         if room.server == nil { rooms[index].server = environment.transport.room(roomID) }
+        rooms[index].attemptSentAt = now
         guard send(.login(request), to: rooms[index].server) == .sent else {
             rooms[index].attemptInFlight = true
-            attemptFailed(roomID)
+            attemptFailed(roomID, .refused)
             return
         }
         rooms[index].attemptInFlight = true
@@ -522,13 +541,16 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         armAttemptTimer(at: index, after: environment.engine.attemptTimeout, answerTimeout: true)
     }
 
-    private func attemptFailed(_ roomID: String) {
+    /// The attempt in flight for `roomID` failed with `outcome`; the next one waits for the policy's delay, and at
+    /// least `notBefore` (a busy server's hint).
+    private func attemptFailed(_ roomID: String, _ outcome: AttemptRecord.Outcome, notBefore: Duration? = nil) {
         guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
+        attemptEnded(at: index, outcome, retryAfter: notBefore)
         let limit =
             rooms[index].phase == .joining
             ? (Dialect.firstJoinAttempts ?? environment.retryPolicy.maxAttempts)
             : environment.retryPolicy.maxAttempts
-        switch rooms[index].attemptFailed(at: loop.now, maxAttempts: limit) {
+        switch rooms[index].attemptFailed(at: loop.now, maxAttempts: limit, notBefore: notBefore) {
         case .retry(let delay):
             armAttemptTimer(at: index, after: delay, answerTimeout: false)
         case .awaitDeadline where rooms[index].episodeDeadline != nil:
@@ -568,9 +590,10 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             else { return }
             client.rooms[index].attemptTimer = nil
             if let deadline = client.rooms[index].episodeDeadline, client.loop.now >= deadline {
+                client.attemptEnded(at: index, .timeout)
                 client.giveUp(at: index)
             } else if answerTimeout {
-                if client.rooms[index].attemptInFlight { client.attemptFailed(roomID) }
+                if client.rooms[index].attemptInFlight { client.attemptFailed(roomID, .timeout) }
             } else if !client.rooms[index].attemptInFlight {
                 client.attempt(roomID)
             }
@@ -587,6 +610,22 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             guard client.rooms[index].phase == .reconnecting else { return }
             client.report(.stillLost, room: roomID)
         }
+    }
+
+    /// Hands the outcome of room `index`'s attempt in flight to the sink, when attempts are logged.
+    private func attemptEnded(at index: Int, _ outcome: AttemptRecord.Outcome, retryAfter: Duration? = nil) {
+        guard environment.logsAttempts, rooms[index].attemptInFlight, let sink = environment.sink else { return }
+        let room = rooms[index]
+        let record = AttemptRecord(
+            room: room.roomID,
+            number: room.attemptsMade,
+            reconnecting: room.phase == .reconnecting,
+            after: room.episodeStart.duration(to: room.attemptSentAt),
+            outcome: outcome,
+            retryAfter: outcome == .busy ? retryAfter : nil,
+            busyCode: Dialect.busyCode
+        )
+        sink.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
     }
 
     // MARK: - Helpers

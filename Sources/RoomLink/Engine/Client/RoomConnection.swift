@@ -68,8 +68,10 @@ public struct RoomConnection: Sendable {
     var attemptInFlight = false
     /// Where the server last said the member was in its table (−1: not known yet), sent back as a hint.
     var serverSlot: Int32 = -1
-    /// Counts attempts, so that a timer of an earlier attempt is ignored.
+    /// Counts attempts, so that a timer of an earlier attempt, or a server's late answer to one, is ignored.
     var attempt: UInt32 = 0
+    /// When the latest attempt was sent.
+    var attemptSentAt = RuntimeInstant.zero
     /// The room's one timer during an episode: the answer timeout or the wait before the next attempt, never later
     /// than the episode's deadline (where it gives up). One timer, not two, per room that is trying.
     var attemptTimer: TimerHandle?
@@ -130,14 +132,26 @@ public struct RoomConnection: Sendable {
         return forgotten
     }
 
-    /// An attempt failed at `now` (refused, unanswered, or its connection dropped): when to try again.
-    public mutating func attemptFailed(at now: RuntimeInstant, maxAttempts: Int?) -> NextAttempt {
+    /// Whether a server's answer to attempt `number` answers the attempt in flight (not one the client gave up on).
+    func isAnswer(to number: UInt32) -> Bool {
+        attemptInFlight && attempt == number
+    }
+
+    /// An attempt failed at `now` (refused, unanswered, busy, or its connection dropped): when to try again — the
+    /// policy's delay, and at least `notBefore` when the server asked for it.
+    public mutating func attemptFailed(
+        at now: RuntimeInstant,
+        maxAttempts: Int?,
+        notBefore: Duration? = nil
+    ) -> NextAttempt {
         attemptInFlight = false
         guard var retry = episodeRetry?.value else { return .awaitDeadline }  // no episode: nothing to retry
         defer { episodeRetry = .value(retry) }
         // `maxAttempts` may be tighter than the policy's own limit (a dialect's first join).
         if let maxAttempts, retry.attempts >= maxAttempts { return .giveUp }
-        if let delay = retry.next(elapsed: episodeStart.duration(to: now)) { return .retry(after: delay) }
+        if let delay = retry.next(elapsed: episodeStart.duration(to: now)) {
+            return .retry(after: notBefore.map { max($0, delay) } ?? delay)
+        }
         return .awaitDeadline
     }
 

@@ -22,6 +22,9 @@ public protocol RoomDialect: Sendable {
     /// Whether reconnections resume the session first and start a new one when that fails (LiveKit's quick and
     /// full modes); otherwise every attempt resumes the session, and the server re-adds a member it dropped.
     static var reconnectsInModes: Bool { get }
+    /// The vendor's code for a login the server was too busy to take (SPEC §9's admission control), as the
+    /// `attempt` log line's `code` shows it.
+    static var busyCode: Int64 { get }
 
     /// Reports `transition` of `room` as the vendor's callbacks, in the order the SDK makes them.
     static func report(_ transition: RoomTransition, room: String, into emit: (Event) -> Void)

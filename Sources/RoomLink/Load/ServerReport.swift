@@ -1,0 +1,169 @@
+internal import Foundation
+
+/// What the server nodes went through in a run whose server capacity is modelled (SPEC §9): per node and in total,
+/// offered and completed logins, wasted and refused work, queue delay and length over time, false departures — and
+/// whether the system recovered once the last fault was over. The report's `servers` object.
+public struct ServerReport: Sendable, Codable, Equatable {
+    /// One node's totals, or all nodes' (``total``).
+    public struct Node: Sendable, Codable, Equatable {
+        /// The node's index; −1 for the total.
+        public var node: Int
+        /// Logins that arrived (offered load) and that were served (goodput, wasted ones included).
+        public var offeredLogins: Int
+        public var completedLogins: Int
+        /// Logins served after their client had stopped waiting for the answer: work done for nobody.
+        public var wastedLogins: Int
+        /// Logins refused by admission control (busy), and dropped unserved because they expired in the queue.
+        public var refusedLogins: Int
+        public var shedLogins: Int
+        public var heartbeats: Int
+        /// Heartbeats that arrived in time but were served after the room had dropped their member.
+        public var lateHeartbeats: Int
+        /// Members dropped for silence while their client could still reach the server: peers saw them leave and
+        /// join again.
+        public var falseDepartures: Int
+        /// Messages served, of every kind.
+        public var messages: Int
+        /// The most messages waiting for a worker at once (for the total: the largest node's).
+        public var peakQueue: Int
+        /// How long messages waited for a worker.
+        public var queueDelay: LatencySummary
+        /// The most logins offered, and served, in one second.
+        public var offeredLoginsPerSecondPeak: Int
+        public var completedLoginsPerSecondPeak: Int
+    }
+
+    /// One second of the run, over all nodes.
+    public struct Second: Sendable, Codable, Equatable {
+        public var second: Int
+        public var offeredLogins: Int
+        public var completedLogins: Int
+        public var wastedLogins: Int
+        public var refusedLogins: Int
+        /// The sum over nodes of each one's longest queue during the second.
+        public var queue: Int
+        public var falseDepartures: Int
+    }
+
+    /// The capacity, admission and queue bound, as written on the command line.
+    public var policy: String
+    public var total: Node
+    public var nodes: [Node]
+    /// When the last fault of the timeline ended (seconds from the start; the run's end if one never did), if the
+    /// timeline has faults.
+    public var lastFaultEndSeconds: Double?
+    /// Whether, after the last fault ended, 99 % of the connections online before the first fault were back with the
+    /// queues drained (no message waiting a second for a worker); `nil` without faults.
+    public var recovered: Bool?
+    /// From the end of the last fault to that moment.
+    public var recoverySeconds: Double?
+    /// The faults ended, but for the rest of the run (at least 10 s of it) the nodes completed fewer logins than
+    /// were offered every second: a metastable failure, which the summary calls out.
+    public var sustainedOverload: Bool
+    public var timeSeries: [Second]
+}
+
+extension ServerReport {
+    /// The report of `nodes` (one entry per node; shards' statistics of one node already merged), judged against
+    /// the load statistics' per-second series.
+    init(
+        policy: ServerPolicy,
+        nodes statistics: [ServerNodeStatistics],
+        load: LoadReport?,
+        firstFault: Double?,
+        lastFaultEnd: Double?,
+        end: Double
+    ) {
+        self.policy = [
+            "nodes=\(policy.nodes)",
+            policy.capacity.map { "capacity \($0.text)" },
+            policy.admission.map { "admission \($0.text)" },
+            policy.maxQueue.map { "max-queue \($0.roomLinkText)" },
+            policy.shedExpired ? "shed-expired" : nil,
+        ].compactMap(\.self).joined(separator: "; ")
+        nodes = statistics.enumerated().map { Self.node($0.offset, $0.element) }
+        var merged = statistics.first ?? ServerNodeStatistics(origin: .zero)
+        for other in statistics.dropFirst() { merged.merge(other) }
+        total = Self.node(-1, merged)
+        total.peakQueue = nodes.map(\.peakQueue).max() ?? 0
+        let seconds = Int(end.rounded(.up))
+        timeSeries = (0..<max(seconds, merged.seconds.count)).map { index in
+            let row = index < merged.seconds.count ? merged.seconds[index] : ServerNodeStatistics.Second()
+            return Second(
+                second: index,
+                offeredLogins: row.offered,
+                completedLogins: row.completed,
+                wastedLogins: row.wasted,
+                refusedLogins: row.refused,
+                queue: row.queuePeak,
+                falseDepartures: row.falseDepartures
+            )
+        }
+        self.lastFaultEndSeconds = lastFaultEnd
+        recovered = nil
+        recoverySeconds = nil
+        sustainedOverload = false
+        guard let lastFaultEnd, let firstFault else { return }
+        // Overload that outlives its trigger: every second from the end of the faults on, fewer logins served than
+        // offered (and at least ten such seconds, so that a run ending just after its faults is not judged).
+        let after = timeSeries.filter { Double($0.second) >= lastFaultEnd.rounded(.up) }
+        sustainedOverload =
+            after.count >= 10 && after.allSatisfy { $0.completedLogins < $0.offeredLogins }
+        guard let series = load?.timeSeries, !series.isEmpty else { return }
+        let before = series.filter { Double($0.second) < firstFault }.map(\.online).max() ?? 0
+        let wanted = Int((Double(before) * 0.99).rounded(.up))
+        let firstBack = series.first { row in
+            Double(row.second) + 1 >= lastFaultEnd && row.online >= wanted
+                && (row.second >= merged.seconds.count || merged.seconds[row.second].maxWaitNanoseconds < 1_000_000_000)
+        }
+        recovered = firstBack != nil && !sustainedOverload
+        recoverySeconds = firstBack.map { max(0, Double($0.second + 1) - lastFaultEnd) }
+    }
+
+    private static func node(_ index: Int, _ statistics: ServerNodeStatistics) -> Node {
+        Node(
+            node: index,
+            offeredLogins: statistics.offeredLogins,
+            completedLogins: statistics.completedLogins,
+            wastedLogins: statistics.wastedLogins,
+            refusedLogins: statistics.refusedLogins,
+            shedLogins: statistics.shedLogins,
+            heartbeats: statistics.heartbeats,
+            lateHeartbeats: statistics.lateHeartbeats,
+            falseDepartures: statistics.falseDepartures,
+            messages: statistics.messages,
+            peakQueue: statistics.peakQueue,
+            queueDelay: statistics.queueDelay.summary,
+            offeredLoginsPerSecondPeak: statistics.seconds.map(\.offered).max() ?? 0,
+            completedLoginsPerSecondPeak: statistics.seconds.map(\.completed).max() ?? 0
+        )
+    }
+
+    /// The time series as CSV, one row per second, with a header: the columns a load report's series adds.
+    public var timeSeriesCSVColumns: (header: String, rows: [String]) {
+        (
+            "offered_logins,completed_logins,wasted_logins,refused_logins,queue,false_departures",
+            timeSeries.map {
+                "\($0.offeredLogins),\($0.completedLogins),\($0.wastedLogins),\($0.refusedLogins),\($0.queue),"
+                    + "\($0.falseDepartures)"
+            }
+        )
+    }
+
+    /// One line for a run's summary.
+    public var summaryLine: String {
+        var line =
+            "servers: \(total.completedLogins)/\(total.offeredLogins) logins served, \(total.wastedLogins) wasted, "
+            + "\(total.refusedLogins) refused, \(total.shedLogins) shed; queue delay \(total.queueDelay.text), "
+            + "peak queue \(total.peakQueue); \(total.falseDepartures) false departures, "
+            + "\(total.lateHeartbeats) late heartbeats"
+        if let recovered {
+            line +=
+                recovered
+                ? "; recovered \(String(format: "%.0f", recoverySeconds ?? 0)) s after the last fault"
+                : "; did NOT recover after the last fault"
+        }
+        if sustainedOverload { line += "\nSUSTAINED OVERLOAD: goodput stayed below the offered load after the trigger ended" }
+        return line
+    }
+}
