@@ -98,4 +98,10 @@ extension EventLogLine: EventLogRepresentable {
         for (key, value) in fields where key == name { if case .string(let text) = value { return text } }
         return nil
     }
+
+    /// The value of the whole-number field `name`, if the line has one.
+    public func integer(_ name: String) -> Int64? {
+        for (key, value) in fields where key == name { if case .integer(let number) = value { return number } }
+        return nil
+    }
 }
