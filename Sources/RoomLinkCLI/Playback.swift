@@ -120,6 +120,10 @@ struct Playback {
                 )
             )
         }
+        if let servers = result.servers, servers.sustainedOverload || servers.recovered == false {
+            // Said even when the summary goes to a report file: the run's main finding.
+            FileHandle.standardError.write(Data(("roomlink: " + servers.summaryLine + "\n").utf8))
+        }
         try afterRun?(result)
         if result.violations > 0 {
             FileHandle.standardError.write(

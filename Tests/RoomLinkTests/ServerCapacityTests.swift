@@ -61,13 +61,19 @@ struct ServerCapacityTests {
         let shed = (0..<3).map { _ in shedding.arrive(.login, at: Self.at(0), answerBy: Self.at(5_000)) }
         #expect(shed.last == .shed)
         #expect(shedding.statistics.wastedLogins == 1 && shedding.statistics.shedLogins == 1)
-        #expect(shedding.arrive(.heartbeat, at: Self.at(0)) == .serve(done: Self.at(6_000).advanced(by: .microseconds(20)), waited: .seconds(6)))
+        #expect(
+            shedding.arrive(.heartbeat, at: Self.at(0))
+                == .serve(done: Self.at(6_000).advanced(by: .microseconds(20)), waited: .seconds(6))
+        )
     }
 
     @Test
     func workersServeInArrivalOrderAndTheBucketRefusesWithTheTimeToTheNextToken() {
         var node = ServerNode(
-            policy: ServerPolicy(capacity: ServerCapacity(workers: 2, login: .milliseconds(10)), admission: AdmissionPolicy(rate: 100, burst: 2)),
+            policy: ServerPolicy(
+                capacity: ServerCapacity(workers: 2, login: .milliseconds(10)),
+                admission: AdmissionPolicy(rate: 100, burst: 2)
+            ),
             loginProcessing: .milliseconds(20)
         )
         #expect(node.arrive(.login, at: Self.at(0)) == .serve(done: Self.at(10), waited: .zero))
@@ -78,7 +84,10 @@ struct ServerCapacityTests {
         #expect(node.statistics.refusedLogins == 1 && node.statistics.offeredLogins == 4)
         // A bounded queue refuses a login that would wait longer, with the excess as the hint.
         var bounded = ServerNode(
-            policy: ServerPolicy(capacity: ServerCapacity(workers: 1, login: .seconds(1)), maxQueue: .milliseconds(1_500)),
+            policy: ServerPolicy(
+                capacity: ServerCapacity(workers: 1, login: .seconds(1)),
+                maxQueue: .milliseconds(1_500)
+            ),
             loginProcessing: .milliseconds(20)
         )
         #expect(bounded.arrive(.login, at: Self.at(0)) == .serve(done: Self.at(1_000), waited: .zero))
@@ -91,11 +100,19 @@ struct ServerCapacityTests {
     @Test
     func aNodeServesAtMostItsCapacityOfLoginsASecondMeasuredFromTheLog() async throws {
         // One worker at 10 ms a login: 100 logins a second. 1,000 clients log in over 1 s.
-        var plan = Self.plan(clients: 1_000, rooms: 10, duration: "1m", server: ServerPolicy(capacity: ServerCapacity(workers: 1, login: .milliseconds(10))), [])
+        var plan = Self.plan(
+            clients: 1_000,
+            rooms: 10,
+            duration: "1m",
+            server: ServerPolicy(capacity: ServerCapacity(workers: 1, login: .milliseconds(10))),
+            []
+        )
         plan.loginOver = .seconds(1)
         let (events, report) = try await Self.run(try plan.scenario(), attempts: true)
         #expect(report.violations == 0, "\(report.violationSample)")
-        let logins = events.entries.filter { $0.line.string("reason") == "logined" }.map { Int($0.stamped.time.milliseconds / 1_000) }
+        let logins = events.entries.filter { $0.line.string("reason") == "logined" }.map {
+            Int($0.stamped.time.milliseconds / 1_000)
+        }
         #expect(logins.count == 1_000, "every client gets in, in time (30 s login timeout, 10 s of queue)")
         let perSecond = Dictionary(logins.map { ($0, 1) }, uniquingKeysWith: +)
         #expect(perSecond.values.max() == 100, "\(perSecond.sorted { $0.key < $1.key })")
@@ -122,7 +139,10 @@ struct ServerCapacityTests {
                 server: ServerPolicy(capacity: ServerCapacity(workers: 1, login: login)),
                 [try LoadPlan.storm("0.5@1m:10s")]
             )
-            plan.timings = ["heartbeatInterval": .seconds(2), "serverHeartbeatTimeout": .seconds(6), "blackholeDetection": .seconds(5)]
+            plan.timings = [
+                "heartbeatInterval": .seconds(2), "serverHeartbeatTimeout": .seconds(6),
+                "blackholeDetection": .seconds(5),
+            ]
             let (_, report) = try await Self.run(try plan.scenario())
             return try #require(report.servers)
         }
@@ -161,7 +181,9 @@ struct ServerCapacityTests {
         var checked = 0
         for (index, entry) in attempts.enumerated() where entry.line.string("outcome") == "busy" {
             guard
-                let next = attempts[(index + 1)...].first(where: { $0.user == entry.user && $0.line.room == entry.line.room }),
+                let next = attempts[(index + 1)...].first(where: {
+                    $0.user == entry.user && $0.line.room == entry.line.room
+                }),
                 let number = entry.line.integer("n"), next.line.integer("n") == number + 1,
                 let after = entry.line.integer("after_ms"), let nextAfter = next.line.integer("after_ms"),
                 let hint = entry.line.integer("retry_after_ms")
@@ -213,22 +235,32 @@ struct ServerCapacityTests {
         let bad: [(String, String)] = [
             ("workers=0", "--server-capacity workers"), ("workers=4,login=-2ms", "--server-capacity login"),
             ("login=2ms,login=3ms", "--server-capacity"), ("speed=3", "--server-capacity"), ("", "--server-capacity"),
-            ("workers=99999999999999999999", "--server-capacity workers"), ("heartbeat=0", "--server-capacity heartbeat"),
+            ("workers=99999999999999999999", "--server-capacity workers"),
+            ("heartbeat=0", "--server-capacity heartbeat"),
         ]
         for (text, field) in bad {
             #expect(throws: RoomLinkError.self) { try ServerCapacity(parsing: text) }
             do {
                 _ = try ServerCapacity(parsing: text)
             } catch {
-                #expect(error.code == .invalidInput && error.message.hasPrefix(field + ":"), "\(text): \(error.message)")
+                #expect(
+                    error.code == .invalidInput && error.message.hasPrefix(field + ":"),
+                    "\(text): \(error.message)"
+                )
             }
         }
         for text in ["rate=0/s", "burst=10", "rate=5000/s,burst=0", "rate=abc", "rate=1e300/s", "rate=5/h"] {
             #expect(throws: RoomLinkError.self, "\(text)") { try AdmissionPolicy(parsing: text) }
         }
-        #expect(try ServerCapacity(parsing: "workers=4,login=2ms,heartbeat=20us") == ServerCapacity(workers: 4, login: .milliseconds(2)))
+        #expect(
+            try ServerCapacity(parsing: "workers=4,login=2ms,heartbeat=20us")
+                == ServerCapacity(workers: 4, login: .milliseconds(2))
+        )
         #expect(try AdmissionPolicy(parsing: "rate=5000/s,burst=10000") == AdmissionPolicy(rate: 5_000, burst: 10_000))
-        #expect(try AdmissionPolicy(parsing: AdmissionPolicy(rate: 120, burst: 7).text) == AdmissionPolicy(rate: 120, burst: 7))
+        #expect(
+            try AdmissionPolicy(parsing: AdmissionPolicy(rate: 120, burst: 7).text)
+                == AdmissionPolicy(rate: 120, burst: 7)
+        )
         // In a scenario: the field's path.
         let scenarios: [(String, String)] = [
             (#"{"capacity": "workers=x"}"#, "server.capacity workers"), (#"{"nodes": 0}"#, "server.nodes"),

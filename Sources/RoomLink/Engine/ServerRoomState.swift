@@ -121,7 +121,12 @@ public struct ServerRoomState {
             return [.send(.kicked(session: request.session, reason: reason), to: client)]
         }
         guard tokenValid else {
-            return [.send(.loginRejected(session: request.session, attempt: request.attempt, reason: .tokenInvalid), to: client)]
+            return [
+                .send(
+                    .loginRejected(session: request.session, attempt: request.attempt, reason: .tokenInvalid),
+                    to: client
+                )
+            ]
         }
         if request.kind == .resume, members[request.userID]?.session != request.session {
             return [.send(.sessionUnknown(session: request.session), to: client)]
@@ -162,7 +167,12 @@ public struct ServerRoomState {
                 roomSessionID = Self.sessionID(roomID, life: lives)
                 maxMemberCount = request.maxMemberCount
             } else if let cap = maxMemberCount, members.count >= cap {
-                return [.send(.loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached), to: client)]
+                return [
+                    .send(
+                        .loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached),
+                        to: client
+                    )
+                ]
             }
             members[request.userID] = Member(
                 userID: request.userID,
@@ -181,7 +191,15 @@ public struct ServerRoomState {
             request.userStatusNotify
             ? members.values.filter { $0.userID != request.userID && !$0.hidden }.map(\.userID) : []
         effects.append(
-            .send(.loginAccepted(session: request.session, attempt: request.attempt, roomSessionID: roomSessionID, present: present), to: client)
+            .send(
+                .loginAccepted(
+                    session: request.session,
+                    attempt: request.attempt,
+                    roomSessionID: roomSessionID,
+                    present: present
+                ),
+                to: client
+            )
         )
         return effects
     }

@@ -57,8 +57,8 @@ public struct ServerReport: Sendable, Codable, Equatable {
     public var recovered: Bool?
     /// From the end of the last fault to that moment.
     public var recoverySeconds: Double?
-    /// The faults ended, but for the rest of the run (at least 10 s of it) the nodes completed fewer logins than
-    /// were offered every second: a metastable failure, which the summary calls out.
+    /// The faults ended, but for the rest of the run (at least 10 s of it) the nodes completed fewer logins in time
+    /// (goodput) than were offered every second: a metastable failure, which the summary calls out.
     public var sustainedOverload: Bool
     public var timeSeries: [Second]
 }
@@ -104,11 +104,13 @@ extension ServerReport {
         recoverySeconds = nil
         sustainedOverload = false
         guard let lastFaultEnd, let firstFault else { return }
-        // Overload that outlives its trigger: every second from the end of the faults on, fewer logins served than
-        // offered (and at least ten such seconds, so that a run ending just after its faults is not judged).
+        // Overload that outlives its trigger: every second from the end of the faults on, fewer logins served in time
+        // (goodput: completed, less those done for clients that had given up) than offered — and at least ten such
+        // seconds, so that a run ending just after its faults is not judged.
         let after = timeSeries.filter { Double($0.second) >= lastFaultEnd.rounded(.up) }
         sustainedOverload =
-            after.count >= 10 && after.allSatisfy { $0.completedLogins < $0.offeredLogins }
+            after.count >= 10
+            && after.allSatisfy { $0.completedLogins - $0.wastedLogins < $0.offeredLogins }
         guard let series = load?.timeSeries, !series.isEmpty else { return }
         let before = series.filter { Double($0.second) < firstFault }.map(\.online).max() ?? 0
         let wanted = Int((Double(before) * 0.99).rounded(.up))
@@ -163,7 +165,9 @@ extension ServerReport {
                 ? "; recovered \(String(format: "%.0f", recoverySeconds ?? 0)) s after the last fault"
                 : "; did NOT recover after the last fault"
         }
-        if sustainedOverload { line += "\nSUSTAINED OVERLOAD: goodput stayed below the offered load after the trigger ended" }
+        if sustainedOverload {
+            line += "\nSUSTAINED OVERLOAD: goodput stayed below the offered load after the trigger ended"
+        }
         return line
     }
 }

@@ -38,7 +38,9 @@ struct AttemptLineOracle: SpecOracle {
 
     private mutating func check(_ event: LoggedEvent) {
         func fail(_ message: String) {
-            violations.append(Violation(rule: "attempt", time: event.time, user: event.user, room: event.room, message: message))
+            violations.append(
+                Violation(rule: "attempt", time: event.time, user: event.user, room: event.room, message: message)
+            )
         }
         guard let number = event.integers["n"], number >= 1 else { return fail("n must be a whole number from 1") }
         guard let after = event.integers["after_ms"], after >= 0 else {
@@ -46,18 +48,24 @@ struct AttemptLineOracle: SpecOracle {
         }
         let key = event.user + "\u{1F}" + (event.room ?? "")
         if let previous = last[key], number > previous.number, after < previous.after {
-            fail("attempt \(number) was sent at \(after) ms into its episode, before attempt \(previous.number) (\(previous.after) ms)")
+            fail(
+                "attempt \(number) was sent at \(after) ms into its episode, before attempt \(previous.number) (\(previous.after) ms)"
+            )
         }
         last[key] = (number, after)
         guard let outcome = event.strings["outcome"].flatMap(AttemptRecord.Outcome.init(rawValue:)) else {
-            return fail("outcome must be one of \(AttemptRecord.Outcome.allCases.map(\.rawValue).joined(separator: ", "))")
+            return fail(
+                "outcome must be one of \(AttemptRecord.Outcome.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
         }
         guard outcome == .busy else {
             if event.integers["code"] != nil { fail("only a busy attempt carries a code") }
             return
         }
         if !mayBeBusy { fail("busy, but the scenario's server has no admission control or queue bound") }
-        if event.integers["code"] != busyCode { fail("a busy attempt carries code \(busyCode), not \(event.integers["code"].map(String.init) ?? "none")") }
+        if event.integers["code"] != busyCode {
+            fail("a busy attempt carries code \(busyCode), not \(event.integers["code"].map(String.init) ?? "none")")
+        }
         if (event.integers["retry_after_ms"] ?? -1) < 0 { fail("a busy attempt carries retry_after_ms, not negative") }
     }
 }

@@ -145,7 +145,6 @@ public struct Scenario: Sendable, Equatable {
         case heal
     }
 
-
     /// One line of the timeline.
     public struct Entry: Sendable, Equatable {
         public var at: Duration

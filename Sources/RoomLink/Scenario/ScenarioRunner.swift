@@ -588,7 +588,8 @@ public struct ScenarioRunner: Sendable {
         func owns(room roomID: String) -> Bool {
             guard shards > 1 else { return true }
             guard roomID.hasPrefix("room-"), let index = Int(roomID.dropFirst(5)) else { return shard == 0 }
-            return ScenarioRunner.shard(ofRoom: index, server: server.nodes?.policy ?? .unlimited, shards: shards) == shard
+            return ScenarioRunner.shard(ofRoom: index, server: server.nodes?.policy ?? .unlimited, shards: shards)
+                == shard
         }
 
         /// The participants an entry acts on, each with its offset from the entry's time.

@@ -37,8 +37,14 @@ public struct ServerCapacity: Sendable, Hashable {
     /// - Throws: ``RoomLinkError/Code/invalidInput`` naming the entry that is wrong.
     public init(parsing text: String, field: String = "--server-capacity") throws(RoomLinkError) {
         self.init()
-        let expected = "workers=N,login=DURATION,heartbeat=DURATION,other=DURATION (any of them, e.g. workers=4,login=2ms)"
-        for (name, value) in try KeyValueText.parse(text, field: field, names: ["workers", "login", "heartbeat", "other"], expected: expected) {
+        let expected =
+            "workers=N,login=DURATION,heartbeat=DURATION,other=DURATION (any of them, e.g. workers=4,login=2ms)"
+        for (name, value) in try KeyValueText.parse(
+            text,
+            field: field,
+            names: ["workers", "login", "heartbeat", "other"],
+            expected: expected
+        ) {
             if name == "workers" {
                 guard let count = Int(value), (1...Self.maxWorkers).contains(count) else {
                     throw .invalidArgument("\(field) workers", "1 … \(Self.maxWorkers)", got: value)
@@ -47,7 +53,11 @@ public struct ServerCapacity: Sendable, Hashable {
                 continue
             }
             guard let cost = Duration(roomLinkText: value), cost > .zero, cost <= .seconds(60) else {
-                throw .invalidArgument("\(field) \(name)", "a cost above 0 and at most 60s, e.g. 2ms or 20us", got: value)
+                throw .invalidArgument(
+                    "\(field) \(name)",
+                    "a cost above 0 and at most 60s, e.g. 2ms or 20us",
+                    got: value
+                )
             }
             switch name {
             case "login": login = cost
@@ -105,7 +115,11 @@ public struct AdmissionPolicy: Sendable, Hashable {
                 perSecond = 1.0 / 60
             }
             guard let count = Double(number), count.isFinite, count > 0, count * perSecond <= 1e9 else {
-                throw .invalidArgument("\(field) rate", "logins per second above 0 and at most 1e9, e.g. 5000/s", got: value)
+                throw .invalidArgument(
+                    "\(field) rate",
+                    "logins per second above 0 and at most 1e9, e.g. 5000/s",
+                    got: value
+                )
             }
             rate = count * perSecond
         }
@@ -135,7 +149,11 @@ enum KeyValueText {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = pieces[0].trimmingWhitespace
             guard pieces.count == 2, names.contains(name) else {
-                throw .invalidArgument(field, expected, got: part.isEmpty ? "an empty entry in \"\(text)\"" : "\"\(part)\"")
+                throw .invalidArgument(
+                    field,
+                    expected,
+                    got: part.isEmpty ? "an empty entry in \"\(text)\"" : "\"\(part)\""
+                )
             }
             guard seen.insert(name).inserted else {
                 throw .invalidArgument(field, "\(name) once", got: "it twice in \"\(text)\"")

@@ -119,7 +119,9 @@ public struct ServerNodeStatistics: Sendable {
         }
         set {
             let index = second(of: time)
-            if index >= seconds.count { seconds.append(contentsOf: repeatElement(Second(), count: index + 1 - seconds.count)) }
+            if index >= seconds.count {
+                seconds.append(contentsOf: repeatElement(Second(), count: index + 1 - seconds.count))
+            }
             seconds[index] = newValue
         }
     }
