@@ -310,4 +310,68 @@ struct ServerCapacityTests {
         #expect(one.nodes.count == 4 && one.total.wastedLogins > 0)
         #expect(try await servers(shards: 3) == one)
     }
+
+    // MARK: - What the model shows (docs/server-capacity.md, at a hundredth of its scale)
+
+    /// 400 clients, all dropped at 1 m for 10 s, against one worker at 100 ms a login (10 a second) with a 5 s
+    /// attempt timeout: attempts after the first logins, whether it recovered and in how long, and the verdict.
+    static func storm(
+        retry: String,
+        shedExpired: Bool = false,
+        admission: AdmissionPolicy? = nil
+    ) async throws -> (attempts: Int, recovery: Double?, sustained: Bool) {
+        var plan = Self.plan(
+            clients: 400,
+            rooms: 4,
+            duration: "6m",
+            server: ServerPolicy(
+                capacity: ServerCapacity(workers: 1, login: .milliseconds(100)),
+                admission: admission,
+                shedExpired: shedExpired
+            ),
+            [try LoadPlan.storm("1.0@1m:10s")]
+        )
+        plan.loginOver = .seconds(60)
+        plan.retryJSON = try LoadPlan.retryJSON(retry)
+        let (_, report) = try await Self.run(try plan.scenario())
+        let servers = try #require(report.servers)
+        #expect(report.violations == 0, "\(report.violationSample)")
+        return (servers.total.offeredLogins - 400, servers.recoverySeconds, servers.sustainedOverload)
+    }
+
+    static let noJitter = #"{"strategy": "exponential", "base": "1s", "cap": "30s", "jitter": "none"}"#
+
+    @Test
+    func jitteredBackoffMakesFewerAttemptsAndRecoversSoonerThanNoJitter() async throws {
+        // The AWS study's order, out of a server that drops what nobody waits for: nothing of it is put in.
+        let none = try await Self.storm(retry: Self.noJitter, shedExpired: true)
+        let full = try await Self.storm(retry: "fullJitter:1s:30s", shedExpired: true)
+        let equal = try await Self.storm(retry: "equalJitter:1s:30s", shedExpired: true)
+        let decorrelated = try await Self.storm(retry: "decorrelatedJitter:1s:30s", shedExpired: true)
+        let noneRecovery = try #require(none.recovery)
+        for (name, run) in [("full", full), ("equal", equal), ("decorrelated", decorrelated)] {
+            #expect(
+                run.attempts * 3 < none.attempts * 2,
+                "\(name): \(run.attempts) attempts, no jitter \(none.attempts)"
+            )
+            let recovery = try #require(run.recovery, "\(name) recovered")
+            #expect(recovery * 2 < noneRecovery, "\(name): \(recovery) s, no jitter \(noneRecovery) s")
+        }
+        #expect(full.attempts <= equal.attempts && full.attempts <= decorrelated.attempts, "full jitter: the fewest")
+    }
+
+    @Test
+    func aShortOverloadThatOutlivesItsTriggerIsCalledOutAndAdmissionControlBringsItBack() async throws {
+        // No protection: the queue holds logins nobody waits for, and the storm never ends — whatever the jitter.
+        for retry in [Self.noJitter, "fullJitter:1s:30s"] {
+            let run = try await Self.storm(retry: retry)
+            #expect(run.sustained && run.recovery == nil, "\(retry)")
+        }
+        // A token bucket below capacity, with jitter: refused logins cost nothing, and clients come back.
+        let admitted = try await Self.storm(retry: "fullJitter:1s:30s", admission: AdmissionPolicy(rate: 8, burst: 8))
+        #expect(!admitted.sustained && admitted.recovery != nil)
+        // Dropping what nobody waits for brings it back even without jitter, slowly.
+        let shed = try await Self.storm(retry: Self.noJitter, shedExpired: true)
+        #expect(!shed.sustained && shed.recovery != nil)
+    }
 }

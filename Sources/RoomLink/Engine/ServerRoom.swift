@@ -68,7 +68,10 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             return
         }
         switch node.withLock({ $0.arrive(kind, at: now, answerBy: answerBy) }) {
-        case .serve(let done, _) where done <= now:
+        case .serve(let done, let waited) where done <= now || (kind != .login && waited == .zero):
+            // A cheap message that found a worker free is handled on arrival: its cost (microseconds) still holds
+            // the worker, but a timer per heartbeat to move its answer that much later would cost the run more
+            // than the model is worth. Logins, and every message that queued, are handled when served.
             handle(message, from: client, arrivedAt: now)
         case .serve(let done, _):
             at(done) { room in room.handle(message, from: client, arrivedAt: now) }

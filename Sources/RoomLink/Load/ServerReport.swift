@@ -57,8 +57,8 @@ public struct ServerReport: Sendable, Codable, Equatable {
     public var recovered: Bool?
     /// From the end of the last fault to that moment.
     public var recoverySeconds: Double?
-    /// The faults ended, but for the rest of the run (at least 10 s of it) the nodes completed fewer logins in time
-    /// (goodput) than were offered every second: a metastable failure, which the summary calls out.
+    /// The faults ended, but at the end of the run (its last 30 s, at least 10 s after the faults) the nodes still
+    /// served fewer logins in time (goodput) than were offered: a metastable failure, which the summary calls out.
     public var sustainedOverload: Bool
     public var timeSeries: [Second]
 }
@@ -104,13 +104,14 @@ extension ServerReport {
         recoverySeconds = nil
         sustainedOverload = false
         guard let lastFaultEnd, let firstFault else { return }
-        // Overload that outlives its trigger: every second from the end of the faults on, fewer logins served in time
-        // (goodput: completed, less those done for clients that had given up) than offered — and at least ten such
-        // seconds, so that a run ending just after its faults is not judged.
-        let after = timeSeries.filter { Double($0.second) >= lastFaultEnd.rounded(.up) }
-        sustainedOverload =
-            after.count >= 10
-            && after.allSatisfy { $0.completedLogins - $0.wastedLogins < $0.offeredLogins }
+        // Overload that outlives its trigger: over the run's last 30 s after the faults ended (at least 10 s of them),
+        // logins were still offered and fewer were served in time (goodput: completed, less those done for clients
+        // that had given up) than offered. A system that recovered has settled: its late logins are all served.
+        let after = timeSeries.filter { Double($0.second) >= lastFaultEnd.rounded(.up) && Double($0.second) < end }
+        let tail = after.suffix(30)
+        let offered = tail.reduce(0) { $0 + $1.offeredLogins }
+        let goodput = tail.reduce(0) { $0 + $1.completedLogins - $1.wastedLogins }
+        sustainedOverload = after.count >= 10 && offered > 0 && goodput < offered
         guard let series = load?.timeSeries, !series.isEmpty else { return }
         let before = series.filter { Double($0.second) < firstFault }.map(\.online).max() ?? 0
         let wanted = Int((Double(before) * 0.99).rounded(.up))
