@@ -350,12 +350,16 @@ struct ServerCapacityTests {
         let decorrelated = try await Self.storm(retry: "decorrelatedJitter:1s:30s", shedExpired: true)
         let noneRecovery = try #require(none.recovery)
         for (name, run) in [("full", full), ("equal", equal), ("decorrelated", decorrelated)] {
+            let recovery = try #require(run.recovery, "\(name) recovered")
+            #expect(recovery * 2 < noneRecovery, "\(name): \(recovery) s, no jitter \(noneRecovery) s")
+        }
+        // Fewer calls: full and equal jitter at every scale measured. (Decorrelated jitter too at this scale, but
+        // not at 100,000 clients: its mean delay grows ×1.5 an attempt against full jitter's ×2 — docs/server-capacity.md.)
+        for (name, run) in [("full", full), ("equal", equal)] {
             #expect(
                 run.attempts * 3 < none.attempts * 2,
                 "\(name): \(run.attempts) attempts, no jitter \(none.attempts)"
             )
-            let recovery = try #require(run.recovery, "\(name) recovered")
-            #expect(recovery * 2 < noneRecovery, "\(name): \(recovery) s, no jitter \(noneRecovery) s")
         }
         #expect(full.attempts <= equal.attempts && full.attempts <= decorrelated.attempts, "full jitter: the fewest")
     }

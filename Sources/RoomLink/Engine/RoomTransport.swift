@@ -16,15 +16,6 @@ public protocol RoomTransport: AnyObject, Sendable {
 
     /// Sends `message` from the server of `room` to `client`. Messages to a client whose connection is down are lost.
     func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint)
-
-    /// Whether `client` and the server of `roomID` can reach each other now (its link is up and the room is not cut
-    /// off): a server that drops such a member for silence dropped a live client (a false departure, SPEC §9).
-    func connects(_ client: any ClientEndpoint, toRoom roomID: String) -> Bool
-}
-
-extension RoomTransport {
-    /// Assumes they can: a transport that cannot tell counts no false departures.
-    public func connects(_ client: any ClientEndpoint, toRoom roomID: String) -> Bool { true }
 }
 
 /// Whether a transport took a message.

@@ -17,6 +17,9 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// When each session the room dropped for silence was dropped (capacity modelled only): a heartbeat that
     /// arrived before then but is served after was processed too late.
     private var droppedAt: [SessionID: RuntimeInstant] = [:]
+    /// Heartbeats of each session waiting for a worker (capacity modelled only): a member dropped for silence while
+    /// one waits was dropped by the server's own delay — a false departure.
+    private var queuedHeartbeats: [SessionID: Int] = [:]
 
     init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
@@ -74,7 +77,15 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             // than the model is worth. Logins, and every message that queued, are handled when served.
             handle(message, from: client, arrivedAt: now)
         case .serve(let done, _):
-            at(done) { room in room.handle(message, from: client, arrivedAt: now) }
+            guard case .heartbeat(_, let session, _) = message else {
+                at(done) { room in room.handle(message, from: client, arrivedAt: now) }
+                return
+            }
+            queuedHeartbeats[session, default: 0] += 1
+            at(done) { room in
+                room.queuedHeartbeats[session] = room.queuedHeartbeats[session].flatMap { $0 > 1 ? $0 - 1 : nil }
+                room.handle(message, from: client, arrivedAt: now)
+            }
         case .busy(let retryAfter):
             guard case .login(let request) = message else { return }
             let answer = ServerMessage.busy(session: request.session, attempt: request.attempt, retryAfter: retryAfter)
@@ -158,7 +169,8 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     }
 
     /// The room's deadline timer fired: members silent for the whole timeout go. With capacity modelled, the room
-    /// notes when, and counts those whose client could still reach it (dropped while alive: a false departure).
+    /// notes when, and counts those with a heartbeat still waiting for a worker (dropped while alive, by the
+    /// server's own delay: a false departure).
     private func deadlinePassed() {
         let now = loop.now
         guard let node else {
@@ -168,7 +180,7 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         var falseDepartures = 0
         let effects = state.deadlinePassed(now: now) { member in
             droppedAt[member.session] = now
-            if server.transport?.connects(member.client, toRoom: roomID) ?? false { falseDepartures += 1 }
+            if queuedHeartbeats[member.session] != nil { falseDepartures += 1 }
         }
         if falseDepartures > 0 {
             node.withLock { node in

@@ -83,10 +83,6 @@ public final class SimulatedNetwork: RoomTransport {
         client.loop.runSoon { client.linkChanged(to: state) }
     }
 
-    public func connects(_ client: any ClientEndpoint, toRoom roomID: String) -> Bool {
-        link(of: client) == .up && !isPartitioned(roomID)
-    }
-
     /// Whether `roomID` is cut off from its clients.
     public func isPartitioned(_ roomID: String) -> Bool {
         guard partitionCount.load(ordering: .acquiring) > 0 else { return false }

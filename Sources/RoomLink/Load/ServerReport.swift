@@ -19,8 +19,8 @@ public struct ServerReport: Sendable, Codable, Equatable {
         public var heartbeats: Int
         /// Heartbeats that arrived in time but were served after the room had dropped their member.
         public var lateHeartbeats: Int
-        /// Members dropped for silence while their client could still reach the server: peers saw them leave and
-        /// join again.
+        /// Members dropped for silence while one of their heartbeats was waiting for a worker: live clients the
+        /// server's own delay removed (peers saw them leave, and join again when they reconnected).
         public var falseDepartures: Int
         /// Messages served, of every kind.
         public var messages: Int

@@ -103,7 +103,7 @@ public struct ServerNode: Sendable {
         statistics.lateHeartbeat()
     }
 
-    /// A member was dropped for silence at `time` while its client could still reach the server.
+    /// A member was dropped for silence at `time` while one of its heartbeats waited for a worker.
     public mutating func falseDeparture(at time: RuntimeInstant) {
         statistics.falseDeparture(at: time)
     }

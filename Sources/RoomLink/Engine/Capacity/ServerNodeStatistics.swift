@@ -11,7 +11,7 @@ public struct ServerNodeStatistics: Sendable {
         public var refused = 0
         /// The longest the queue was during the second (messages waiting for a worker).
         public var queuePeak = 0
-        /// Members dropped for silence while their client was alive.
+        /// Members dropped for silence while one of their heartbeats waited for a worker.
         public var falseDepartures = 0
         /// The longest a message that arrived during the second waited for a worker (nanoseconds).
         public var maxWaitNanoseconds: Int64 = 0
