@@ -33,7 +33,9 @@ public struct ServerCapacity: Sendable, Hashable {
 
     /// Reads the text form, `workers=4,login=2ms,heartbeat=20us,other=20us` (any subset, any order).
     ///
-    /// - Parameter field: The field or flag named in errors.
+    /// - Parameters:
+    ///   - text: The capacity, as written on the command line.
+    ///   - field: The field or flag named in errors.
     /// - Throws: ``RoomLinkError/Code/invalidInput`` naming the entry that is wrong.
     public init(parsing text: String, field: String = "--server-capacity") throws(RoomLinkError) {
         self.init()
