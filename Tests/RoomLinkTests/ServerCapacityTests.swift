@@ -379,4 +379,30 @@ struct ServerCapacityTests {
         let shed = try await Self.storm(retry: Self.noJitter, shedExpired: true)
         #expect(!shed.sustained && shed.recovery != nil)
     }
+
+    @Test(.timeLimit(.minutes(10)))
+    func onTheRealClockNodesSharedByLoopsCountEveryLogin() async throws {
+        // Two loops, rooms on both, one node: its lock is what keeps the counts whole (ThreadSanitizer runs this).
+        // Only counts are asserted: how many logins waited or were refused depends on the machine's pace.
+        var plan = Self.plan(
+            clients: 200,
+            rooms: 8,
+            duration: "1m",
+            server: ServerPolicy(
+                capacity: ServerCapacity(workers: 2, login: .milliseconds(5)),
+                admission: AdmissionPolicy(rate: 50, burst: 50)
+            ),
+            [try LoadPlan.storm("0.5@30s:5s")]
+        )
+        plan.loginOver = .seconds(5)
+        let runner = try ScenarioRunner(scenario: try plan.scenario())
+        let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: 0.05)
+        let report = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+            try await runner.run(on: group)
+        }
+        let total = try #require(report.servers).total
+        #expect(total.offeredLogins >= 300, "200 first logins and 100 reconnections at least: \(total)")
+        #expect(total.offeredLogins == total.completedLogins + total.refusedLogins + total.shedLogins)
+        #expect(total.messages >= total.completedLogins + total.heartbeats)
+    }
 }

@@ -23,6 +23,8 @@ struct LoadResult: Codable, Sendable {
     var timerLatenessLoginWindow: LatencySummary?
     var timerLatenessSteady: LatencySummary?
     var load: LoadReport?
+    /// What the server nodes went through, when their capacity was modelled.
+    var servers: ServerReport?
 }
 
 /// The cases of `roomlink-bench load`: `roomlink load`'s plans run through the library, timed.
@@ -80,7 +82,8 @@ enum LoadCases {
             peakRSSBytes: report.peakRSSBytes,
             timerLatenessLoginWindow: loginPhase,
             timerLatenessSteady: report.timerLateness,
-            load: report.load
+            load: report.load,
+            servers: report.servers
         )
     }
 
@@ -117,6 +120,38 @@ enum LoadCases {
         plan.faults = [try LoadPlan.partition("1@2m:60s")]
         return plan
     }
+
+    /// The issue-5 storm on 10 server nodes, without capacity or with 64 workers a node: what the model costs.
+    static func capacityStorm(clients: Int, rooms: Int, capacity: Bool) throws -> LoadPlan {
+        var plan = try virtualStorm(clients: clients, rooms: rooms)
+        plan.server = ServerPolicy(
+            nodes: 10,
+            capacity: capacity
+                ? ServerCapacity(workers: 64, login: .milliseconds(2), heartbeat: .microseconds(20)) : nil
+        )
+        return plan
+    }
+
+    /// The jitter study under contention (docs/server-capacity.md): every client drops at 1 min for 10 s, against
+    /// 10 nodes of one worker at 4 ms a login that drop logins nobody waits for.
+    static func contention(clients: Int, rooms: Int, retry: String) throws -> LoadPlan {
+        var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(10 * 60))
+        plan.retryJSON = try LoadPlan.retryJSON(retry)
+        plan.server = ServerPolicy(
+            nodes: 10,
+            capacity: ServerCapacity(workers: 1, login: .milliseconds(4)),
+            shedExpired: true
+        )
+        plan.faults = [try LoadPlan.storm("1.0@1m:10s")]
+        return plan
+    }
+
+    /// The policies of the contention study: exponential backoff from 1 s, capped at 30 s, four ways.
+    static let contentionPolicies: [(name: String, retry: String)] = [
+        ("no jitter", #"{ "strategy": "exponential", "base": "1s", "cap": "30s", "jitter": "none" }"#),
+        ("full jitter", "fullJitter:1s:30s"), ("equal jitter", "equalJitter:1s:30s"),
+        ("decorrelated jitter", "decorrelatedJitter:1s:30s"),
+    ]
 
     /// The retry policies the jitter comparison puts side by side: the same exponential backoff (1 s doubling to
     /// 10 s) without jitter, with full jitter, and Agora's default (equal jitter).

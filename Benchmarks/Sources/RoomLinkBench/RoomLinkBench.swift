@@ -442,15 +442,19 @@ struct Load: AsyncParsableCommand {
             (targets: timer lateness p99 under 10 ms, under one core). scaled: 100,000 clients on the real clock at \
             time scale 0.01 through a 20-minute storm scenario (storm, outages, a partition). jitter: the same \
             server outage (every room of 10,000 Agora clients cut off for a minute) with no jitter, full jitter and \
-            Agora's equal jitter side by side; --plot-dir writes each one's SVG.
+            Agora's equal jitter side by side; --plot-dir writes each one's SVG. capacity: the virtual storm on 10 \
+            server nodes without capacity and with 64 workers a node, alternating (--runs pairs; target: capacity \
+            costs at most 10 % more wall time). contention: 100,000 clients all dropped for 10 s against 10 nodes of \
+            one worker at 4 ms a login that shed expired logins, with no, full, equal and decorrelated jitter.
             """
     )
 
     enum Case: String, ExpressibleByArgument, CaseIterable {
-        case virtual, real, scaled, jitter
+        case virtual, real, scaled, jitter, capacity, contention
     }
 
-    @Argument(help: "virtual, real, scaled or jitter.") var which: Case
+    @Argument(help: "virtual, real, scaled, jitter, capacity or contention.") var which: Case
+    @Option(help: "capacity: pairs of runs (without, with).") var runs = 1
     @Option(help: "Clients (default: the case's).") var clients: Int?
     @Option(help: "Rooms (default: clients / 100).") var rooms: Int?
     @Option(help: "Virtual clock: simulations sharing the population (default one per core).") var shards: Int =
@@ -496,6 +500,25 @@ struct Load: AsyncParsableCommand {
                 all.append(result)
             }
             results = all
+        case .capacity:
+            let n = clients ?? 1_000_000
+            var all: [LoadResult] = []
+            for _ in 0..<max(1, runs) {
+                for capacity in [false, true] {
+                    let plan = try LoadCases.capacityStorm(clients: n, rooms: rooms ?? n / 100, capacity: capacity)
+                    let name = capacity ? "storm, 10 nodes with capacity" : "storm, 10 nodes, unlimited"
+                    all.append(try await LoadCases.run(name, plan: plan, real: false, shards: shards))
+                }
+            }
+            results = all
+        case .contention:
+            let n = clients ?? 100_000
+            var all: [LoadResult] = []
+            for (name, retry) in LoadCases.contentionPolicies {
+                let plan = try LoadCases.contention(clients: n, rooms: rooms ?? n / 100, retry: retry)
+                all.append(try await LoadCases.run(name, plan: plan, real: false, shards: shards))
+            }
+            results = all
         }
         if json {
             for result in results { printJSON(result) }
@@ -531,6 +554,9 @@ struct Load: AsyncParsableCommand {
             if let delivery = load.deliveryLatency {
                 lines.append("  delivery (cause → callback) p50 / p99 / max \(delivery.text)")
             }
+        }
+        if let servers = result.servers {
+            lines.append("  " + servers.summaryLine.replacingOccurrences(of: "\n", with: "\n  "))
         }
         return lines.joined(separator: "\n")
     }

@@ -102,6 +102,8 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     }
 
     /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
+    /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
+    @inline(__always)
     private func handle(_ message: ClientMessage, from client: any ClientEndpoint, arrivedAt: RuntimeInstant) {
         let now = loop.now
         switch message {

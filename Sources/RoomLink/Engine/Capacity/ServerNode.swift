@@ -90,8 +90,10 @@ public struct ServerNode: Sendable {
             case .other: capacity.other.nanosecondsClamped
             }
         replaceEarliest(with: start + cost)
-        if waited > 0 { waiting.append(start) }
-        statistics.queued(length: waiting.count, at: now)
+        if waited > 0 {
+            waiting.append(start)
+            statistics.queued(length: waiting.count, at: now)  // an empty queue is every second's default
+        }
         let done = RuntimeInstant(nanoseconds: start + cost)
         if kind == .login { statistics.servedLogin(done: done, wasted: answerBy.map { done > $0 } ?? false) }
         statistics.served(kind, waited: waited, arrivedAt: now)
