@@ -1,6 +1,7 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// SPEC §9: server nodes with finite capacity, admission control, and what the report says about them. Virtual time
@@ -97,7 +98,7 @@ struct ServerCapacityTests {
 
     // MARK: - Runs
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"))
     func aNodeServesAtMostItsCapacityOfLoginsASecondMeasuredFromTheLog() async throws {
         // One worker at 50 ms a login: 20 logins a second. 200 clients log in over 1 s.
         var plan = Self.plan(
@@ -127,7 +128,7 @@ struct ServerCapacityTests {
         #expect(servers.total.wastedLogins > 0 && servers.total.wastedLogins <= timeouts)
     }
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"))
     func queuedHeartbeatsTimeMembersOutOnlyWhenTheQueueOutlastsTheHeartbeatTimeout() async throws {
         // Heartbeats every 2 s, members dropped after 6 s of silence. A storm of 100 reconnections against a worker
         // that takes `login` per login queues the heartbeats of everyone else behind them.
@@ -156,7 +157,10 @@ struct ServerCapacityTests {
         #expect(short.total.falseDepartures == 0 && short.total.lateHeartbeats == 0, "\(short.total)")
     }
 
-    @Test(arguments: Scenario.Dialect.allCases)
+    @Test(
+        .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"),
+        arguments: Scenario.Dialect.allCases
+    )
     func busyAnswersCarryTheDialectsCodeAndClientsWaitAtLeastTheHint(dialect: Scenario.Dialect) async throws {
         var plan = Self.plan(
             clients: 200,
@@ -196,7 +200,7 @@ struct ServerCapacityTests {
         #expect(checked > 0)
     }
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"))
     func theDefaultServerChangesNoEventLog() async throws {
         // FNV-1a of the event logs these runs wrote before servers had capacities (and still write).
         let examples: [(String, UInt64)] = [
@@ -342,7 +346,7 @@ struct ServerCapacityTests {
 
     static let noJitter = #"{"strategy": "exponential", "base": "1s", "cap": "30s", "jitter": "none"}"#
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"))
     func jitteredBackoffMakesFewerAttemptsAndRecoversSoonerThanNoJitter() async throws {
         // The AWS study's order, out of a server that drops what nobody waits for: nothing of it is put in.
         let none = try await Self.storm(retry: Self.noJitter, shedExpired: true)
@@ -365,7 +369,7 @@ struct ServerCapacityTests {
         #expect(full.attempts <= equal.attempts && full.attempts <= decorrelated.attempts, "full jitter: the fewest")
     }
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"))
     func aShortOverloadThatOutlivesItsTriggerIsCalledOutAndAdmissionControlBringsItBack() async throws {
         // No protection: the queue holds logins nobody waits for, and the storm never ends — whatever the jitter.
         for retry in [Self.noJitter, "fullJitter:1s:30s"] {
