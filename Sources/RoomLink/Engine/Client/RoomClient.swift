@@ -4,7 +4,9 @@
 /// closed connection at once and a silent one by missed heartbeats, reconnects with its retry policy until the
 /// dialect gives up, and publishes what happened as its dialect's callbacks on ``events()`` and to the
 /// environment's sink. The decisions are the same for every dialect; ``RoomDialect`` supplies the vocabulary, the
-/// defaults and a few switches. Each dialect's public API (``RoomClient/loginRoom(_:config:)``,
+/// defaults and a few switches. The decisions themselves are a value, ``RoomClientState``; the actor feeds it what
+/// happens and carries out what it decides (sends through the transport, timers on its loop, callbacks through its
+/// dialect). Each dialect's public API (``RoomClient/loginRoom(_:config:)``,
 /// ``RoomClient/joinChannel(_:token:role:appID:)``, ``RoomClient/connect(to:token:)``) is an extension of this type.
 ///
 /// Timers and deliveries call it on its loop's thread with no hop; calls from elsewhere hop there like any actor
@@ -22,8 +24,8 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         /// Whether each login attempt's outcome goes to `sink` (``EventSink/recordAttempt(_:from:)``): the event
         /// log's optional `attempt` lines.
         public let logsAttempts: Bool
-        /// `timings` in the engine's terms, converted once.
-        let engine: EngineTimings
+        /// What the clients' decisions go by (``RoomClientState/Rules``), made once.
+        public let rules: RoomClientState.Rules
 
         /// Creates an environment. `timings` and `retryPolicy` default to the dialect's.
         public init(
@@ -42,17 +44,12 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             self.retryPolicy = retryPolicy
             self.sink = sink
             self.bufferingPolicy = bufferingPolicy
-            self.engine = timings.engine
-        }
-
-        /// When a reconnection episode gives up at the latest: the retry timeout, or the policy's `maxElapsed` if
-        /// sooner; `nil` when only the policy's attempts end it.
-        var reconnectLimit: Duration? {
-            switch (engine.retryTimeout, retryPolicy.maxElapsed) {
-            case (let timeout?, let elapsed?): min(timeout, elapsed)
-            case (let timeout?, nil): timeout
-            case (nil, let elapsed): elapsed
-            }
+            self.rules = RoomClientState.Rules(
+                Dialect.self,
+                timings: timings.engine,
+                retryPolicy: retryPolicy,
+                logsAttempts: logsAttempts && sink != nil
+            )
         }
     }
 
@@ -64,14 +61,15 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     public nonisolated let roomMode: Scenario.RoomMode
     public nonisolated let loop: any RuntimeLoop
     let environment: Environment
-    private var random: SeededRandom
+    /// The client's decisions.
+    private(set) var state: RoomClientState
     private var publisher: EventPublisher<Dialect.Event>
-    /// The rooms the client is in or trying to be in, in join order.
-    var rooms: [RoomConnection] = []
+    /// What the client keeps for each room that the decisions do not need: the room's server as the transport
+    /// reaches it, and the room's timers. In join order, as ``RoomClientState/rooms``.
+    private var links: [RoomLink] = []
     private var heartbeat: TimerHandle?
     /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
     private var dataSilence: TimerHandle?
-    private var sessionsStarted: UInt64 = 0
     /// While one message, link change or timer is handled: the time its callbacks carry, read at the first. Every
     /// callback one cause produces has the same time — as in virtual time, where the clock stands still — though on
     /// the real clock `loop.now` moves between two reads.
@@ -81,6 +79,16 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
     /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
     private let engine: @Sendable (RoomClient, Entry) -> Void
+
+    /// One room's server and timers.
+    private struct RoomLink {
+        let roomID: String
+        /// Resolved at the room's first login attempt (and again at the next while the transport finds none).
+        var server: (any RoomEndpoint)?
+        /// The room's one timer (``RoomConnection/timer``).
+        var timer: TimerHandle?
+        var notice: TimerHandle?
+    }
 
     /// Creates a client named `id` on `loop`.
     ///
@@ -105,7 +113,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         self.roomMode = roomMode
         self.loop = loop
         self.environment = environment
-        self.random = SeededRandom(seed: seed, stream: StableHash.fnv1a(id))
+        self.state = RoomClientState(clientID: id, userID: userID ?? id, seed: seed)
         self.publisher = EventPublisher(
             client: id,
             bufferingPolicy: environment.bufferingPolicy,
@@ -134,12 +142,15 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// Events the stream's bounded buffer refused (always 0 with the default unbounded buffering).
     public var droppedEventCount: UInt64 { publisher.droppedCount }
 
+    /// The rooms the client is in or trying to be in, in join order.
+    var rooms: [RoomConnection] { state.rooms }
+
     /// The room IDs the client is in or trying to be in, in join order.
-    public var roomIDs: [String] { rooms.map(\.roomID) }
+    public var roomIDs: [String] { state.rooms.map(\.roomID) }
 
     /// The phase of the client's connection to `roomID`, or `nil` when it is not in the room.
     public func phase(of roomID: String) -> RoomConnection.Phase? {
-        rooms.first { $0.roomID == roomID }?.phase
+        state.index(of: roomID).map { state.rooms[$0].phase }
     }
 
     /// The device's network changed (a new IP address): every joined room closes its connection and reconnects at
@@ -154,9 +165,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     public func shutdown() {
         guard !isShutDown else { return }
         isShutDown = true
-        while !rooms.isEmpty { _ = end(at: rooms.count - 1) }
-        if let dataSilence { loop.cancel(dataSilence) }
-        dataSilence = nil
+        state.shutdown { perform($0) }
         publisher.finish()
     }
 
@@ -165,70 +174,41 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// Starts joining `roomID` (the caller has checked that the dialect allows it): reports ``RoomTransition/joining``
     /// and sends the first attempt.
     func join(_ roomID: String, options: JoinOptions) {
-        var options = options
-        if Dialect.alwaysNotifiesPeers { options.notifiesPeers = true }
-        let room = RoomConnection(
-            roomID: roomID,
-            options: options,
-            session: newSession(),
-            now: loop.now,
-            retry: environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
-        )
-        rooms.append(room)
-        report(.joining, room: roomID)
-        setEpisodeDeadline(roomID, after: environment.engine.loginTimeout)
-        attempt(roomID)
+        links.append(RoomLink(roomID: roomID))
+        state.join(roomID, options: options, at: loop.now, rules: environment.rules) { perform($0) }
     }
 
     /// Leaves `roomID` at once, telling the server if the connection is up (if it is not, peers keep seeing the user
     /// until the server's timeout). Returns `false` when the client is not in the room.
     @discardableResult
     func leave(_ roomID: String) -> Bool {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return false }
-        let phase = rooms[index].phase
-        let room = end(at: index)
-        send(.logout(userID: userID, session: room.session), to: room.server)
-        report(.left(from: phase), room: roomID)
-        return true
+        state.leave(roomID) { perform($0) }
     }
 
     /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
     /// is not in the room.
     @discardableResult
     func renew(_ token: String, roomID: String) -> Bool {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return false }
-        rooms[index].options.token = token
-        send(.renewToken(userID: userID, session: rooms[index].session, token: token), to: rooms[index].server)
-        if rooms[index].phase == .reconnecting { report(.tokenRenewedWhileReconnecting, room: roomID) }
-        return true
+        state.renew(token, roomID: roomID) { perform($0) }
     }
 
     /// Shows or hides the member to its peers in `roomID` (an Agora role change). Returns `false` when the client
     /// is not in the room.
     @discardableResult
     func setHidden(_ hidden: Bool, roomID: String) -> Bool {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return false }
-        guard rooms[index].options.hidden != hidden else { return true }
-        rooms[index].options.hidden = hidden
-        send(.setHidden(userID: userID, session: rooms[index].session, hidden: hidden), to: rooms[index].server)
-        return true
+        state.setHidden(hidden, roomID: roomID) { perform($0) }
     }
 
     /// The client's connections move to a new path (a new IP address, a proxy): every joined room closes its
     /// connection and reconnects at once, reporting `cause`.
     func reconnectAll(cause: LossCause) {
-        for roomID in rooms.map(\.roomID) {
-            guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { continue }
-            connectionLost(at: index, closed: true, cause: cause)
-        }
+        state.reconnectAll(cause: cause, at: loop.now, rules: environment.rules) { perform($0) }
     }
 
     /// Removes `roomID` without reporting it (the dialect reports its own reason), telling the server the member
     /// left.
     func abandon(_ roomID: String) {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        let room = end(at: index)
-        send(.logout(userID: userID, session: room.session), to: room.server)
+        state.abandon(roomID) { perform($0) }
     }
 
     /// Publishes a dialect event directly (a call the dialect refuses, reported as its vendor does).
@@ -265,404 +245,114 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     }
 
     /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
-    /// heartbeat timer.
+    /// heartbeat timer, another of its timers.
     enum Entry {
         case message(ServerMessage, from: String)
         case link(LinkState)
         case route(String, reachable: Bool)
         case heartbeat
+        case timer(RoomClientState.Timer)
     }
 
-    /// Handles an ``Entry`` (``EnginePath`` calls it, compiled for the dialect).
+    /// Hands an ``Entry`` to the client's state (``EnginePath`` calls it, compiled for the dialect).
     func handle(entry: Entry) {
         inStep = true
         defer {
             inStep = false
             stepTime = nil
         }
+        let now = loop.now
         switch entry {
-        case .message(let message, let roomID): receive(message, from: roomID)
-        case .link(let state): linkChanged(state)
-        case .route(let roomID, let reachable): routeChanged(roomID, reachable: reachable)
-        case .heartbeat: heartbeatDue()
+        case .message(let message, let roomID):
+            state.receive(message, from: roomID, at: now, rules: environment.rules) { perform($0) }
+        case .link(let link):
+            state.linkChanged(to: link, at: now, rules: environment.rules) { perform($0) }
+        case .route(let roomID, let reachable):
+            state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) { perform($0) }
+        case .heartbeat:
+            state.heartbeatDue(at: now, rules: environment.rules) { perform($0) }
+        case .timer(let timer):
+            state.timerFired(timer, at: now, rules: environment.rules) { perform($0) }
         }
     }
 
-    private func receive(_ message: ServerMessage, from roomID: String) {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        let now = loop.now
-        switch message {
-        case .loginAccepted(let session, let attempt, let roomSessionID, let present):
-            guard rooms[index].session == session else { return }
-            rooms[index].heard(at: now)
-            // A late answer to an earlier attempt: the client gave up on it (and closed its connection).
-            guard rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt) else { return }
-            attemptEnded(at: index, .ok)
-            cancelTimers(of: index)
-            cancelNotice(of: index)
-            for transition in rooms[index].accepted(roomSessionID: roomSessionID, present: present, at: now) {
-                report(transition, room: roomID)
-            }
-            startHeartbeat()
-        case .loginRejected(let session, let attempt, let reason):
-            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
-            else { return }
-            attemptEnded(at: index, .refused)
-            let phase = rooms[index].phase
-            _ = end(at: index)
-            report(.rejected(reason, from: phase), room: roomID)
-        case .heartbeatAck(let session, let slot):
-            guard rooms[index].session == session else { return }
-            rooms[index].heard(at: now)
-            rooms[index].serverSlot = slot
-        case .sessionUnknown(let session):
-            guard rooms[index].session == session else { return }
-            switch rooms[index].phase {
-            case .joined:
-                connectionLost(at: index, closed: false, cause: .sessionGone)
-            case .reconnecting where rooms[index].attemptInFlight:
-                // The server cannot resume the session: the next attempt starts a new one.
-                rooms[index].fullOnNext = true
-                cancelTimers(of: index)
-                attemptFailed(roomID, .refused)
-            default:
-                return
-            }
-        case .userUpdate(let change, let users, let reason):
-            rooms[index].heard(at: now)
-            // Peer updates do not reach a client resuming its session (LiveKit); it learns the difference when back.
-            guard rooms[index].phase == .joined else { return }
-            if let transition = rooms[index].userUpdate(change, users: users, reason: reason) {
-                report(transition, room: roomID)
-            }
-        case .kicked(let session, let reason):
-            guard rooms[index].session == session else { return }
-            let phase = rooms[index].phase
-            _ = end(at: index)
-            report(.kicked(reason, from: phase), room: roomID)
-        case .tokenWillExpire(let session, let remaining):
-            guard rooms[index].session == session else { return }
-            rooms[index].heard(at: now)
-            report(.tokenWillExpire(remaining: remaining), room: roomID)
-        case .busy(let session, let attempt, let retryAfter):
-            // Admission control: a failed attempt whose next one waits at least as long as the server asked.
-            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
-            else { return }
-            cancelTimers(of: index)
-            attemptFailed(roomID, .busy, notBefore: retryAfter)
-        case .reconnectRequested(let session):
-            guard rooms[index].session == session, rooms[index].phase == .joined else { return }
-            connectionLost(at: index, closed: true, cause: .serverRequest, full: true)
-        }
-    }
+    // MARK: - Carrying out the state's actions
 
-    private func linkChanged(_ state: LinkState) {
-        let watchesData = environment.engine.dataSilenceDetection != nil
-        switch state {
-        case .down, .blackhole:
-            if watchesData {
-                // The data stops: the server notices its absence at once, the client after the detection time.
-                for index in rooms.indices where rooms[index].phase == .joined {
-                    send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index].server)
-                }
-                armDataSilence()
+    /// Carries out one action of the client's state; for a send, says whether the message left.
+    private func perform(_ action: RoomClientState.Action) -> SendOutcome {
+        switch action {
+        case .send(let message, let roomID):
+            return send(message, room: roomID)
+        case .report(let transition, let roomID):
+            report(transition, room: roomID)
+        case .arm(let timer, let deadline):
+            let handle = try? loop.schedule(at: deadline) { [self] in
+                onLoop { client in client.handle(entry: .timer(timer)) }
             }
-            guard state == .down else { return }  // a blackhole looks like an up link: only silence reveals it
-            for roomID in rooms.map(\.roomID) {
-                guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { continue }
-                if watchesData, rooms[index].phase == .joined { continue }  // noticed after the detection time
-                connectionLost(at: index, closed: !watchesData, cause: .closed)
+            switch timer {
+            case .room(let roomID, _):
+                guard let index = link(of: roomID) else { break }
+                if let old = links[index].timer { loop.cancel(old) }
+                links[index].timer = handle
+            case .notice(let roomID):
+                guard let index = link(of: roomID) else { break }
+                if let old = links[index].notice { loop.cancel(old) }
+                links[index].notice = handle
+            case .dataSilence:
+                if let dataSilence { loop.cancel(dataSilence) }
+                dataSilence = handle
             }
-        case .up:
-            if let dataSilence {
-                // Back before the client noticed: the data flows again, and the server hears it.
-                loop.cancel(dataSilence)
-                self.dataSilence = nil
-                for index in rooms.indices where rooms[index].phase == .joined {
-                    send(.connectionResumed(userID: userID, session: rooms[index].session), to: rooms[index].server)
-                }
+        case .cancel(let timer):
+            switch timer {
+            case .room(let roomID, _):
+                guard let index = link(of: roomID), let handle = links[index].timer else { break }
+                loop.cancel(handle)
+                links[index].timer = nil
+            case .notice(let roomID):
+                guard let index = link(of: roomID), let handle = links[index].notice else { break }
+                loop.cancel(handle)
+                links[index].notice = nil
+            case .dataSilence:
+                if let dataSilence { loop.cancel(dataSilence) }
+                dataSilence = nil
             }
-            // The system reports the network back: every room still trying tries again at once.
-            for roomID in rooms.map(\.roomID) {
-                guard let index = rooms.firstIndex(where: { $0.roomID == roomID }), rooms[index].phase != .joined
-                else { continue }
-                if let timer = rooms[index].attemptTimer { loop.cancel(timer) }
-                rooms[index].attemptTimer = nil
-                attempt(roomID)
-            }
-        }
-    }
-
-    /// The path to one room was cut or restored (a room partition). Heartbeats notice it by silence; a dialect that
-    /// watches its data sees the room's data stop — the server sees it too — and declares the room lost after the
-    /// detection time unless the path comes back first. A room already trying keeps its schedule: nothing tells the
-    /// client the path is back.
-    private func routeChanged(_ roomID: String, reachable: Bool) {
-        guard let detection = environment.engine.dataSilenceDetection,
-            let index = rooms.firstIndex(where: { $0.roomID == roomID }), rooms[index].phase == .joined
-        else { return }
-        let session = rooms[index].session
-        if reachable {
-            // The joined room's one timer is this silence timer (attempt timers belong to episodes).
-            guard let timer = rooms[index].attemptTimer else { return }
-            loop.cancel(timer)
-            rooms[index].attemptTimer = nil
-            send(.connectionResumed(userID: userID, session: session), to: rooms[index].server)
-        } else {
-            guard rooms[index].attemptTimer == nil else { return }
-            send(.connectionClosed(userID: userID, session: session), to: rooms[index].server)
-            rooms[index].attemptTimer = arm(at: loop.now.advanced(by: detection)) { client in
-                guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
-                    client.rooms[index].session == session, client.rooms[index].phase == .joined
-                else { return }
-                client.rooms[index].attemptTimer = nil
-                client.connectionLost(at: index, closed: false, cause: .silent)
-            }
-        }
-    }
-
-    /// Arms the data-silence timer, unless it is armed: when it fires, every joined room has lost its connection.
-    private func armDataSilence() {
-        guard dataSilence == nil, let detection = environment.engine.dataSilenceDetection else { return }
-        dataSilence = arm(at: loop.now.advanced(by: detection)) { client in
-            client.dataSilence = nil
-            for roomID in client.rooms.map(\.roomID) {
-                guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
-                    client.rooms[index].phase == .joined
-                else { continue }
-                client.connectionLost(at: index, closed: false, cause: .silent)
-            }
-        }
-    }
-
-    private func heartbeatDue() {
-        let now = loop.now
-        guard !rooms.isEmpty else {
+        case .startHeartbeat(let interval):
+            if heartbeat == nil { heartbeat = try? loop.schedulePeriodic(every: interval, handler: self) }
+        case .stopHeartbeat:
             if let heartbeat { loop.cancel(heartbeat) }
             heartbeat = nil
-            return
-        }
-        let timeout = environment.engine.silenceTimeout
-        // By index, without copying the room list (this runs for every client every interval). Losing a
-        // connection can end only the room at hand (a policy allowing a single attempt), so the index stays put then.
-        var index = 0
-        while index < rooms.count {
-            let count = rooms.count
-            if rooms[index].phase == .joined {
-                if rooms[index].isSilent(at: now, timeout: timeout) {
-                    connectionLost(at: index, closed: false, cause: .silent)
-                } else if send(
-                    .heartbeat(userID: userID, session: rooms[index].session, slot: rooms[index].serverSlot),
-                    to: rooms[index].server
-                )
-                    == .refused, dataSilence == nil
-                {
-                    // A dialect that watches its data (Agora) notices a down link when its data-silence timer fires,
-                    // 4 s after the data stopped, not at the first keep-alive ping that cannot leave.
-                    connectionLost(at: index, closed: true, cause: .closed)
-                }
-            }
-            if rooms.count == count { index += 1 }
-        }
-    }
-
-    // MARK: - Attempts
-
-    /// The connection of room `index` was lost: a joined room starts reconnecting; a room already trying counts
-    /// its attempt in flight as failed. `closed` tells the server (the socket closed under it); `full` starts a
-    /// dialect with reconnect modes in full mode (the server asked for it).
-    private func connectionLost(at index: Int, closed: Bool, cause: LossCause, full: Bool = false) {
-        let roomID = rooms[index].roomID
-        if rooms[index].phase == .joined { cancelTimers(of: index) }  // a partition's silence timer, if armed
-        if closed { send(.connectionClosed(userID: userID, session: rooms[index].session), to: rooms[index].server) }
-        let now = loop.now
-        let retry = environment.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
-        if rooms[index].connectionLost(at: now, retry: retry) {
-            report(.lost(cause), room: roomID)
-            if Dialect.reconnectsInModes {
-                // Full from the start: the first attempt switches, and reports it.
-                if full { rooms[index].fullOnNext = true } else { report(.reconnectMode(.quick), room: roomID) }
-            }
-            if let notice = environment.engine.lostNotice { armLostNotice(roomID, after: notice) }
-            setEpisodeDeadline(roomID, after: environment.reconnectLimit)
-            attempt(roomID)
-        } else if rooms[index].attemptInFlight {
-            attemptFailed(roomID, .refused)
-        }
-    }
-
-    /// Sends one login request for `roomID`, and arms its answer timeout.
-    private func attempt(_ roomID: String) {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        rooms[index].attempt &+= 1
-        if Dialect.reconnectsInModes,
-            let forgotten = rooms[index].switchToFullIfDue(
-                maxAttempts: environment.retryPolicy.maxAttempts,
-                newSession: { newSession() }
+        case .attemptSent(let roomID, let reconnecting, let number):
+            environment.observer?.attempt(
+                client: endpointID,
+                room: roomID,
+                reconnecting: reconnecting,
+                number: number,
+                at: loop.now
             )
-        {
-            report(.reconnectMode(.full), room: roomID)
-            if !forgotten.isEmpty { report(.peersCleared(forgotten), room: roomID) }
+        case .attemptEnded(let record):
+            environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
+        case .ended(let roomID):
+            guard let index = link(of: roomID) else { break }
+            if let timer = links[index].timer { loop.cancel(timer) }
+            if let notice = links[index].notice { loop.cancel(notice) }
+            links.remove(at: index)
         }
-        let room = rooms[index]
-        let kind: LoginRequest.Kind =
-            switch room.phase {
-            case .joining, .joined: .join
-            case .reconnecting where !Dialect.reconnectsInModes: .reconnect
-            case .reconnecting: room.mode == .full ? .join : .resume
-            }
-        let now = loop.now
-        let request = LoginRequest(
-            userID: userID,
-            session: room.session,
-            token: room.options.token,
-            userStatusNotify: room.options.notifiesPeers,
-            maxMemberCount: room.options.maxMemberCount,
-            kind: kind,
-            hidden: room.options.hidden,
-            attempt: room.attempt,
-            answerBy: now.advanced(by: environment.engine.attemptTimeout)
-        )
-        if room.server == nil { rooms[index].server = environment.transport.room(roomID) }
-        rooms[index].attemptSentAt = now
-        guard send(.login(request), to: rooms[index].server) == .sent else {
-            rooms[index].attemptInFlight = true
-            attemptFailed(roomID, .refused)
-            return
+        return .sent
+    }
+
+    /// Where `roomID`'s link is in ``links``.
+    private func link(of roomID: String) -> Int? {
+        links.firstIndex { $0.roomID == roomID }
+    }
+
+    /// Sends `message` to the server of `roomID`; refused when the transport cannot reach it. A login resolves the
+    /// server if the room has none yet.
+    private func send(_ message: ClientMessage, room roomID: String) -> SendOutcome {
+        guard let index = link(of: roomID) else { return .refused }
+        if links[index].server == nil, case .login = message {
+            links[index].server = environment.transport.room(roomID)
         }
-        rooms[index].attemptInFlight = true
-        environment.observer?.attempt(
-            client: endpointID,
-            room: roomID,
-            reconnecting: rooms[index].phase == .reconnecting,
-            number: rooms[index].attemptsMade,
-            at: loop.now
-        )
-        armAttemptTimer(at: index, after: environment.engine.attemptTimeout, answerTimeout: true)
-    }
-
-    /// The attempt in flight for `roomID` failed with `outcome`; the next one waits for the policy's delay, and at
-    /// least `notBefore` (a busy server's hint).
-    private func attemptFailed(_ roomID: String, _ outcome: AttemptRecord.Outcome, notBefore: Duration? = nil) {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        attemptEnded(at: index, outcome, retryAfter: notBefore)
-        let limit =
-            rooms[index].phase == .joining
-            ? (Dialect.firstJoinAttempts ?? environment.retryPolicy.maxAttempts)
-            : environment.retryPolicy.maxAttempts
-        switch rooms[index].attemptFailed(at: loop.now, maxAttempts: limit, notBefore: notBefore) {
-        case .retry(let delay):
-            armAttemptTimer(at: index, after: delay, answerTimeout: false)
-        case .awaitDeadline where rooms[index].episodeDeadline != nil:
-            armAttemptTimer(at: index, after: nil, answerTimeout: false)
-        case .awaitDeadline, .giveUp:
-            giveUp(at: index)
-        }
-    }
-
-    private func giveUp(at index: Int) {
-        let roomID = rooms[index].roomID
-        let phase = rooms[index].phase
-        _ = end(at: index)
-        report(.gaveUp(from: phase), room: roomID)
-    }
-
-    /// Sets the give-up deadline of the room's current episode (none when `limit` is `nil`); the room's attempt
-    /// timers never go past it.
-    private func setEpisodeDeadline(_ roomID: String, after limit: Duration?) {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        rooms[index].episodeDeadline = limit.map { loop.now.advanced(by: $0) }
-    }
-
-    /// Arms room `index`'s one timer: after `delay` (at the episode's deadline if that comes first, or if `delay` is
-    /// `nil`) it gives up when the deadline has come, and otherwise counts the attempt in flight as failed
-    /// (`answerTimeout`) or starts the next attempt.
-    private func armAttemptTimer(at index: Int, after delay: Duration?, answerTimeout: Bool) {
-        let roomID = rooms[index].roomID
-        let tag = rooms[index].attempt
-        let deadline = rooms[index].episodeDeadline
-        var due = delay.map { loop.now.advanced(by: $0) } ?? deadline ?? loop.now
-        if let deadline, deadline < due { due = deadline }
-        if let old = rooms[index].attemptTimer { loop.cancel(old) }
-        rooms[index].attemptTimer = arm(at: due) { client in
-            guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }),
-                client.rooms[index].attempt == tag, client.rooms[index].phase != .joined
-            else { return }
-            client.rooms[index].attemptTimer = nil
-            if let deadline = client.rooms[index].episodeDeadline, client.loop.now >= deadline {
-                client.attemptEnded(at: index, .timeout)
-                client.giveUp(at: index)
-            } else if answerTimeout {
-                if client.rooms[index].attemptInFlight { client.attemptFailed(roomID, .timeout) }
-            } else if !client.rooms[index].attemptInFlight {
-                client.attempt(roomID)
-            }
-        }
-    }
-
-    /// Arms the ``RoomTransition/stillLost`` notice of a reconnection episode that just began.
-    private func armLostNotice(_ roomID: String, after notice: Duration) {
-        guard let index = rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-        if let old = rooms[index].noticeTimer { loop.cancel(old) }
-        rooms[index].noticeTimer = arm(at: loop.now.advanced(by: notice)) { client in
-            guard let index = client.rooms.firstIndex(where: { $0.roomID == roomID }) else { return }
-            client.rooms[index].noticeTimer = nil
-            guard client.rooms[index].phase == .reconnecting else { return }
-            client.report(.stillLost, room: roomID)
-        }
-    }
-
-    /// Hands the outcome of room `index`'s attempt in flight to the sink, when attempts are logged.
-    private func attemptEnded(at index: Int, _ outcome: AttemptRecord.Outcome, retryAfter: Duration? = nil) {
-        guard environment.logsAttempts, rooms[index].attemptInFlight, let sink = environment.sink else { return }
-        let room = rooms[index]
-        let record = AttemptRecord(
-            room: room.roomID,
-            number: room.attemptsMade,
-            reconnecting: room.phase == .reconnecting,
-            after: room.episodeStart.duration(to: room.attemptSentAt),
-            outcome: outcome,
-            retryAfter: outcome == .busy ? retryAfter : nil,
-            busyCode: Dialect.busyCode
-        )
-        sink.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
-    }
-
-    // MARK: - Helpers
-
-    private func newSession() -> SessionID {
-        sessionsStarted += 1
-        return SessionID(rawValue: StableHash.fnv1a("\(endpointID)#\(sessionsStarted)"))
-    }
-
-    private func startHeartbeat() {
-        guard heartbeat == nil, let interval = environment.engine.heartbeatInterval else { return }
-        heartbeat = try? loop.schedulePeriodic(every: interval, handler: self)
-    }
-
-    /// Removes room `index` and cancels its timers; the heartbeat stops at its next beat if no room is left.
-    func end(at index: Int) -> RoomConnection {
-        cancelTimers(of: index)
-        cancelNotice(of: index)
-        return rooms.remove(at: index)
-    }
-
-    private func cancelTimers(of index: Int) {
-        if let timer = rooms[index].attemptTimer { loop.cancel(timer) }
-        rooms[index].attemptTimer = nil
-    }
-
-    /// Cancels the room's ``RoomTransition/stillLost`` notice, which belongs to its episode, not to an attempt.
-    private func cancelNotice(of index: Int) {
-        if let timer = rooms[index].noticeTimer { loop.cancel(timer) }
-        rooms[index].noticeTimer = nil
-    }
-
-    /// Sends `message` to a room's server; refused when the transport cannot reach it. (It takes the endpoint, not
-    /// the room: passing a whole ``RoomConnection`` copies and retains every field, on every heartbeat.)
-    @discardableResult
-    private func send(_ message: ClientMessage, to server: (any RoomEndpoint)?) -> SendOutcome {
-        guard let server else { return .refused }
+        guard let server = links[index].server else { return .refused }
         return environment.transport.send(message, from: self, to: server)
     }
 
@@ -688,24 +378,5 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         }
         // From the cause's deadline (a message's arrival, a timeout) to the callbacks handed to the app.
         if published, let latency = loop.firingLateness { observer.delivered(client: endpointID, latency: latency) }
-    }
-
-    /// Runs `body` on this client at `deadline`; `nil` when the loop has shut down (the run is over).
-    private func arm(
-        at deadline: RuntimeInstant,
-        _ body: @escaping @Sendable (isolated RoomClient) -> Void
-    )
-        -> TimerHandle?
-    {
-        try? loop.schedule(at: deadline) { [self] in
-            onLoop { client in
-                client.inStep = true
-                defer {
-                    client.inStep = false
-                    client.stepTime = nil
-                }
-                body(client)
-            }
-        }
     }
 }

@@ -12,7 +12,7 @@ extension Array {
 }
 
 /// One room of a client as a plain value: its phase, its session, its join or reconnection episode, and the peers
-/// it knows. ``RoomClient`` drives it and carries out what it decides; tests can drive it alone. It speaks in
+/// it knows. ``RoomClientState`` holds one per room and drives it; tests can drive it alone. It speaks in
 /// ``RoomTransition``s, which the client's dialect turns into vendor callbacks.
 ///
 /// Phases: `joining` (a first join: attempts until the login timeout), `joined`, `reconnecting` (attempts until the
@@ -72,15 +72,26 @@ public struct RoomConnection: Sendable {
     var attempt: UInt32 = 0
     /// When the latest attempt was sent.
     var attemptSentAt = RuntimeInstant.zero
-    /// The room's one timer during an episode: the answer timeout or the wait before the next attempt, never later
-    /// than the episode's deadline (where it gives up). One timer, not two, per room that is trying.
-    var attemptTimer: TimerHandle?
-    /// The ``RoomTransition/stillLost`` notice of a reconnection episode (dialects that report one).
-    var noticeTimer: TimerHandle?
+    /// What the room's one timer is armed for, if it is: during an episode the answer timeout or the wait before the
+    /// next attempt (never later than the episode's deadline, where it gives up); for a joined room, the silence
+    /// that follows a cut path. One timer, not two, per room that is trying.
+    public internal(set) var timer: Timer?
+    /// Whether the ``RoomTransition/stillLost`` notice of the current reconnection episode is armed.
+    public internal(set) var noticeArmed = false
     /// When the current join or reconnection episode gives up; `nil` once joined.
-    var episodeDeadline: RuntimeInstant?
-    /// The room's server as the transport reaches it, resolved at the first attempt.
-    var server: (any RoomEndpoint)?
+    public internal(set) var episodeDeadline: RuntimeInstant?
+
+    /// What a room's one timer is armed for. An episode's timers carry the attempt they belong to, so that one
+    /// firing after its attempt was answered (or after the next began) is recognised and ignored.
+    public enum Timer: Sendable, Hashable {
+        /// The answer to attempt `tag` is due: without one, the attempt failed.
+        case answer(attempt: UInt32)
+        /// The wait after attempt `tag` failed is over: the next attempt goes out.
+        case nextAttempt(after: UInt32)
+        /// The path to a joined room was cut: its data is silent, and when this fires the connection of `session`
+        /// is lost (dialects that watch their data).
+        case routeSilence(SessionID)
+    }
 
     /// A room starting its first join at `now`, whose first attempt (never delayed) goes out at once.
     public init(
@@ -118,15 +129,18 @@ public struct RoomConnection: Sendable {
     /// Attempts the current episode has started, the first included.
     public var attemptsMade: Int { episodeRetry?.value.attempts ?? 0 }
 
-    /// Before an attempt of a reconnection in modes: switches to a full reconnection when the server could not
-    /// resume the session or when this is the policy's last attempt, and returns the peers the client forgets
-    /// (`nil` when the mode does not change). A full reconnection takes `newSession`.
-    mutating func switchToFullIfDue(maxAttempts: Int?, newSession: () -> SessionID) -> [String]? {
-        guard phase == .reconnecting, mode == .quick else { return nil }
+    /// Whether the next attempt of a reconnection in modes must be a full one: the server could not resume the
+    /// session, or this is the policy's last attempt.
+    func isFullReconnectionDue(maxAttempts: Int?) -> Bool {
+        guard phase == .reconnecting, mode == .quick else { return false }
         let isLast = maxAttempts.map { attemptsMade >= $0 } ?? false
-        guard fullOnNext || isLast else { return nil }
+        return fullOnNext || isLast
+    }
+
+    /// Switches the reconnection to full mode with the new `session`, and returns the peers the client forgets.
+    mutating func switchToFull(session: SessionID) -> [String] {
         mode = .full
-        session = newSession()
+        self.session = session
         let forgotten = peers
         peers = []
         return forgotten

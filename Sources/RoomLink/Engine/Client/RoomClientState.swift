@@ -1,0 +1,650 @@
+/// Every decision of one client, as a plain value: which rooms it is in and where each connection stands, when it
+/// sends, retries, gives up, and what it reports. ``RoomClient`` feeds it events — an app's call, a server's message,
+/// a change of link or route, a timer — with the time, and carries out the actions it returns; tests drive it alone,
+/// with no clock, loop, transport or actor (as ``ServerRoomState`` is the server's).
+///
+/// Actions come out through `perform`, in the order they must be carried out. One action has an answer: a
+/// ``Action/send(_:room:)`` says whether the message left (``SendOutcome/refused`` when the client's connection is
+/// down), because what the client does next depends on it — a refused login is a failed attempt at once, a refused
+/// heartbeat a lost connection — and answering in place keeps every consequence in the order the client meets it.
+/// Every other action's answer is ignored.
+///
+/// Timers are the caller's: the state asks for one with ``Action/arm(_:at:)`` and hears it back through
+/// ``timerFired(_:at:rules:perform:)``; it recognises, and ignores, a timer it no longer waits for.
+public struct RoomClientState: Sendable {
+    /// What a client does that the state decides.
+    public enum Action: Sendable, Equatable {
+        /// Send `message` to the server of `room`. The answer says whether it left.
+        case send(ClientMessage, room: String)
+        /// Report `transition` of `room` (the dialect turns it into its vendor's callbacks).
+        case report(RoomTransition, room: String)
+        /// Arm `timer` for `deadline`, replacing the one armed for the same purpose, if any.
+        case arm(Timer, at: RuntimeInstant)
+        /// Cancel `timer`.
+        case cancel(Timer)
+        /// Start beating every `interval` (``heartbeatDue(at:rules:perform:)`` at each beat).
+        case startHeartbeat(every: Duration)
+        /// Stop the heartbeat: no room is left.
+        case stopHeartbeat
+        /// A login attempt for `room` left: the `number`th of its join or reconnection episode.
+        case attemptSent(room: String, reconnecting: Bool, number: Int)
+        /// An attempt ended (only when ``Rules/logsAttempts``): the event log's `attempt` line.
+        case attemptEnded(AttemptRecord)
+        /// The client is done with `room`: it forgets the room's server and whatever it kept for it.
+        case ended(room: String)
+    }
+
+    /// A timer the state asks for.
+    public enum Timer: Sendable, Hashable {
+        /// A room's one timer (see ``RoomConnection/Timer``).
+        case room(String, RoomConnection.Timer)
+        /// The ``RoomTransition/stillLost`` notice of a room's reconnection episode.
+        case notice(room: String)
+        /// The client's data stopped (a dialect that watches its data): when this fires, every joined room has
+        /// lost its connection.
+        case dataSilence
+    }
+
+    /// What many clients share and the state decides by: the engine's timings, the retry policy, and the few
+    /// switches a dialect sets. Passed to each call rather than kept, so that a million clients keep one copy.
+    public struct Rules: Sendable {
+        public var timings: EngineTimings
+        public var retryPolicy: RetryPolicy
+        /// Whether every client hears of peers joining and leaving, whatever its options
+        /// (``RoomDialect/alwaysNotifiesPeers``).
+        public var alwaysNotifiesPeers: Bool
+        /// How many attempts a first join makes (``RoomDialect/firstJoinAttempts``); `nil`: the policy's.
+        public var firstJoinAttempts: Int?
+        /// Whether reconnections resume first and go full when that fails (``RoomDialect/reconnectsInModes``).
+        public var reconnectsInModes: Bool
+        /// The dialect's code for a busy server, carried by attempt records.
+        public var busyCode: Int64
+        /// Whether each attempt's outcome becomes an ``Action/attemptEnded(_:)``.
+        public var logsAttempts: Bool
+        /// When a reconnection episode gives up at the latest: the retry timeout, or the policy's `maxElapsed` if
+        /// sooner; `nil` when only the policy's attempts end it.
+        public let reconnectLimit: Duration?
+
+        /// The rules of `Dialect` with these timings, policy and attempt logging.
+        public init<Dialect: RoomDialect>(
+            _ dialect: Dialect.Type,
+            timings: EngineTimings,
+            retryPolicy: RetryPolicy,
+            logsAttempts: Bool = false
+        ) {
+            self.timings = timings
+            self.retryPolicy = retryPolicy
+            self.alwaysNotifiesPeers = Dialect.alwaysNotifiesPeers
+            self.firstJoinAttempts = Dialect.firstJoinAttempts
+            self.reconnectsInModes = Dialect.reconnectsInModes
+            self.busyCode = Dialect.busyCode
+            self.logsAttempts = logsAttempts
+            self.reconnectLimit =
+                switch (timings.retryTimeout, retryPolicy.maxElapsed) {
+                case (let timeout?, let elapsed?): min(timeout, elapsed)
+                case (let timeout?, nil): timeout
+                case (nil, let elapsed): elapsed
+                }
+        }
+    }
+
+    /// What carries out an action; for a send, whether the message left.
+    public typealias Perform = (Action) -> SendOutcome
+
+    /// The device's name: it seeds the client's sessions and its retry jitter.
+    public let clientID: String
+    /// The identity the server knows.
+    public let userID: String
+    /// The rooms the client is in or trying to be in, in join order.
+    public private(set) var rooms: [RoomConnection] = []
+    /// Whether the heartbeat runs.
+    public private(set) var isBeating = false
+    /// Whether the data-silence timer is armed (the client's data stopped, and it has not noticed yet).
+    public private(set) var isDataSilent = false
+    private var random: SeededRandom
+    private var sessionsStarted: UInt64 = 0
+
+    /// A client named `clientID` with no rooms, whose retry jitter is drawn from `seed` (with `clientID`).
+    public init(clientID: String, userID: String, seed: UInt64) {
+        self.clientID = clientID
+        self.userID = userID
+        self.random = SeededRandom(seed: seed, stream: StableHash.fnv1a(clientID))
+    }
+
+    /// The index of `roomID` in ``rooms``.
+    public func index(of roomID: String) -> Int? {
+        rooms.firstIndex { $0.roomID == roomID }
+    }
+
+    // MARK: - The app's calls
+
+    /// Starts joining `roomID` (the caller has checked that its dialect allows it): reports
+    /// ``RoomTransition/joining`` and sends the first attempt.
+    public mutating func join(
+        _ roomID: String,
+        options: JoinOptions,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        var options = options
+        if rules.alwaysNotifiesPeers { options.notifiesPeers = true }
+        let session = newSession()
+        let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
+        rooms.append(RoomConnection(roomID: roomID, options: options, session: session, now: now, retry: retry))
+        _ = perform(.report(.joining, room: roomID))
+        rooms[rooms.count - 1].episodeDeadline = now.advanced(by: rules.timings.loginTimeout)
+        attempt(roomID, at: now, rules: rules, perform: perform)
+    }
+
+    /// Leaves `roomID` at once, telling the server if the connection is up (if it is not, peers keep seeing the user
+    /// until the server's timeout). Returns `false` when the client is not in the room.
+    public mutating func leave(_ roomID: String, perform: Perform) -> Bool {
+        guard let index = index(of: roomID) else { return false }
+        let phase = rooms[index].phase
+        let room = end(at: index, perform: perform)
+        _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID))
+        _ = perform(.report(.left(from: phase), room: roomID))
+        _ = perform(.ended(room: roomID))
+        return true
+    }
+
+    /// Removes `roomID` without reporting it (the dialect reports its own reason), telling the server the member
+    /// left.
+    public mutating func abandon(_ roomID: String, perform: Perform) {
+        guard let index = index(of: roomID) else { return }
+        let room = end(at: index, perform: perform)
+        _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID))
+        _ = perform(.ended(room: roomID))
+    }
+
+    /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
+    /// is not in the room.
+    public mutating func renew(_ token: String, roomID: String, perform: Perform) -> Bool {
+        guard let index = index(of: roomID) else { return false }
+        rooms[index].options.token = token
+        _ = perform(.send(.renewToken(userID: userID, session: rooms[index].session, token: token), room: roomID))
+        if rooms[index].phase == .reconnecting { _ = perform(.report(.tokenRenewedWhileReconnecting, room: roomID)) }
+        return true
+    }
+
+    /// Shows or hides the member to its peers in `roomID` (an Agora role change). Returns `false` when the client
+    /// is not in the room.
+    public mutating func setHidden(_ hidden: Bool, roomID: String, perform: Perform) -> Bool {
+        guard let index = index(of: roomID) else { return false }
+        guard rooms[index].options.hidden != hidden else { return true }
+        rooms[index].options.hidden = hidden
+        _ = perform(.send(.setHidden(userID: userID, session: rooms[index].session, hidden: hidden), room: roomID))
+        return true
+    }
+
+    /// The client's connections move to a new path (a new IP address, a proxy): every joined room closes its
+    /// connection and reconnects at once, reporting `cause`.
+    public mutating func reconnectAll(cause: LossCause, at now: RuntimeInstant, rules: Rules, perform: Perform) {
+        for roomID in rooms.map(\.roomID) {
+            guard let index = index(of: roomID) else { continue }
+            connectionLost(at: index, closed: true, cause: cause, now: now, rules: rules, perform: perform)
+        }
+    }
+
+    /// Forgets every room without telling the server (as if the app were killed) and disarms the client's timers.
+    public mutating func shutdown(perform: Perform) {
+        while !rooms.isEmpty {
+            let room = end(at: rooms.count - 1, perform: perform)
+            _ = perform(.ended(room: room.roomID))
+        }
+        if isDataSilent { _ = perform(.cancel(.dataSilence)) }
+        isDataSilent = false
+    }
+
+    // MARK: - The network
+
+    /// A message from the server of `roomID`.
+    public mutating func receive(
+        _ message: ServerMessage,
+        from roomID: String,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        guard let index = index(of: roomID) else { return }
+        switch message {
+        case .loginAccepted(let session, let attempt, let roomSessionID, let present):
+            guard rooms[index].session == session else { return }
+            rooms[index].heard(at: now)
+            // A late answer to an earlier attempt: the client gave up on it (and closed its connection).
+            guard rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt) else { return }
+            attemptEnded(at: index, .ok, rules: rules, perform: perform)
+            cancelTimer(of: index, perform: perform)
+            cancelNotice(of: index, perform: perform)
+            for transition in rooms[index].accepted(roomSessionID: roomSessionID, present: present, at: now) {
+                _ = perform(.report(transition, room: roomID))
+            }
+            startHeartbeat(rules: rules, perform: perform)
+        case .loginRejected(let session, let attempt, let reason):
+            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
+            else { return }
+            attemptEnded(at: index, .refused, rules: rules, perform: perform)
+            let phase = rooms[index].phase
+            _ = end(at: index, perform: perform)
+            _ = perform(.report(.rejected(reason, from: phase), room: roomID))
+            _ = perform(.ended(room: roomID))
+        case .heartbeatAck(let session, let slot):
+            guard rooms[index].session == session else { return }
+            rooms[index].heard(at: now)
+            rooms[index].serverSlot = slot
+        case .sessionUnknown(let session):
+            guard rooms[index].session == session else { return }
+            switch rooms[index].phase {
+            case .joined:
+                connectionLost(at: index, closed: false, cause: .sessionGone, now: now, rules: rules, perform: perform)
+            case .reconnecting where rooms[index].attemptInFlight:
+                // The server cannot resume the session: the next attempt starts a new one.
+                rooms[index].fullOnNext = true
+                cancelTimer(of: index, perform: perform)
+                attemptFailed(roomID, .refused, at: now, rules: rules, perform: perform)
+            default:
+                return
+            }
+        case .userUpdate(let change, let users, let reason):
+            rooms[index].heard(at: now)
+            // Peer updates do not reach a client resuming its session (LiveKit); it learns the difference when back.
+            guard rooms[index].phase == .joined else { return }
+            if let transition = rooms[index].userUpdate(change, users: users, reason: reason) {
+                _ = perform(.report(transition, room: roomID))
+            }
+        case .kicked(let session, let reason):
+            guard rooms[index].session == session else { return }
+            let phase = rooms[index].phase
+            _ = end(at: index, perform: perform)
+            _ = perform(.report(.kicked(reason, from: phase), room: roomID))
+            _ = perform(.ended(room: roomID))
+        case .tokenWillExpire(let session, let remaining):
+            guard rooms[index].session == session else { return }
+            rooms[index].heard(at: now)
+            _ = perform(.report(.tokenWillExpire(remaining: remaining), room: roomID))
+        case .busy(let session, let attempt, let retryAfter):
+            // Admission control: a failed attempt whose next one waits at least as long as the server asked.
+            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
+            else { return }
+            cancelTimer(of: index, perform: perform)
+            attemptFailed(roomID, .busy, notBefore: retryAfter, at: now, rules: rules, perform: perform)
+        case .reconnectRequested(let session):
+            guard rooms[index].session == session, rooms[index].phase == .joined else { return }
+            connectionLost(
+                at: index,
+                closed: true,
+                cause: .serverRequest,
+                full: true,
+                now: now,
+                rules: rules,
+                perform: perform
+            )
+        }
+    }
+
+    /// The client's own link changed (the operating system tells the SDK at once, except that a blackhole looks like
+    /// an up link).
+    public mutating func linkChanged(to state: LinkState, at now: RuntimeInstant, rules: Rules, perform: Perform) {
+        let watchesData = rules.timings.dataSilenceDetection != nil
+        switch state {
+        case .down, .blackhole:
+            if watchesData {
+                // The data stops: the server notices its absence at once, the client after the detection time.
+                for index in rooms.indices where rooms[index].phase == .joined {
+                    _ = perform(
+                        .send(
+                            .connectionClosed(userID: userID, session: rooms[index].session),
+                            room: rooms[index].roomID
+                        )
+                    )
+                }
+                armDataSilence(at: now, rules: rules, perform: perform)
+            }
+            guard state == .down else { return }  // a blackhole looks like an up link: only silence reveals it
+            for roomID in rooms.map(\.roomID) {
+                guard let index = index(of: roomID) else { continue }
+                if watchesData, rooms[index].phase == .joined { continue }  // noticed after the detection time
+                connectionLost(
+                    at: index,
+                    closed: !watchesData,
+                    cause: .closed,
+                    now: now,
+                    rules: rules,
+                    perform: perform
+                )
+            }
+        case .up:
+            if isDataSilent {
+                // Back before the client noticed: the data flows again, and the server hears it.
+                _ = perform(.cancel(.dataSilence))
+                isDataSilent = false
+                for index in rooms.indices where rooms[index].phase == .joined {
+                    _ = perform(
+                        .send(
+                            .connectionResumed(userID: userID, session: rooms[index].session),
+                            room: rooms[index].roomID
+                        )
+                    )
+                }
+            }
+            // The system reports the network back: every room still trying tries again at once.
+            for roomID in rooms.map(\.roomID) {
+                guard let index = index(of: roomID), rooms[index].phase != .joined else { continue }
+                cancelTimer(of: index, perform: perform)
+                attempt(roomID, at: now, rules: rules, perform: perform)
+            }
+        }
+    }
+
+    /// The path to one room was cut or restored (a room partition). Heartbeats notice it by silence; a dialect that
+    /// watches its data sees the room's data stop — the server sees it too — and declares the room lost after the
+    /// detection time unless the path comes back first. A room already trying keeps its schedule: nothing tells the
+    /// client the path is back.
+    public mutating func routeChanged(
+        toRoom roomID: String,
+        reachable: Bool,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        guard let detection = rules.timings.dataSilenceDetection, let index = index(of: roomID),
+            rooms[index].phase == .joined
+        else { return }
+        let session = rooms[index].session
+        if reachable {
+            // The joined room's one timer is this silence timer (attempt timers belong to episodes).
+            guard rooms[index].timer != nil else { return }
+            cancelTimer(of: index, perform: perform)
+            _ = perform(.send(.connectionResumed(userID: userID, session: session), room: roomID))
+        } else {
+            guard rooms[index].timer == nil else { return }
+            _ = perform(.send(.connectionClosed(userID: userID, session: session), room: roomID))
+            arm(.routeSilence(session), at: index, deadline: now.advanced(by: detection), perform: perform)
+        }
+    }
+
+    // MARK: - Time
+
+    /// A heartbeat is due: each joined room that heard nothing for the silence timeout has lost its connection; the
+    /// others send a heartbeat.
+    public mutating func heartbeatDue(at now: RuntimeInstant, rules: Rules, perform: Perform) {
+        guard !rooms.isEmpty else {
+            if isBeating { _ = perform(.stopHeartbeat) }
+            isBeating = false
+            return
+        }
+        let timeout = rules.timings.silenceTimeout
+        // By index, without copying the room list (this runs for every client every interval). Losing a
+        // connection can end only the room at hand (a policy allowing a single attempt), so the index stays put then.
+        var index = 0
+        while index < rooms.count {
+            let count = rooms.count
+            if rooms[index].phase == .joined {
+                if rooms[index].isSilent(at: now, timeout: timeout) {
+                    connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
+                } else if perform(
+                    .send(
+                        .heartbeat(userID: userID, session: rooms[index].session, slot: rooms[index].serverSlot),
+                        room: rooms[index].roomID
+                    )
+                ) == .refused, !isDataSilent {
+                    // A dialect that watches its data (Agora) notices a down link when its data-silence timer fires,
+                    // 4 s after the data stopped, not at the first keep-alive ping that cannot leave.
+                    connectionLost(at: index, closed: true, cause: .closed, now: now, rules: rules, perform: perform)
+                }
+            }
+            if rooms.count == count { index += 1 }
+        }
+    }
+
+    /// A timer the state asked for fired; one it no longer waits for is ignored.
+    public mutating func timerFired(_ timer: Timer, at now: RuntimeInstant, rules: Rules, perform: Perform) {
+        switch timer {
+        case .dataSilence:
+            guard isDataSilent else { return }
+            isDataSilent = false
+            for roomID in rooms.map(\.roomID) {
+                guard let index = index(of: roomID), rooms[index].phase == .joined else { continue }
+                connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
+            }
+        case .notice(let roomID):
+            guard let index = index(of: roomID), rooms[index].noticeArmed else { return }
+            rooms[index].noticeArmed = false
+            guard rooms[index].phase == .reconnecting else { return }
+            _ = perform(.report(.stillLost, room: roomID))
+        case .room(let roomID, let purpose):
+            guard let index = index(of: roomID), rooms[index].timer == purpose else { return }
+            switch purpose {
+            case .routeSilence(let session):
+                guard rooms[index].session == session, rooms[index].phase == .joined else { return }
+                rooms[index].timer = nil
+                connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
+            case .answer(let tag), .nextAttempt(let tag):
+                guard rooms[index].attempt == tag, rooms[index].phase != .joined else { return }
+                rooms[index].timer = nil
+                if let deadline = rooms[index].episodeDeadline, now >= deadline {
+                    attemptEnded(at: index, .timeout, rules: rules, perform: perform)
+                    giveUp(at: index, perform: perform)
+                } else if case .answer = purpose {
+                    if rooms[index].attemptInFlight {
+                        attemptFailed(roomID, .timeout, at: now, rules: rules, perform: perform)
+                    }
+                } else if !rooms[index].attemptInFlight {
+                    attempt(roomID, at: now, rules: rules, perform: perform)
+                }
+            }
+        }
+    }
+
+    // MARK: - Attempts
+
+    /// The connection of room `index` was lost: a joined room starts reconnecting; a room already trying counts
+    /// its attempt in flight as failed. `closed` tells the server (the socket closed under it); `full` starts a
+    /// dialect with reconnect modes in full mode (the server asked for it).
+    private mutating func connectionLost(
+        at index: Int,
+        closed: Bool,
+        cause: LossCause,
+        full: Bool = false,
+        now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        let roomID = rooms[index].roomID
+        if rooms[index].phase == .joined { cancelTimer(of: index, perform: perform) }  // a partition's silence timer
+        if closed {
+            _ = perform(.send(.connectionClosed(userID: userID, session: rooms[index].session), room: roomID))
+        }
+        let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
+        if rooms[index].connectionLost(at: now, retry: retry) {
+            _ = perform(.report(.lost(cause), room: roomID))
+            if rules.reconnectsInModes {
+                // Full from the start: the first attempt switches, and reports it.
+                if full {
+                    rooms[index].fullOnNext = true
+                } else {
+                    _ = perform(.report(.reconnectMode(.quick), room: roomID))
+                }
+            }
+            if let notice = rules.timings.lostNotice {
+                if rooms[index].noticeArmed { _ = perform(.cancel(.notice(room: roomID))) }
+                rooms[index].noticeArmed = true
+                _ = perform(.arm(.notice(room: roomID), at: now.advanced(by: notice)))
+            }
+            rooms[index].episodeDeadline = rules.reconnectLimit.map { now.advanced(by: $0) }
+            attempt(roomID, at: now, rules: rules, perform: perform)
+        } else if rooms[index].attemptInFlight {
+            attemptFailed(roomID, .refused, at: now, rules: rules, perform: perform)
+        }
+    }
+
+    /// Sends one login request for `roomID`, and arms its answer timeout.
+    private mutating func attempt(_ roomID: String, at now: RuntimeInstant, rules: Rules, perform: Perform) {
+        guard let index = index(of: roomID) else { return }
+        rooms[index].attempt &+= 1
+        if rules.reconnectsInModes, rooms[index].isFullReconnectionDue(maxAttempts: rules.retryPolicy.maxAttempts) {
+            let forgotten = rooms[index].switchToFull(session: newSession())
+            _ = perform(.report(.reconnectMode(.full), room: roomID))
+            if !forgotten.isEmpty { _ = perform(.report(.peersCleared(forgotten), room: roomID)) }
+        }
+        let room = rooms[index]
+        let kind: LoginRequest.Kind =
+            switch room.phase {
+            case .joining, .joined: .join
+            case .reconnecting where !rules.reconnectsInModes: .reconnect
+            case .reconnecting: room.mode == .full ? .join : .resume
+            }
+        let request = LoginRequest(
+            userID: userID,
+            session: room.session,
+            token: room.options.token,
+            userStatusNotify: room.options.notifiesPeers,
+            maxMemberCount: room.options.maxMemberCount,
+            kind: kind,
+            hidden: room.options.hidden,
+            attempt: room.attempt,
+            answerBy: now.advanced(by: rules.timings.attemptTimeout)
+        )
+        rooms[index].attemptSentAt = now
+        rooms[index].attemptInFlight = true
+        guard perform(.send(.login(request), room: roomID)) == .sent else {
+            attemptFailed(roomID, .refused, at: now, rules: rules, perform: perform)
+            return
+        }
+        _ = perform(
+            .attemptSent(
+                room: roomID,
+                reconnecting: rooms[index].phase == .reconnecting,
+                number: rooms[index].attemptsMade
+            )
+        )
+        armAttemptTimer(at: index, after: rules.timings.attemptTimeout, answer: true, now: now, perform: perform)
+    }
+
+    /// The attempt in flight for `roomID` failed with `outcome`; the next one waits for the policy's delay, and at
+    /// least `notBefore` (a busy server's hint).
+    private mutating func attemptFailed(
+        _ roomID: String,
+        _ outcome: AttemptRecord.Outcome,
+        notBefore: Duration? = nil,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        guard let index = index(of: roomID) else { return }
+        attemptEnded(at: index, outcome, retryAfter: notBefore, rules: rules, perform: perform)
+        let limit =
+            rooms[index].phase == .joining
+            ? (rules.firstJoinAttempts ?? rules.retryPolicy.maxAttempts)
+            : rules.retryPolicy.maxAttempts
+        switch rooms[index].attemptFailed(at: now, maxAttempts: limit, notBefore: notBefore) {
+        case .retry(let delay):
+            armAttemptTimer(at: index, after: delay, answer: false, now: now, perform: perform)
+        case .awaitDeadline where rooms[index].episodeDeadline != nil:
+            armAttemptTimer(at: index, after: nil, answer: false, now: now, perform: perform)
+        case .awaitDeadline, .giveUp:
+            giveUp(at: index, perform: perform)
+        }
+    }
+
+    private mutating func giveUp(at index: Int, perform: Perform) {
+        let roomID = rooms[index].roomID
+        let phase = rooms[index].phase
+        _ = end(at: index, perform: perform)
+        _ = perform(.report(.gaveUp(from: phase), room: roomID))
+        _ = perform(.ended(room: roomID))
+    }
+
+    /// Arms room `index`'s one timer: after `delay` (at the episode's deadline if that comes first, or if `delay` is
+    /// `nil`) it gives up when the deadline has come, and otherwise counts the attempt in flight as failed (`answer`)
+    /// or starts the next attempt.
+    private mutating func armAttemptTimer(
+        at index: Int,
+        after delay: Duration?,
+        answer: Bool,
+        now: RuntimeInstant,
+        perform: Perform
+    ) {
+        let tag = rooms[index].attempt
+        let deadline = rooms[index].episodeDeadline
+        var due = delay.map { now.advanced(by: $0) } ?? deadline ?? now
+        if let deadline, deadline < due { due = deadline }
+        arm(answer ? .answer(attempt: tag) : .nextAttempt(after: tag), at: index, deadline: due, perform: perform)
+    }
+
+    /// Arms room `index`'s one timer for `purpose`, replacing the one armed.
+    private mutating func arm(
+        _ purpose: RoomConnection.Timer,
+        at index: Int,
+        deadline: RuntimeInstant,
+        perform: Perform
+    ) {
+        cancelTimer(of: index, perform: perform)
+        rooms[index].timer = purpose
+        _ = perform(.arm(.room(rooms[index].roomID, purpose), at: deadline))
+    }
+
+    /// Hands the outcome of room `index`'s attempt in flight on, when attempts are logged.
+    private func attemptEnded(
+        at index: Int,
+        _ outcome: AttemptRecord.Outcome,
+        retryAfter: Duration? = nil,
+        rules: Rules,
+        perform: Perform
+    ) {
+        guard rules.logsAttempts, rooms[index].attemptInFlight else { return }
+        let room = rooms[index]
+        let record = AttemptRecord(
+            room: room.roomID,
+            number: room.attemptsMade,
+            reconnecting: room.phase == .reconnecting,
+            after: room.episodeStart.duration(to: room.attemptSentAt),
+            outcome: outcome,
+            retryAfter: outcome == .busy ? retryAfter : nil,
+            busyCode: rules.busyCode
+        )
+        _ = perform(.attemptEnded(record))
+    }
+
+    // MARK: - Helpers
+
+    private mutating func newSession() -> SessionID {
+        sessionsStarted += 1
+        return SessionID(rawValue: StableHash.fnv1a("\(clientID)#\(sessionsStarted)"))
+    }
+
+    private mutating func startHeartbeat(rules: Rules, perform: Perform) {
+        guard !isBeating, let interval = rules.timings.heartbeatInterval else { return }
+        isBeating = true
+        _ = perform(.startHeartbeat(every: interval))
+    }
+
+    /// Arms the data-silence timer, unless it is armed.
+    private mutating func armDataSilence(at now: RuntimeInstant, rules: Rules, perform: Perform) {
+        guard !isDataSilent, let detection = rules.timings.dataSilenceDetection else { return }
+        isDataSilent = true
+        _ = perform(.arm(.dataSilence, at: now.advanced(by: detection)))
+    }
+
+    /// Removes room `index` and disarms its timers; the heartbeat stops at its next beat if no room is left. The
+    /// caller reports ``Action/ended(room:)`` once it has sent what the room's end sends.
+    private mutating func end(at index: Int, perform: Perform) -> RoomConnection {
+        cancelTimer(of: index, perform: perform)
+        cancelNotice(of: index, perform: perform)
+        return rooms.remove(at: index)
+    }
+
+    private mutating func cancelTimer(of index: Int, perform: Perform) {
+        guard let purpose = rooms[index].timer else { return }
+        _ = perform(.cancel(.room(rooms[index].roomID, purpose)))
+        rooms[index].timer = nil
+    }
+
+    /// Disarms the room's ``RoomTransition/stillLost`` notice, which belongs to its episode, not to an attempt.
+    private mutating func cancelNotice(of index: Int, perform: Perform) {
+        guard rooms[index].noticeArmed else { return }
+        _ = perform(.cancel(.notice(room: rooms[index].roomID)))
+        rooms[index].noticeArmed = false
+    }
+}
