@@ -244,7 +244,8 @@ struct RoomClientStateTests {
 
         var other = Driver<Zego>()
         other.joined(at: 0)
-        #expect(other.receive(.kicked(session: SessionID(rawValue: 1), reason: .admin), at: 1).isEmpty)  // not its session
+        // A kick of another session changes nothing.
+        #expect(other.receive(.kicked(session: SessionID(rawValue: 1), reason: .admin), at: 1).isEmpty)
         let kicked = other.receive(.kicked(session: other.session, reason: .admin), at: 1)
         #expect(kicked == [.report(.kicked(.admin, from: .joined), room: "r"), .ended(room: "r")])
     }
