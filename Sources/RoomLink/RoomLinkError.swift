@@ -90,6 +90,23 @@ public struct RoomLinkError: Error, Hashable, Sendable, CustomStringConvertible 
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
     public var description: String { message }
 
+    /// The same error, naming `newField` where it named its field: a tool built on RoomLink names a library field
+    /// by its own name for it (`roomlink` says `--clients` where ``LoadPlan`` says `clients`). The message's
+    /// leading "`field`:" changes with it.
+    public func naming(_ newField: String) -> Self {
+        var renamed = self
+        if let field, message.hasPrefix(field + ":") { renamed.message = newField + message.dropFirst(field.count) }
+        renamed.field = newField
+        return renamed
+    }
+
+    /// The same error with its field renamed by `names` (a library field to a tool's name for it); unchanged when
+    /// it names no field in `names`.
+    public func naming(fields names: [String: String]) -> Self {
+        guard let field, let newField = names[field] else { return self }
+        return naming(newField)
+    }
+
     /// An error of kind ``Code/invalidInput`` with no details, for comparisons: `error == .invalidInput`.
     public static var invalidInput: Self { Self(code: .invalidInput, message: "invalid input") }
     /// An error of kind ``Code/ioFailure`` with no details, for comparisons.

@@ -69,19 +69,23 @@ struct Load: AsyncParsableCommand {
         plan.loginOver = loginOver.duration
         plan.network = Scenario.Network(latency: latency.duration, jitter: jitter.duration, loss: loss)
         for text in timing {
-            let (name, value) = try LoadPlan.timing(text)
+            let (name, value) = try LoadPlan.timing(text, field: "--timing")
             plan.timings[name] = value
         }
         plan.server = try serverOptions.apply(to: .unlimited)
-        plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text) }
-        for text in outages { plan.faults.append(try LoadPlan.outages(text)) }
-        for text in storm { plan.faults.append(try LoadPlan.storm(text)) }
-        for text in partition { plan.faults.append(try LoadPlan.partition(text)) }
-        for text in flapping { plan.faults.append(try LoadPlan.flapping(text, end: duration.duration)) }
-        for text in kickStorm { plan.faults.append(try LoadPlan.kickStorm(text)) }
-        for text in tokenWave { plan.faults.append(try LoadPlan.tokenWave(text)) }
+        plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text, field: "--retry") }
+        for text in outages { plan.faults.append(try LoadPlan.outages(text, field: "--outages")) }
+        for text in storm { plan.faults.append(try LoadPlan.storm(text, field: "--storm")) }
+        for text in partition { plan.faults.append(try LoadPlan.partition(text, field: "--partition")) }
+        for text in flapping {
+            plan.faults.append(try LoadPlan.flapping(text, end: duration.duration, field: "--flapping"))
+        }
+        for text in kickStorm { plan.faults.append(try LoadPlan.kickStorm(text, field: "--kick-storm")) }
+        for text in tokenWave { plan.faults.append(try LoadPlan.tokenWave(text, field: "--token-wave")) }
         for text in churn {
-            plan.faults.append(try LoadPlan.churn(text, start: loginOver.duration, end: duration.duration))
+            plan.faults.append(
+                try LoadPlan.churn(text, start: loginOver.duration, end: duration.duration, field: "--churn")
+            )
         }
         return plan
     }
@@ -93,7 +97,7 @@ struct Load: AsyncParsableCommand {
             plan = try self.plan()
             scenario = try plan.scenario()
         } catch {
-            throw fail(error)
+            throw fail(error.naming(fields: ["clients": "--clients", "rooms": "--rooms", "duration": "--duration"]))
         }
         do {
             try saveScenario.map { path throws(RoomLinkError) in try OutputFile(path).write(plan.scenarioJSON()) }

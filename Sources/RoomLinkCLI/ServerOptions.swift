@@ -24,6 +24,11 @@ struct ServerOptions: ParsableArguments {
     @Flag(help: "Drop a queued login whose client stopped waiting before a worker took it up (needs a capacity).")
     var shedExpired = false
 
+    /// The flag of each server field the library names in its errors.
+    static let flags = [
+        "server.nodes": "--server-nodes", "server.maxQueue": "--max-queue", "server.shedExpired": "--shed-expired",
+    ]
+
     /// `policy` with the given flags applied, checked.
     func apply(to policy: ServerPolicy) throws(RoomLinkError) -> ServerPolicy {
         var policy = policy
@@ -34,7 +39,11 @@ struct ServerOptions: ParsableArguments {
         if let admission { policy.admission = try AdmissionPolicy(parsing: admission, field: "--admission") }
         if let maxQueue { policy.maxQueue = maxQueue.duration }
         if shedExpired { policy.shedExpired = true }
-        try policy.validate(at: "")
+        do {
+            try policy.validate()
+        } catch {
+            throw error.naming(fields: Self.flags)
+        }
         return policy
     }
 }

@@ -121,15 +121,15 @@ struct FuzzTests {
             let flag = flags[round % flags.count]
             func parse(_ text: String) throws(RoomLinkError) {
                 switch flag {
-                case "--outages": _ = try LoadPlan.outages(text)
-                case "--storm": _ = try LoadPlan.storm(text)
-                case "--partition": _ = try LoadPlan.partition(text)
-                case "--flapping": _ = try LoadPlan.flapping(text, end: .seconds(600))
-                case "--kick-storm": _ = try LoadPlan.kickStorm(text)
-                case "--token-wave": _ = try LoadPlan.tokenWave(text)
-                case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(600))
-                case "--timing": _ = try LoadPlan.timing(text)
-                default: _ = try LoadPlan.retryJSON(text)
+                case "--outages": _ = try LoadPlan.outages(text, field: flag)
+                case "--storm": _ = try LoadPlan.storm(text, field: flag)
+                case "--partition": _ = try LoadPlan.partition(text, field: flag)
+                case "--flapping": _ = try LoadPlan.flapping(text, end: .seconds(600), field: flag)
+                case "--kick-storm": _ = try LoadPlan.kickStorm(text, field: flag)
+                case "--token-wave": _ = try LoadPlan.tokenWave(text, field: flag)
+                case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(600), field: flag)
+                case "--timing": _ = try LoadPlan.timing(text, field: flag)
+                default: _ = try LoadPlan.retryJSON(text, field: flag)
                 }
             }
             do {

@@ -58,15 +58,15 @@ struct HostileInputTests {
         let parts = flag.split(separator: " ", maxSplits: 1).map(String.init)
         let error = #expect(throws: RoomLinkError.self) {
             switch parts[0] {
-            case "--outages": _ = try LoadPlan.outages(parts[1])
-            case "--kick-storm": _ = try LoadPlan.kickStorm(parts[1])
-            case "--token-wave": _ = try LoadPlan.tokenWave(parts[1])
-            case "--flapping": _ = try LoadPlan.flapping(parts[1], end: .seconds(600))
-            case "--churn": _ = try LoadPlan.churn(parts[1], start: .zero, end: .seconds(600))
-            case "--storm": _ = try LoadPlan.storm(parts[1])
-            case "--partition": _ = try LoadPlan.partition(parts[1])
-            case "--timing": _ = try LoadPlan.timing(parts[1])
-            case "--retry": _ = try LoadPlan.retryJSON(parts[1])
+            case "--outages": _ = try LoadPlan.outages(parts[1], field: parts[0])
+            case "--kick-storm": _ = try LoadPlan.kickStorm(parts[1], field: parts[0])
+            case "--token-wave": _ = try LoadPlan.tokenWave(parts[1], field: parts[0])
+            case "--flapping": _ = try LoadPlan.flapping(parts[1], end: .seconds(600), field: parts[0])
+            case "--churn": _ = try LoadPlan.churn(parts[1], start: .zero, end: .seconds(600), field: parts[0])
+            case "--storm": _ = try LoadPlan.storm(parts[1], field: parts[0])
+            case "--partition": _ = try LoadPlan.partition(parts[1], field: parts[0])
+            case "--timing": _ = try LoadPlan.timing(parts[1], field: parts[0])
+            case "--retry": _ = try LoadPlan.retryJSON(parts[1], field: parts[0])
             default: Issue.record("no parser for \(parts[0])")
             }
         }
@@ -75,14 +75,14 @@ struct HostileInputTests {
     }
 
     @Test
-    func aLoadPlanPastTheLimitsIsNamedByFlag() {
+    func aLoadPlanPastTheLimitsIsNamedByField() {
         #expect(throws: RoomLinkError.self) {
             try LoadPlan(clients: 1_000_000_000, rooms: 1, duration: .seconds(60)).scenario()
         }
         let long = #expect(throws: RoomLinkError.self) {
             try LoadPlan(clients: 10, rooms: 1, duration: .seconds(1_000 * 3_600)).scenario()
         }
-        #expect(long?.field == "--duration")
+        #expect(long?.field == "duration")
     }
 
     // MARK: - Populations that cannot fit

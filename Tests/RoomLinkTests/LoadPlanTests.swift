@@ -137,28 +137,42 @@ struct LoadPlanTests {
         #expect(stable(other) != stable(first), "another seed, another run")
     }
 
+    /// The library names a malformed text by its ``LoadPlan`` field (`roomlink` passes its flag instead, which
+    /// `HostileInputTests` checks).
     @Test(arguments: [
-        ("--storm", "1.5@1m:10s"), ("--storm", "0.5@soon:10s"), ("--outages", "0.1@1m"),
-        ("--outages", "0.1@1m:40s..10s"),
-        ("--flapping", "0.1:20s:1.5"), ("--kick-storm", "0.1"), ("--churn", "0"), ("--retry", "fastest"),
-        ("--retry", "fullJitter:1s"), ("--partition", "0.1@1m"), ("--partition", "2@1m:10s"),
-        ("--timing", "heartbeatInterval"), ("--timing", "heartbeatInterval=soon"),
+        ("storm", "1.5@1m:10s"), ("storm", "0.5@soon:10s"), ("outages", "0.1@1m"),
+        ("outages", "0.1@1m:40s..10s"),
+        ("flapping", "0.1:20s:1.5"), ("kickStorm", "0.1"), ("churn", "0"), ("retry", "fastest"),
+        ("retry", "fullJitter:1s"), ("partition", "0.1@1m"), ("partition", "2@1m:10s"),
+        ("timing", "heartbeatInterval"), ("timing", "heartbeatInterval=soon"),
     ])
-    func aMalformedFlagIsNamedWithItsForm(flag: String, text: String) {
+    func aMalformedFlagIsNamedWithItsForm(field: String, text: String) {
         let error = #expect(throws: RoomLinkError.self) {
-            switch flag {
-            case "--storm": _ = try LoadPlan.storm(text)
-            case "--outages": _ = try LoadPlan.outages(text)
-            case "--flapping": _ = try LoadPlan.flapping(text, end: .seconds(60))
-            case "--kick-storm": _ = try LoadPlan.kickStorm(text)
-            case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(60))
-            case "--partition": _ = try LoadPlan.partition(text)
-            case "--timing": _ = try LoadPlan.timing(text)
+            switch field {
+            case "storm": _ = try LoadPlan.storm(text)
+            case "outages": _ = try LoadPlan.outages(text)
+            case "flapping": _ = try LoadPlan.flapping(text, end: .seconds(60))
+            case "kickStorm": _ = try LoadPlan.kickStorm(text)
+            case "churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(60))
+            case "partition": _ = try LoadPlan.partition(text)
+            case "timing": _ = try LoadPlan.timing(text)
             default: _ = try LoadPlan.retryJSON(text)
             }
         }
-        #expect(error?.message.hasPrefix(flag) == true, "\(String(describing: error?.message))")
+        #expect(error?.field == field)
+        #expect(error?.message.hasPrefix(field + ":") == true, "\(String(describing: error?.message))")
         #expect(error?.message.contains("expected") == true)
+        #expect(error?.message.contains("--") == false, "the library names no flag")
+    }
+
+    @Test
+    func anErrorCanBeRenamedToTheNameATool() throws {
+        let error = #expect(throws: RoomLinkError.self) {
+            try LoadPlan(clients: 0, rooms: 1, duration: .seconds(60)).scenario()
+        }
+        let renamed = try #require(error).naming(fields: ["clients": "--clients"])
+        #expect(renamed.field == "--clients" && renamed.message.hasPrefix("--clients: expected at least 1"))
+        #expect(try #require(error).naming(fields: ["rooms": "--rooms"]).field == "clients", "another field: unchanged")
     }
 
     @Test

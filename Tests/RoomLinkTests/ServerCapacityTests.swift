@@ -237,10 +237,10 @@ struct ServerCapacityTests {
     @Test
     func badCapacityAndAdmissionSpecsAreNamedErrors() throws {
         let bad: [(String, String)] = [
-            ("workers=0", "--server-capacity workers"), ("workers=4,login=-2ms", "--server-capacity login"),
-            ("login=2ms,login=3ms", "--server-capacity"), ("speed=3", "--server-capacity"), ("", "--server-capacity"),
-            ("workers=99999999999999999999", "--server-capacity workers"),
-            ("heartbeat=0", "--server-capacity heartbeat"),
+            ("workers=0", "server.capacity workers"), ("workers=4,login=-2ms", "server.capacity login"),
+            ("login=2ms,login=3ms", "server.capacity"), ("speed=3", "server.capacity"), ("", "server.capacity"),
+            ("workers=99999999999999999999", "server.capacity workers"),
+            ("heartbeat=0", "server.capacity heartbeat"),
         ]
         for (text, field) in bad {
             #expect(throws: RoomLinkError.self) { try ServerCapacity(parsing: text) }

@@ -1,11 +1,12 @@
 import Foundation
 
-/// The text forms of `roomlink load`'s fault and retry flags, read into a ``LoadPlan``. Every error names the flag
-/// and the form it expects.
+/// The text forms of `roomlink load`'s fault and retry flags, read into a ``LoadPlan``. Every error names the form it
+/// expects and the field it read: by default the ``LoadPlan`` name (`outages`), or what the caller passes as `field`
+/// (`roomlink` passes its flag, `--outages`).
 extension LoadPlan {
     /// `SHARE@AT:LENGTH[/OVER]` — LENGTH is `30s`, `10s..2m` (uniform) or `~30s` (exponential with that mean).
-    public static func outages(_ text: String) throws(RoomLinkError) -> Fault {
-        let flag = "--outages"
+    public static func outages(_ text: String, field: String = "outages") throws(RoomLinkError) -> Fault {
+        let flag = field
         let form = "SHARE@AT:LENGTH[/OVER], e.g. 0.1@5m:10s..2m/30s (LENGTH 30s, 10s..2m or ~30s)"
         let (head, over) = try splitOver(text, flag: flag, form: form)
         let (share, at, length) = try shareAtLength(head, flag: flag, form: form)
@@ -13,8 +14,8 @@ extension LoadPlan {
     }
 
     /// `SHARE@AT:LENGTH`, e.g. `0.5@10m:60s`.
-    public static func storm(_ text: String) throws(RoomLinkError) -> Fault {
-        let flag = "--storm"
+    public static func storm(_ text: String, field: String = "storm") throws(RoomLinkError) -> Fault {
+        let flag = field
         let form = "SHARE@AT:LENGTH, e.g. 0.5@10m:60s"
         let (share, rest) = try splitShare(text, flag: flag, form: form)
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
@@ -27,16 +28,20 @@ extension LoadPlan {
     }
 
     /// `SHARE@AT:LENGTH` — SHARE of the rooms, LENGTH as for ``outages(_:)`` (drawn per room), e.g. `0.1@5m:60s`.
-    public static func partition(_ text: String) throws(RoomLinkError) -> Fault {
-        let flag = "--partition"
+    public static func partition(_ text: String, field: String = "partition") throws(RoomLinkError) -> Fault {
+        let flag = field
         let form = "SHARE@AT:LENGTH (a share of the rooms), e.g. 0.1@5m:60s (LENGTH 60s, 30s..2m or ~60s)"
         let (share, at, length) = try shareAtLength(text, flag: flag, form: form)
         return .partition(fraction: share, at: at, length: length)
     }
 
     /// `SHARE:PERIOD:DUTY[@FROM..UNTIL]`, e.g. `0.05:20s:0.3@2m..8m` (the whole run when no window is given).
-    public static func flapping(_ text: String, end: Duration) throws(RoomLinkError) -> Fault {
-        let flag = "--flapping"
+    public static func flapping(
+        _ text: String,
+        end: Duration,
+        field: String = "flapping"
+    ) throws(RoomLinkError) -> Fault {
+        let flag = field
         let form = "SHARE:PERIOD:DUTY[@FROM..UNTIL], e.g. 0.05:20s:0.3@2m..8m"
         let pieces = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let parts = pieces[0].split(separator: ":", omittingEmptySubsequences: false).map(String.init)
@@ -56,21 +61,26 @@ extension LoadPlan {
     }
 
     /// `SHARE@AT[/OVER]`, e.g. `0.2@12m/10s`.
-    public static func kickStorm(_ text: String) throws(RoomLinkError) -> Fault {
-        let (share, at, over) = try shareAtOver(text, flag: "--kick-storm")
+    public static func kickStorm(_ text: String, field: String = "kickStorm") throws(RoomLinkError) -> Fault {
+        let (share, at, over) = try shareAtOver(text, flag: field)
         return .kickStorm(fraction: share, at: at, over: over)
     }
 
     /// `SHARE@AT[/OVER]`, e.g. `0.3@15m/1m`.
-    public static func tokenWave(_ text: String) throws(RoomLinkError) -> Fault {
-        let (share, at, over) = try shareAtOver(text, flag: "--token-wave")
+    public static func tokenWave(_ text: String, field: String = "tokenWave") throws(RoomLinkError) -> Fault {
+        let (share, at, over) = try shareAtOver(text, flag: field)
         return .tokenWave(fraction: share, at: at, over: over)
     }
 
     /// `RATE[:AWAY][@FROM..UNTIL]`: RATE clients log out every second and back in AWAY later (default 30 s), e.g.
     /// `50:20s@1m..20m` (from the end of the login window to the end when no window is given).
-    public static func churn(_ text: String, start: Duration, end: Duration) throws(RoomLinkError) -> Fault {
-        let flag = "--churn"
+    public static func churn(
+        _ text: String,
+        start: Duration,
+        end: Duration,
+        field: String = "churn"
+    ) throws(RoomLinkError) -> Fault {
+        let flag = field
         let form = "RATE[:AWAY][@FROM..UNTIL], e.g. 50:20s@1m..20m"
         let pieces = text.split(separator: "@", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         let parts = pieces[0].split(separator: ":", omittingEmptySubsequences: false).map(String.init)
@@ -83,8 +93,8 @@ extension LoadPlan {
     }
 
     /// `NAME=DURATION`, e.g. `heartbeatInterval=5s` (a timing of the dialect; the scenario reader checks the name).
-    public static func timing(_ text: String) throws(RoomLinkError) -> (String, Duration) {
-        let flag = "--timing"
+    public static func timing(_ text: String, field: String = "timing") throws(RoomLinkError) -> (String, Duration) {
+        let flag = field
         let form = "NAME=DURATION, e.g. heartbeatInterval=5s"
         let parts = text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 2, !parts[0].isEmpty else { throw .invalidArgument(flag, form, got: text) }
@@ -92,8 +102,8 @@ extension LoadPlan {
     }
 
     /// A preset name (`liveKitJS`), a parameterised preset (`fullJitter:100ms:10s`), or a JSON retry object.
-    public static func retryJSON(_ text: String) throws(RoomLinkError) -> String {
-        let flag = "--retry"
+    public static func retryJSON(_ text: String, field: String = "retry") throws(RoomLinkError) -> String {
+        let flag = field
         let names = (RetryPolicy.presets.keys.sorted() + RetryPolicy.parameterizedPresets.sorted())
         let form = "a preset (\(names.joined(separator: ", "))), NAME:BASE:CAP for the AWS ones, or a JSON object"
         if text.hasPrefix("{") { return text }

@@ -58,19 +58,19 @@ public struct LoadPlan: Sendable, Equatable {
     /// - Throws: ``RoomLinkError`` naming what is wrong (no clients, more rooms than clients, a share outside
     ///   (0, 1], a fault after the end, a bad retry object).
     public func scenario() throws(RoomLinkError) -> Scenario {
-        guard clients > 0 else { throw .invalidArgument("--clients", "at least 1", got: "\(clients)") }
+        guard clients > 0 else { throw .invalidArgument("clients", "at least 1", got: "\(clients)") }
         guard clients <= ScenarioLimits.maximumClients else {
-            throw .invalidArgument("--clients", "at most \(ScenarioLimits.maximumClients)", got: "\(clients)")
+            throw .invalidArgument("clients", "at most \(ScenarioLimits.maximumClients)", got: "\(clients)")
         }
         guard duration > .zero, duration <= ScenarioLimits.maximumDuration else {
             throw .invalidArgument(
-                "--duration",
+                "duration",
                 "a duration from 1ns to \(ScenarioLimits.maximumDuration.roomLinkText)",
                 got: duration.roomLinkText
             )
         }
         guard rooms > 0, rooms <= clients else {
-            throw .invalidArgument("--rooms", "between 1 and the number of clients (\(clients))", got: "\(rooms)")
+            throw .invalidArgument("rooms", "between 1 and the number of clients (\(clients))", got: "\(rooms)")
         }
         return try Scenario(json: Data(scenarioJSON().utf8))
     }

@@ -37,7 +37,7 @@ public struct ServerCapacity: Sendable, Hashable {
     ///   - text: The capacity, as written on the command line.
     ///   - field: The field or flag named in errors.
     /// - Throws: ``RoomLinkError/Code/invalidInput`` naming the entry that is wrong.
-    public init(parsing text: String, field: String = "--server-capacity") throws(RoomLinkError) {
+    public init(parsing text: String, field: String = "server.capacity") throws(RoomLinkError) {
         self.init()
         let expected =
             "workers=N,login=DURATION,heartbeat=DURATION,other=DURATION (any of them, e.g. workers=4,login=2ms)"
@@ -96,7 +96,7 @@ public struct AdmissionPolicy: Sendable, Hashable {
     }
 
     /// Reads the text form, `rate=5000/s,burst=10000` (`rate` required; `/s` optional, `/m` for per minute).
-    public init(parsing text: String, field: String = "--admission") throws(RoomLinkError) {
+    public init(parsing text: String, field: String = "server.admission") throws(RoomLinkError) {
         let expected = "rate=N/s[,burst=N], e.g. rate=5000/s,burst=10000"
         var rate: Double?
         var burst: Int?

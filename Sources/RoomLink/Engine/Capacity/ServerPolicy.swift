@@ -45,27 +45,27 @@ public struct ServerPolicy: Sendable, Hashable {
         nodes <= 1 ? 0 : Int(StableHash.fnv1a(roomID) % UInt64(nodes))
     }
 
-    /// Checks the combination, naming the field at fault under `path` (`"server"` in a scenario, `""` for flags).
+    /// Checks the combination, naming the field at fault under `path` (`server.nodes`).
     public func validate(at path: String = "server") throws(RoomLinkError) {
-        func field(_ name: String, _ flag: String) -> String { path.isEmpty ? flag : "\(path).\(name)" }
+        func field(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
         guard (1...ServerPolicy.maxNodes).contains(nodes) else {
-            throw .invalidArgument(field("nodes", "--server-nodes"), "1 … \(Self.maxNodes) nodes", got: "\(nodes)")
+            throw .invalidArgument(field("nodes"), "1 … \(Self.maxNodes) nodes", got: "\(nodes)")
         }
         if let maxQueue {
             guard capacity != nil else {
                 throw .invalidArgument(
-                    field("maxQueue", "--max-queue"),
+                    field("maxQueue"),
                     "a server capacity to bound the queue of (an unlimited node has none)",
                     got: maxQueue.roomLinkText
                 )
             }
             guard maxQueue > .zero else {
-                throw .invalidArgument(field("maxQueue", "--max-queue"), "a positive duration", got: "0")
+                throw .invalidArgument(field("maxQueue"), "a positive duration", got: "0")
             }
         }
         if shedExpired, capacity == nil {
             throw .invalidArgument(
-                field("shedExpired", "--shed-expired"),
+                field("shedExpired"),
                 "a server capacity (only a queued login can expire before it is served)",
                 got: "true"
             )
