@@ -1,4 +1,4 @@
-@_spi(RoomLinkInternals) public import RoomLinkRuntime
+public import RoomLinkRuntime
 
 #if canImport(Glibc)
 import Glibc

@@ -179,3 +179,73 @@ struct ScenarioRunnerTests {
         #expect(events.lines(of: "B").count == 3, "B sees A join and nothing of the 30 s outage")
     }
 }
+
+/// The runner's network is a seam: any transport that injects faults plays a scenario.
+struct ScenarioRunnerNetworkTests {
+    /// A transport that forwards to a simulated network and records the faults it was asked to inject and the
+    /// servers it was asked to serve.
+    final class RecordingNetwork: RoomTransport, NetworkFaults {
+        let inner: SimulatedNetwork
+        let faults = LockedBox<[String]>([])
+        let served = LockedBox(0)
+
+        init(_ plan: ScenarioRunner.NetworkPlan) {
+            inner = SimulatedNetwork(conditions: plan.conditions, seed: plan.seed)
+        }
+
+        func room(_ roomID: String) -> (any RoomEndpoint)? { inner.room(roomID) }
+        func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: any RoomEndpoint) -> SendOutcome {
+            inner.send(message, from: client, to: room)
+        }
+        func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+            inner.send(message, from: room, to: client)
+        }
+        var deliveredCount: Int { inner.deliveredCount }
+        func serve(_ rooms: any RoomDirectory) {
+            served.withLock { $0 += 1 }
+            inner.serve(rooms)
+        }
+        func link(of client: any ClientEndpoint) -> LinkState { inner.link(of: client) }
+        func setLink(_ state: LinkState, for client: any ClientEndpoint) {
+            faults.withLock { $0.append("\(client.endpointID) \(state)") }
+            inner.setLink(state, for: client)
+        }
+        func isPartitioned(_ roomID: String) -> Bool { inner.isPartitioned(roomID) }
+        func setPartitioned(_ cutOff: Bool, room roomID: String) {
+            faults.withLock { $0.append("\(roomID) \(cutOff ? "cut" : "healed")") }
+            inner.setPartitioned(cutOff, room: roomID)
+        }
+    }
+
+    @Test
+    func aRunPlaysItsScenarioThroughTheNetworkItIsGiven() async throws {
+        let json = ScenarioHarness.twoUsers(
+            """
+            { "at": "10s", "user": "A", "action": "networkDown" }, { "at": "40s", "user": "A", "action": "networkUp" },
+            { "at": "2m", "room": "r1", "action": "partition", "for": "30s" }
+            """,
+            end: "5m"
+        )
+        let scenario = try Scenario(json: Data(json.utf8))
+        let (expected, _) = try await ScenarioHarness.run(scenario)
+        let made = LockedBox<[RecordingNetwork]>([])
+        var runner = try ScenarioRunner(scenario: scenario)
+        runner.network = { plan in
+            let network = RecordingNetwork(plan)
+            made.withLock { $0.append(network) }
+            return network
+        }
+        let events = EventCollector()
+        let report = try await SimulationRuntime.withSimulation(seed: scenario.seed) { simulation in
+            try await runner.run(on: simulation, events: events)
+        }
+        let network = try #require(made.withLock { $0.first })
+        #expect(made.withLock { $0.count } == 1)
+        #expect(network.served.withLock { $0 } == 1, "the server asked the network to serve its rooms")
+        #expect(network.faults.withLock { $0 } == ["A down", "A up", "r1 cut", "r1 healed"])
+        #expect(report.messages == network.deliveredCount && report.messages > 0)
+        // The same network underneath: the same story, line for line.
+        #expect(events.jsonLines == expected.jsonLines)
+        #expect(report.violations == 0, "\(report.violationSample)")
+    }
+}

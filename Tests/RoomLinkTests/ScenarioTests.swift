@@ -268,6 +268,12 @@ struct ScenarioTests {
             """
         )
         #expect(scenario.users[0].role == .audience)
-        #expect(scenario.timeline.map(\.action) == [.setClientRole(.broadcaster), .setCloudProxy, .networkChange])
+        #expect(
+            scenario.timeline.map(\.action) == [
+                .vendor(VendorCall("setClientRole", arguments: ["role": "broadcaster"])),
+                .vendor(VendorCall("setCloudProxy")),
+                .networkChange,
+            ]
+        )
     }
 }

@@ -10,7 +10,7 @@ public final class RoomServer: RoomDirectory {
     let shared: Shared
     private let rooms = LockedBox<[String: ServerRoom]>([:])
 
-    /// How rooms reach clients. Held weakly: the transport (a ``SimulatedNetwork``) keeps its server alive.
+    /// How rooms reach clients. Held weakly: the transport keeps its server alive (``RoomTransport/serve(_:)``).
     public var transport: (any RoomTransport)? { shared.transport }
     public var timings: ServerTimings { shared.timings }
 
@@ -68,8 +68,8 @@ public final class RoomServer: RoomDirectory {
     ///
     /// - Parameters:
     ///   - group: Where the rooms run.
-    ///   - transport: How rooms reach clients; a ``SimulatedNetwork`` is attached to this server (and keeps it
-    ///     alive).
+    ///   - transport: How rooms reach clients; the server asks it to route clients' messages to its rooms
+    ///     (``RoomTransport/serve(_:)``), and a ``SimulatedNetwork`` keeps it alive for that.
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
     ///   - policy: The nodes' capacity and admission control (SPEC §9); unlimited by default.
@@ -82,7 +82,7 @@ public final class RoomServer: RoomDirectory {
     ) {
         self.group = group
         self.shared = Shared(timings: timings, transport: transport, auth: auth, policy: policy)
-        (transport as? SimulatedNetwork)?.attach(self)
+        transport.serve(self)
     }
 
     public func room(_ roomID: String) -> any RoomEndpoint {

@@ -16,6 +16,31 @@ public protocol RoomTransport: AnyObject, Sendable {
 
     /// Sends `message` from the server of `room` to `client`. Messages to a client whose connection is down are lost.
     func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint)
+
+    /// Messages the transport has delivered, or will (both directions): a run's message count.
+    var deliveredCount: Int { get }
+
+    /// Routes what clients send to the rooms of `rooms` from now on: the server side of the transport, which a
+    /// ``RoomServer`` calls when it is created with this transport. A transport may keep `rooms` alive (clients
+    /// hold the transport, so a server nobody else names stays up while its clients run).
+    func serve(_ rooms: any RoomDirectory)
+}
+
+/// The faults a transport can inject: what scenarios and load tests do to the path between clients and servers.
+/// Only a transport that controls the path adopts it — ``SimulatedNetwork``, and a proxy in front of a real
+/// server — and a scenario's outages and partitions need one.
+public protocol NetworkFaults: AnyObject, Sendable {
+    /// The link state of `client`.
+    func link(of client: any ClientEndpoint) -> LinkState
+    /// Sets the link of `client` and tells the client (``ClientEndpoint/linkChanged(to:)``) as soon as its loop
+    /// runs. `down` refuses its messages, `blackhole` loses them silently, `up` restores them. Setting the state it
+    /// already has does nothing.
+    func setLink(_ state: LinkState, for client: any ClientEndpoint)
+    /// Whether `roomID` is cut off from its clients.
+    func isPartitioned(_ roomID: String) -> Bool
+    /// Cuts `roomID` off from every client (`true`) or heals it (`false`): messages both ways are lost, and only
+    /// silence reveals it. Setting the state the room already has does nothing.
+    func setPartitioned(_ cutOff: Bool, room roomID: String)
 }
 
 /// Whether a transport took a message.

@@ -18,7 +18,7 @@ import Synchronization
 /// carries the messages between a client and a room on the same loop in one `DelayLine` per loop instead of a
 /// timer each: every such message takes the same time, so they arrive in the order sent, and one FIFO and one timer
 /// carry them all with no allocation per message.
-public final class SimulatedNetwork: RoomTransport {
+public final class SimulatedNetwork: RoomTransport, NetworkFaults {
     private let model: NetworkModel
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up: while none is, sending needs no lock (the common case).
@@ -59,7 +59,7 @@ public final class SimulatedNetwork: RoomTransport {
     /// Connects the network to the servers it carries messages to. A ``RoomServer`` does this when it is created
     /// with this network. The network keeps the server alive (clients hold the network, so a server nobody else
     /// names stays up while its clients run); the server holds the network weakly, so there is no cycle.
-    public func attach(_ rooms: any RoomDirectory) {
+    public func serve(_ rooms: any RoomDirectory) {
         directory.withLock { $0 = rooms }
     }
 

@@ -132,10 +132,9 @@ public struct Scenario: Sendable, Equatable {
         case renewToken(token: String)
         /// The device's network changes (a new IP address): its connections close and it reconnects at once.
         case networkChange
-        /// Agora: the user becomes a broadcaster or an audience member (whom peers do not see).
-        case setClientRole(AgoraClientRole)
-        /// Agora: the app sets a cloud proxy, and the connection moves to it.
-        case setCloudProxy
+        /// A call only one vendor's SDK has (Agora's `setClientRole` and `setCloudProxy`): its dialect carries it
+        /// out, others ignore it.
+        case vendor(VendorCall)
         /// The server asks the user to reconnect in `room` (LiveKit: a full reconnection).
         case requestReconnect(room: String)
         /// The target rooms are cut off from their clients: messages both ways are lost until `heal`, and only
@@ -186,6 +185,11 @@ public struct Scenario: Sendable, Equatable {
         Dictionary(uniqueKeysWithValues: Dialect.allCases.map { ($0, $0.engine.timingNames) })
     }
 
+    /// Every dialect's own calls (``RoomDialect/vendorCalls``): a scenario of any dialect may name them.
+    public static var vendorCalls: [String: VendorCall.Signature] {
+        Dialect.allCases.reduce(into: [:]) { calls, dialect in calls.merge(dialect.engine.vendorCalls) { $1 } }
+    }
+
     /// Reads a scenario from JSON text.
     ///
     /// - Throws: ``RoomLinkError/Code/invalidInput`` naming the first field that is wrong (as a path such as
@@ -209,7 +213,7 @@ extension Scenario.Action {
         case .networkDown, .networkUp, .blackhole, .kick, .expireToken, .networkChange, .requestReconnect, .partition,
             .heal:
             true
-        case .login, .logout, .switchRoom, .renewToken, .setClientRole, .setCloudProxy:
+        case .login, .logout, .switchRoom, .renewToken, .vendor:
             false
         }
     }

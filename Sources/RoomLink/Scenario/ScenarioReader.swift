@@ -9,9 +9,16 @@ struct ScenarioReader {
     private static let userKeys: Set<String> = [
         "id", "userID", "token", "roomMode", "userStatusNotify", "maxMemberCount", "role",
     ]
-    private static let entryKeys: Set<String> = [
-        "at", "user", "action", "room", "rooms", "token", "from", "to", "fraction", "over", "offset", "role",
-        "for",
+    private static let coreEntryKeys: Set<String> = [
+        "at", "user", "action", "room", "rooms", "token", "from", "to", "fraction", "over", "offset", "for",
+    ]
+    /// An entry's fields: the core ones and every dialect's calls' arguments.
+    private static let entryKeys = Scenario.vendorCalls.values.reduce(into: coreEntryKeys) {
+        $0.formUnion($1.arguments.keys)
+    }
+    private static let coreActions = [
+        "login", "logout", "switchRoom", "networkDown", "networkUp", "blackhole", "networkChange", "kick",
+        "requestReconnect", "expireToken", "renewToken",
     ]
     private static let retryKeys: Set<String> = [
         "preset", "strategy", "base", "cap", "multiplier", "jitter", "delays", "jitterFromAttempt", "maxAttempts",
@@ -440,19 +447,25 @@ struct ScenarioReader {
         case "expireToken": return .expireToken
         case "renewToken": return .renewToken(token: try text("token"))
         case "networkChange": return .networkChange
-        case "setClientRole":
-            return .setClientRole(
-                try oneOf(required(fields, "role", at: path), at: "\(path).role", AgoraClientRole.self)
-            )
-        case "setCloudProxy": return .setCloudProxy
         case "requestReconnect": return .requestReconnect(room: try text("room"))
         default:
-            throw .invalidArgument(
-                "\(path).action",
-                "one of: login, logout, switchRoom, networkDown, networkUp, blackhole, networkChange, kick, "
-                    + "requestReconnect, expireToken, renewToken, setClientRole, setCloudProxy, partition, heal",
-                got: "\"\(name)\""
-            )
+            guard let signature = Scenario.vendorCalls[name] else {
+                let names = Self.coreActions + Scenario.vendorCalls.keys.sorted() + ["partition", "heal"]
+                throw .invalidArgument("\(path).action", "one of: \(names.joined(separator: ", "))", got: "\"\(name)\"")
+            }
+            var arguments: [String: String] = [:]
+            for (argument, values) in signature.arguments.sorted(by: { $0.key < $1.key }) {
+                let value = try required(fields, argument, at: path)
+                guard case .string(let text) = value, values.contains(text) else {
+                    throw .invalidArgument(
+                        "\(path).\(argument)",
+                        "one of: \(values.joined(separator: ", "))",
+                        got: value.summary
+                    )
+                }
+                arguments[argument] = text
+            }
+            return .vendor(VendorCall(name, arguments: arguments))
         }
     }
 

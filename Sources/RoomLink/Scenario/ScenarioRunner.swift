@@ -35,6 +35,31 @@ public struct ScenarioRunner: Sendable {
     /// it the log is SPEC §7's.
     public var logsAttempts = false
 
+    /// Makes the network each share of the run talks through, and injects the scenario's faults into: by default
+    /// ``simulatedNetwork(_:)``, the scenario's conditions on a ``SimulatedNetwork``.
+    public var network: @Sendable (NetworkPlan) -> any RoomTransport & NetworkFaults = Self.simulatedNetwork
+
+    /// What a run asks of its network: the scenario's conditions and seed, on the loops of one share.
+    public struct NetworkPlan: Sendable {
+        /// The scenario's `network`.
+        public var conditions: Scenario.Network
+        /// The scenario's seed.
+        public var seed: UInt64
+        /// The loops the share runs on.
+        public var group: any RuntimeLoopGroup
+    }
+
+    /// A ``SimulatedNetwork`` with the plan's conditions. In real time, same-loop messages ride each loop's delay
+    /// line (the order of one instant's arrivals is the clock's there); virtual time keeps a timer per message, so a
+    /// run replays its recorded order exactly.
+    public static func simulatedNetwork(_ plan: NetworkPlan) -> any RoomTransport & NetworkFaults {
+        SimulatedNetwork(
+            conditions: plan.conditions,
+            seed: plan.seed,
+            batchingOn: plan.group is SimulationRuntime ? [] : plan.group.loops
+        )
+    }
+
     /// Prepares a run.
     ///
     /// - Throws: ``RoomLinkError`` naming the user whose `id` is also the name of a population user (`u<i>`).
@@ -229,6 +254,7 @@ public struct ScenarioRunner: Sendable {
             forward: events,
             statistics: statistics,
             logsAttempts: logsAttempts,
+            network: network,
             shard: index,
             of: count
         )
@@ -459,7 +485,7 @@ public struct ScenarioRunner: Sendable {
     /// Everything a run's timers touch, immutable once built.
     private final class World<Dialect: RoomDialect>: Sendable {
         let recorder: ScenarioRecorder<Dialect.Event>
-        let network: SimulatedNetwork
+        let network: any RoomTransport & NetworkFaults
         let server: RoomServer
         /// Named users first, in the scenario's order, then the population (`u0`, `u1`, …); `nil` for users of
         /// another shard.
@@ -491,6 +517,7 @@ public struct ScenarioRunner: Sendable {
             forward: (any EventSink<EventLogLine>)?,
             statistics: LoadStatistics?,
             logsAttempts: Bool = false,
+            network makeNetwork: (ScenarioRunner.NetworkPlan) -> any RoomTransport & NetworkFaults,
             shard: Int = 0,
             of shards: Int = 1
         ) {
@@ -502,12 +529,8 @@ public struct ScenarioRunner: Sendable {
                 forward: forward,
                 users: scenario.users.count + (scenario.population?.clients ?? 0) / max(1, shards)
             )
-            // Real time: same-loop messages ride each loop's delay line (the order of one instant's arrivals is the
-            // clock's there). Virtual time keeps a timer per message, so a run replays its recorded order exactly.
-            network = SimulatedNetwork(
-                conditions: scenario.network,
-                seed: scenario.seed,
-                batchingOn: group is SimulationRuntime ? [] : group.loops
+            network = makeNetwork(
+                ScenarioRunner.NetworkPlan(conditions: scenario.network, seed: scenario.seed, group: group)
             )
             let timings = Dialect.Timings(overrides: scenario.timings)
             server = RoomServer(
@@ -692,10 +715,8 @@ public struct ScenarioRunner: Sendable {
                 server.expireToken(userID: client.userID, inRooms: client.roomIDs)
             case .renewToken(let token):
                 Dialect.apply(.renewToken(token), on: client)
-            case .setClientRole(let role):
-                Dialect.apply(.setClientRole(role), on: client)
-            case .setCloudProxy:
-                Dialect.apply(.setCloudProxy, on: client)
+            case .vendor(let call):
+                Dialect.apply(.vendor(call), on: client)
             case .partition, .heal:
                 return  // acts on rooms (see `schedule(_:index:room:position:origin:)`)
             }

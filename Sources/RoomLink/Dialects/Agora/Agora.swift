@@ -78,9 +78,23 @@ public enum Agora: RoomDialect {
                 role: current.options.hidden ? .audience : .broadcaster
             )
         case .renewToken(let token): client.renewToken(token)
-        case .setClientRole(let role): client.setClientRole(role)
-        case .setCloudProxy: client.setCloudProxy()
+        case .vendor(let call):
+            switch call.name {
+            case "setClientRole":
+                guard let role = call.arguments["role"].flatMap(AgoraClientRole.init(rawValue:)) else { return }
+                client.setClientRole(role)
+            case "setCloudProxy": client.setCloudProxy()
+            default: return  // another vendor's call
+            }
         }
+    }
+
+    /// `setClientRole` (`role`: `broadcaster` or `audience`) and `setCloudProxy`.
+    public static var vendorCalls: [String: VendorCall.Signature] {
+        [
+            "setClientRole": VendorCall.Signature(arguments: ["role": AgoraClientRole.allCases.map(\.rawValue)]),
+            "setCloudProxy": VendorCall.Signature(),
+        ]
     }
 
     /// Whether `name` is a valid Agora channel name: 1–64 bytes of ASCII letters, digits, space and

@@ -47,30 +47,20 @@ public struct AgoraTimings: DialectTimings {
 
     public static let `default` = AgoraTimings()
 
-    public static let names: Set<String> = [
-        "joinProcessing", "peerJoinDelay", "peerOfflineAfter", "tokenRenewalGrace", "interruptedAfter", "lostAfter",
-        "attemptTimeout", "joinTimeout", "retryTimeout", "keepAliveInterval", "keepAliveTimeout",
-    ]
+    public static var settings: [String: any WritableKeyPath<AgoraTimings, Duration> & Sendable] {
+        [
+            "joinProcessing": \.server.loginProcessing, "peerJoinDelay": \.server.userUpdateDelay,
+            "peerOfflineAfter": \.server.heartbeatTimeout, "tokenRenewalGrace": \.server.tokenRenewalGrace,
+            "interruptedAfter": \.interruptedAfter, "lostAfter": \.lostAfter, "attemptTimeout": \.attemptTimeout,
+            "joinTimeout": \.joinTimeout, "retryTimeout": \.retryTimeout, "keepAliveInterval": \.keepAliveSetting,
+            "keepAliveTimeout": \.keepAliveTimeout,
+        ]
+    }
 
-    /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
-    public init(overrides: [String: Duration]) {
-        self.init()
-        for (name, value) in overrides {
-            switch name {
-            case "joinProcessing": server.loginProcessing = value
-            case "peerJoinDelay": server.userUpdateDelay = value
-            case "peerOfflineAfter": server.heartbeatTimeout = value
-            case "tokenRenewalGrace": server.tokenRenewalGrace = value
-            case "interruptedAfter": interruptedAfter = value
-            case "lostAfter": lostAfter = value
-            case "attemptTimeout": attemptTimeout = value
-            case "joinTimeout": joinTimeout = value
-            case "retryTimeout": retryTimeout = value
-            case "keepAliveInterval": keepAliveInterval = value
-            case "keepAliveTimeout": keepAliveTimeout = value
-            default: continue  // another dialect's timing: accepted and ignored (SPEC §7)
-            }
-        }
+    /// ``keepAliveInterval`` as a scenario sets it: a value turns the pings on.
+    private var keepAliveSetting: Duration {
+        get { keepAliveInterval ?? .zero }
+        set { keepAliveInterval = newValue }
     }
 
     public var engine: EngineTimings {

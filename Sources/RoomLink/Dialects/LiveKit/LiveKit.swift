@@ -77,7 +77,7 @@ public enum LiveKit: RoomDialect {
             client.disconnect()
             try? client.connect(to: to, token: current.options.token)
         case .renewToken(let token): client.renewToken(token)
-        case .setClientRole, .setCloudProxy: return  // Agora's calls
+        case .vendor: return  // another vendor's call
         }
     }
 }

@@ -27,25 +27,12 @@ public struct LiveKitTimings: DialectTimings {
 
     public static let `default` = LiveKitTimings()
 
-    public static let names: Set<String> = [
-        "joinProcessing", "participantUpdateDelay", "participantRemovalAfter", "pingInterval", "pingTimeout",
-        "attemptTimeout",
-    ]
-
-    /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
-    public init(overrides: [String: Duration]) {
-        self.init()
-        for (name, value) in overrides {
-            switch name {
-            case "joinProcessing": server.loginProcessing = value
-            case "participantUpdateDelay": server.userUpdateDelay = value
-            case "participantRemovalAfter": server.heartbeatTimeout = value
-            case "pingInterval": pingInterval = value
-            case "pingTimeout": pingTimeout = value
-            case "attemptTimeout": attemptTimeout = value
-            default: continue  // another dialect's timing: accepted and ignored (SPEC §7)
-            }
-        }
+    public static var settings: [String: any WritableKeyPath<LiveKitTimings, Duration> & Sendable] {
+        [
+            "joinProcessing": \.server.loginProcessing, "participantUpdateDelay": \.server.userUpdateDelay,
+            "participantRemovalAfter": \.server.heartbeatTimeout, "pingInterval": \.pingInterval,
+            "pingTimeout": \.pingTimeout, "attemptTimeout": \.attemptTimeout,
+        ]
     }
 
     public var engine: EngineTimings {

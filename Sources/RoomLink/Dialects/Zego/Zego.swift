@@ -53,7 +53,7 @@ public enum Zego: RoomDialect {
         case .leave(nil): client.logoutRoom()
         case .switchRoom(let from, let to): client.switchRoom(from: from, to: to)
         case .renewToken(let token): for room in client.roomIDs { client.renewToken(token, roomID: room) }
-        case .setClientRole, .setCloudProxy: return  // Agora's calls
+        case .vendor: return  // another vendor's call
         }
     }
 }

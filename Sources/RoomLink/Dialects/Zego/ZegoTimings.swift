@@ -53,28 +53,13 @@ public struct ZegoTimings: DialectTimings {
         )
     }
 
-    public static let names: Set<String> = [
-        "loginProcessing", "userUpdateDelay", "serverHeartbeatTimeout", "tokenRenewalGrace", "heartbeatInterval",
-        "blackholeDetection", "attemptTimeout", "loginTimeout", "retryTimeout",
-    ]
-
-    /// The defaults with a scenario's overrides applied (names as in ``Scenario/timingNames``).
-    public init(overrides: [String: Duration]) {
-        self.init()
-        for (name, value) in overrides {
-            switch name {
-            case "loginProcessing": server.loginProcessing = value
-            case "userUpdateDelay": server.userUpdateDelay = value
-            case "serverHeartbeatTimeout": server.heartbeatTimeout = value
-            case "tokenRenewalGrace": server.tokenRenewalGrace = value
-            case "heartbeatInterval": heartbeatInterval = value
-            case "blackholeDetection": blackholeDetection = value
-            case "attemptTimeout": attemptTimeout = value
-            case "loginTimeout": loginTimeout = value
-            case "retryTimeout": retryTimeout = value
-            default: continue  // another dialect's timing: accepted and ignored (SPEC §7)
-            }
-        }
+    public static var settings: [String: any WritableKeyPath<ZegoTimings, Duration> & Sendable] {
+        [
+            "loginProcessing": \.server.loginProcessing, "userUpdateDelay": \.server.userUpdateDelay,
+            "serverHeartbeatTimeout": \.server.heartbeatTimeout, "tokenRenewalGrace": \.server.tokenRenewalGrace,
+            "heartbeatInterval": \.heartbeatInterval, "blackholeDetection": \.blackholeDetection,
+            "attemptTimeout": \.attemptTimeout, "loginTimeout": \.loginTimeout, "retryTimeout": \.retryTimeout,
+        ]
     }
 }
 

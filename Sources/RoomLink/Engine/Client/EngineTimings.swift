@@ -42,13 +42,29 @@ public struct EngineTimings: Sendable, Hashable {
 }
 
 /// A dialect's timings: its defaults, a scenario's overrides by name, and the engine's view of them.
+///
+/// A conforming type writes each timing's scenario name once, in ``settings``; ``names`` and
+/// ``init(overrides:)`` follow from it.
 public protocol DialectTimings: Sendable, Hashable {
     /// The dialect's defaults.
     static var `default`: Self { get }
-    /// The defaults with a scenario's `timings` applied; names of other dialects are ignored (SPEC §7).
-    init(overrides: [String: Duration])
+    /// Each timing a scenario's `timings` may set, by its name in the vendor's words, and where it goes.
+    static var settings: [String: any WritableKeyPath<Self, Duration> & Sendable] { get }
     /// The same timings in the engine's terms.
     var engine: EngineTimings { get }
+}
+
+extension DialectTimings {
     /// The names a scenario's `timings` may give, for this dialect.
-    static var names: Set<String> { get }
+    public static var names: Set<String> { Set(settings.keys) }
+
+    /// The defaults with a scenario's `timings` applied; names of other dialects are ignored (SPEC §7).
+    public init(overrides: [String: Duration]) {
+        self = .default
+        let settings = Self.settings
+        for (name, value) in overrides {
+            guard let setting = settings[name] else { continue }  // another dialect's timing: accepted and ignored
+            self[keyPath: setting] = value
+        }
+    }
 }

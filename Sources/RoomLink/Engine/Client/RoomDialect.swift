@@ -32,6 +32,10 @@ public protocol RoomDialect: Sendable {
     /// Carries out `call` through the dialect's public API, as an app would (a scenario's actions arrive so).
     static func apply(_ call: AppCall, on client: isolated RoomClient<Self>)
 
+    /// The calls only this vendor's SDK has, by the name a scenario's action gives them (empty by default): a
+    /// scenario reader accepts them, ``apply(_:on:)`` receives them as ``AppCall/vendor(_:)``.
+    static var vendorCalls: [String: VendorCall.Signature] { get }
+
     /// The spec oracle that checks this dialect's event logs for `scenario`.
     static func makeOracle(for scenario: Scenario) -> any SpecOracle
 
@@ -65,6 +69,8 @@ public struct EnginePath<Dialect: RoomDialect>: Sendable {
 }
 
 extension RoomDialect {
+    public static var vendorCalls: [String: VendorCall.Signature] { [:] }
+
     /// The names of this dialect's `timings`.
     static var timingNames: Set<String> { Timings.names }
 }
@@ -80,8 +86,6 @@ public enum AppCall: Sendable, Equatable {
     case switchRoom(from: String, to: String)
     /// Give the server a new token.
     case renewToken(String)
-    /// Agora's client role; other dialects ignore it.
-    case setClientRole(AgoraClientRole)
-    /// Agora's cloud proxy; other dialects ignore it.
-    case setCloudProxy
+    /// A call only one vendor's SDK has (``RoomDialect/vendorCalls``); other dialects ignore it.
+    case vendor(VendorCall)
 }
