@@ -13,7 +13,7 @@ struct RoomClientStateTests {
         var actions: [Action] = []
         var refusing = false
 
-        func perform(_ action: Action) -> SendOutcome {
+        func perform(_ action: Action, _ attachment: inout RoomConnection.Attachment) -> SendOutcome {
             actions.append(action)
             if case .send = action, refusing { return .refused }
             return .sent
@@ -45,7 +45,7 @@ struct RoomClientStateTests {
                 at: RoomClientStateTests.at(seconds),
                 rules: rules
             ) {
-                recorder.perform($0)
+                recorder.perform($0, &$1)
             }
             return recorder.take()
         }
@@ -53,34 +53,36 @@ struct RoomClientStateTests {
         mutating func receive(_ message: ServerMessage, room: String = "r", at seconds: Double) -> [Action] {
             let recorder = recorder
             state.receive(message, from: room, at: RoomClientStateTests.at(seconds), rules: rules) {
-                recorder.perform($0)
+                recorder.perform($0, &$1)
             }
             return recorder.take()
         }
 
         mutating func link(_ link: LinkState, at seconds: Double) -> [Action] {
             let recorder = recorder
-            state.linkChanged(to: link, at: RoomClientStateTests.at(seconds), rules: rules) { recorder.perform($0) }
+            state.linkChanged(to: link, at: RoomClientStateTests.at(seconds), rules: rules) {
+                recorder.perform($0, &$1)
+            }
             return recorder.take()
         }
 
         mutating func route(_ room: String = "r", reachable: Bool, at seconds: Double) -> [Action] {
             let recorder = recorder
             state.routeChanged(toRoom: room, reachable: reachable, at: RoomClientStateTests.at(seconds), rules: rules) {
-                recorder.perform($0)
+                recorder.perform($0, &$1)
             }
             return recorder.take()
         }
 
         mutating func heartbeat(at seconds: Double) -> [Action] {
             let recorder = recorder
-            state.heartbeatDue(at: RoomClientStateTests.at(seconds), rules: rules) { recorder.perform($0) }
+            state.heartbeatDue(at: RoomClientStateTests.at(seconds), rules: rules) { recorder.perform($0, &$1) }
             return recorder.take()
         }
 
         mutating func fire(_ timer: RoomClientState.Timer, at instant: RuntimeInstant) -> [Action] {
             let recorder = recorder
-            state.timerFired(timer, at: instant, rules: rules) { recorder.perform($0) }
+            state.timerFired(timer, at: instant, rules: rules) { recorder.perform($0, &$1) }
             return recorder.take()
         }
 
@@ -256,20 +258,20 @@ struct RoomClientStateTests {
         client.joined("r1", at: 0)
         let session = client.session
         let recorder = client.recorder
-        #expect(client.state.leave("r1") { recorder.perform($0) })
+        #expect(client.state.leave("r1") { recorder.perform($0, &$1) })
         #expect(
             recorder.take() == [
                 .send(.logout(userID: "A", session: session), room: "r1"), .report(.left(from: .joined), room: "r1"),
                 .ended(room: "r1"),
             ]
         )
-        #expect(!client.state.leave("r1") { recorder.perform($0) } && recorder.take().isEmpty)
+        #expect(!client.state.leave("r1") { recorder.perform($0, &$1) } && recorder.take().isEmpty)
         // The heartbeat stops at its next beat once no room is left.
         #expect(client.heartbeat(at: 30) == [.stopHeartbeat])
 
         _ = client.join("r2", at: 40)
         _ = client.join("r3", at: 40)
-        client.state.shutdown { recorder.perform($0) }
+        client.state.shutdown { recorder.perform($0, &$1) }
         let actions = recorder.take()
         #expect(Self.sent(actions).isEmpty)
         #expect(

@@ -64,13 +64,6 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// The client's decisions.
     private(set) var state: RoomClientState
     private var publisher: EventPublisher<Dialect.Event>
-    /// What the client keeps for each room that the decisions do not need: the room's server as the transport
-    /// reaches it, and the room's timers. The first room's is kept in the actor itself, not in an array: a
-    /// heartbeat reads it, and a table of its own would cost every heartbeat of a million clients one more cold
-    /// cache line (+15 % wall time and +147 B per client on the 1M storm, measured).
-    private var link: RoomLink?
-    /// The other rooms' (ZEGO's multi-room mode), in join order.
-    private var moreLinks: [RoomLink] = []
     private var heartbeat: TimerHandle?
     /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
     private var dataSilence: TimerHandle?
@@ -83,16 +76,6 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
     /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
     private let engine: @Sendable (RoomClient, Entry) -> Void
-
-    /// One room's server and timers.
-    private struct RoomLink {
-        let roomID: String
-        /// Resolved at the room's first login attempt (and again at the next while the transport finds none).
-        var server: (any RoomEndpoint)?
-        /// The room's one timer (``RoomConnection/timer``).
-        var timer: TimerHandle?
-        var notice: TimerHandle?
-    }
 
     /// Creates a client named `id` on `loop`.
     ///
@@ -169,7 +152,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     public func shutdown() {
         guard !isShutDown else { return }
         isShutDown = true
-        state.shutdown { perform($0) }
+        state.shutdown { perform($0, &$1) }
         publisher.finish()
     }
 
@@ -178,41 +161,40 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     /// Starts joining `roomID` (the caller has checked that the dialect allows it): reports ``RoomTransition/joining``
     /// and sends the first attempt.
     func join(_ roomID: String, options: JoinOptions) {
-        if link == nil { link = RoomLink(roomID: roomID) } else { moreLinks.append(RoomLink(roomID: roomID)) }
-        state.join(roomID, options: options, at: loop.now, rules: environment.rules) { perform($0) }
+        state.join(roomID, options: options, at: loop.now, rules: environment.rules) { perform($0, &$1) }
     }
 
     /// Leaves `roomID` at once, telling the server if the connection is up (if it is not, peers keep seeing the user
     /// until the server's timeout). Returns `false` when the client is not in the room.
     @discardableResult
     func leave(_ roomID: String) -> Bool {
-        state.leave(roomID) { perform($0) }
+        state.leave(roomID) { perform($0, &$1) }
     }
 
     /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
     /// is not in the room.
     @discardableResult
     func renew(_ token: String, roomID: String) -> Bool {
-        state.renew(token, roomID: roomID) { perform($0) }
+        state.renew(token, roomID: roomID) { perform($0, &$1) }
     }
 
     /// Shows or hides the member to its peers in `roomID` (an Agora role change). Returns `false` when the client
     /// is not in the room.
     @discardableResult
     func setHidden(_ hidden: Bool, roomID: String) -> Bool {
-        state.setHidden(hidden, roomID: roomID) { perform($0) }
+        state.setHidden(hidden, roomID: roomID) { perform($0, &$1) }
     }
 
     /// The client's connections move to a new path (a new IP address, a proxy): every joined room closes its
     /// connection and reconnects at once, reporting `cause`.
     func reconnectAll(cause: LossCause) {
-        state.reconnectAll(cause: cause, at: loop.now, rules: environment.rules) { perform($0) }
+        state.reconnectAll(cause: cause, at: loop.now, rules: environment.rules) { perform($0, &$1) }
     }
 
     /// Removes `roomID` without reporting it (the dialect reports its own reason), telling the server the member
     /// left.
     func abandon(_ roomID: String) {
-        state.abandon(roomID) { perform($0) }
+        state.abandon(roomID) { perform($0, &$1) }
     }
 
     /// Publishes a dialect event directly (a call the dialect refuses, reported as its vendor does).
@@ -268,25 +250,33 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         let now = loop.now
         switch entry {
         case .message(let message, let roomID):
-            state.receive(message, from: roomID, at: now, rules: environment.rules) { perform($0) }
+            state.receive(message, from: roomID, at: now, rules: environment.rules) { perform($0, &$1) }
         case .link(let link):
-            state.linkChanged(to: link, at: now, rules: environment.rules) { perform($0) }
+            state.linkChanged(to: link, at: now, rules: environment.rules) { perform($0, &$1) }
         case .route(let roomID, let reachable):
-            state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) { perform($0) }
+            state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) {
+                perform($0, &$1)
+            }
         case .heartbeat:
-            state.heartbeatDue(at: now, rules: environment.rules) { perform($0) }
+            state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
         case .timer(let timer):
-            state.timerFired(timer, at: now, rules: environment.rules) { perform($0) }
+            state.timerFired(timer, at: now, rules: environment.rules) { perform($0, &$1) }
         }
     }
 
     // MARK: - Carrying out the state's actions
 
-    /// Carries out one action of the client's state; for a send, says whether the message left.
-    private func perform(_ action: RoomClientState.Action) -> SendOutcome {
+    /// Carries out one action of the client's state, with the attachment of the room it concerns; for a send, says
+    /// whether the message left.
+    private func perform(_ action: RoomClientState.Action, _ attachment: inout RoomConnection.Attachment) -> SendOutcome
+    {
         switch action {
         case .send(let message, let roomID):
-            return send(message, room: roomID)
+            if attachment.server == nil, case .login = message {
+                attachment.server = environment.transport.room(roomID)
+            }
+            guard let server = attachment.server else { return .refused }
+            return environment.transport.send(message, from: self, to: server)
         case .report(let transition, let roomID):
             report(transition, room: roomID)
         case .arm(let timer, let deadline):
@@ -294,32 +284,24 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
                 onLoop { client in client.handle(entry: .timer(timer)) }
             }
             switch timer {
-            case .room(let roomID, _):
-                withLink(roomID) { link in
-                    if let old = link.timer { loop.cancel(old) }
-                    link.timer = handle
-                }
-            case .notice(let roomID):
-                withLink(roomID) { link in
-                    if let old = link.notice { loop.cancel(old) }
-                    link.notice = handle
-                }
+            case .room:
+                if let old = attachment.timer { loop.cancel(old) }
+                attachment.timer = handle
+            case .notice:
+                if let old = attachment.notice { loop.cancel(old) }
+                attachment.notice = handle
             case .dataSilence:
                 if let dataSilence { loop.cancel(dataSilence) }
                 dataSilence = handle
             }
         case .cancel(let timer):
             switch timer {
-            case .room(let roomID, _):
-                withLink(roomID) { link in
-                    if let handle = link.timer { loop.cancel(handle) }
-                    link.timer = nil
-                }
-            case .notice(let roomID):
-                withLink(roomID) { link in
-                    if let handle = link.notice { loop.cancel(handle) }
-                    link.notice = nil
-                }
+            case .room:
+                if let handle = attachment.timer { loop.cancel(handle) }
+                attachment.timer = nil
+            case .notice:
+                if let handle = attachment.notice { loop.cancel(handle) }
+                attachment.notice = nil
             case .dataSilence:
                 if let dataSilence { loop.cancel(dataSilence) }
                 dataSilence = nil
@@ -339,39 +321,12 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             )
         case .attemptEnded(let record):
             environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
-        case .ended(let roomID):
-            let ended: RoomLink?
-            if link?.roomID == roomID {
-                ended = link
-                link = moreLinks.isEmpty ? nil : moreLinks.removeFirst()
-            } else if let index = moreLinks.firstIndex(where: { $0.roomID == roomID }) {
-                ended = moreLinks.remove(at: index)
-            } else {
-                ended = nil
-            }
-            if let timer = ended?.timer { loop.cancel(timer) }
-            if let notice = ended?.notice { loop.cancel(notice) }
+        case .ended:
+            if let timer = attachment.timer { loop.cancel(timer) }
+            if let notice = attachment.notice { loop.cancel(notice) }
+            attachment = RoomConnection.Attachment()
         }
         return .sent
-    }
-
-    /// Runs `body` on `roomID`'s link, if the client has one.
-    private func withLink<Result>(_ roomID: String, _ body: (inout RoomLink) -> Result) -> Result? {
-        if link?.roomID == roomID { return body(&link!) }
-        guard let index = moreLinks.firstIndex(where: { $0.roomID == roomID }) else { return nil }
-        return body(&moreLinks[index])
-    }
-
-    /// Sends `message` to the server of `roomID`; refused when the transport cannot reach it. A login resolves the
-    /// server if the room has none yet.
-    private func send(_ message: ClientMessage, room roomID: String) -> SendOutcome {
-        let transport = environment.transport
-        let server = withLink(roomID) { link -> (any RoomEndpoint)? in
-            if link.server == nil, case .login = message { link.server = transport.room(roomID) }
-            return link.server
-        }
-        guard let server = server ?? nil else { return .refused }
-        return transport.send(message, from: self, to: server)
     }
 
     /// The time of a callback: the step's, once it has one.

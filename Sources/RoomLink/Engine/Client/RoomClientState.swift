@@ -3,7 +3,10 @@
 /// a change of link or route, a timer — with the time, and carries out the actions it returns; tests drive it alone,
 /// with no clock, loop, transport or actor (as ``ServerRoomState`` is the server's).
 ///
-/// Actions come out through `perform`, in the order they must be carried out. One action has an answer: a
+/// Actions come out through `perform`, in the order they must be carried out, each with the
+/// ``RoomConnection/Attachment`` of the room it concerns: what the client keeps with the room (its server as the
+/// transport reaches it, its timers), which the state carries beside the room and never reads. One action has an
+/// answer: a
 /// ``Action/send(_:room:)`` says whether the message left (``SendOutcome/refused`` when the client's connection is
 /// down), because what the client does next depends on it — a refused login is a failed attempt at once, a refused
 /// heartbeat a lost connection — and answering in place keeps every consequence in the order the client meets it.
@@ -88,11 +91,10 @@ public struct RoomClientState: Sendable {
         }
     }
 
-    /// What carries out an action; for a send, whether the message left.
-    public typealias Perform = (Action) -> SendOutcome
+    /// What carries out an action — given the attachment of the room it concerns (a scratch one for an action of
+    /// no room) — and, for a send, says whether the message left.
+    public typealias Perform = (Action, inout RoomConnection.Attachment) -> SendOutcome
 
-    /// The device's name: it seeds the client's sessions and its retry jitter.
-    public let clientID: String
     /// The identity the server knows.
     public let userID: String
     /// The rooms the client is in or trying to be in, in join order.
@@ -103,11 +105,14 @@ public struct RoomClientState: Sendable {
     public private(set) var isDataSilent = false
     private var random: SeededRandom
     private var sessionsStarted: UInt64 = 0
+    /// The FNV-1a of `"<clientID>#"`: session `n` is the FNV-1a of `"<clientID>#<n>"`, continued from it (a hash,
+    /// not the name, kept per client).
+    private let sessionPrefix: UInt64
 
     /// A client named `clientID` with no rooms, whose retry jitter is drawn from `seed` (with `clientID`).
     public init(clientID: String, userID: String, seed: UInt64) {
-        self.clientID = clientID
         self.userID = userID
+        self.sessionPrefix = StableHash.fnv1a(clientID + "#")
         self.random = SeededRandom(seed: seed, stream: StableHash.fnv1a(clientID))
     }
 
@@ -132,7 +137,7 @@ public struct RoomClientState: Sendable {
         let session = newSession()
         let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         rooms.append(RoomConnection(roomID: roomID, options: options, session: session, now: now, retry: retry))
-        _ = perform(.report(.joining, room: roomID))
+        act(.report(.joining, room: roomID), perform)
         rooms[rooms.count - 1].episodeDeadline = now.advanced(by: rules.timings.loginTimeout)
         attempt(roomID, at: now, rules: rules, perform: perform)
     }
@@ -142,10 +147,10 @@ public struct RoomClientState: Sendable {
     public mutating func leave(_ roomID: String, perform: Perform) -> Bool {
         guard let index = index(of: roomID) else { return false }
         let phase = rooms[index].phase
-        let room = end(at: index, perform: perform)
-        _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID))
-        _ = perform(.report(.left(from: phase), room: roomID))
-        _ = perform(.ended(room: roomID))
+        var room = end(at: index, perform: perform)
+        _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID), &room.attachment)
+        act(.report(.left(from: phase), room: roomID), perform)
+        _ = perform(.ended(room: roomID), &room.attachment)
         return true
     }
 
@@ -153,9 +158,9 @@ public struct RoomClientState: Sendable {
     /// left.
     public mutating func abandon(_ roomID: String, perform: Perform) {
         guard let index = index(of: roomID) else { return }
-        let room = end(at: index, perform: perform)
-        _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID))
-        _ = perform(.ended(room: roomID))
+        var room = end(at: index, perform: perform)
+        _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID), &room.attachment)
+        _ = perform(.ended(room: roomID), &room.attachment)
     }
 
     /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
@@ -163,8 +168,9 @@ public struct RoomClientState: Sendable {
     public mutating func renew(_ token: String, roomID: String, perform: Perform) -> Bool {
         guard let index = index(of: roomID) else { return false }
         rooms[index].options.token = token
-        _ = perform(.send(.renewToken(userID: userID, session: rooms[index].session, token: token), room: roomID))
-        if rooms[index].phase == .reconnecting { _ = perform(.report(.tokenRenewedWhileReconnecting, room: roomID)) }
+        let renewal = ClientMessage.renewToken(userID: userID, session: rooms[index].session, token: token)
+        _ = perform(.send(renewal, room: roomID), &rooms[index].attachment)
+        if rooms[index].phase == .reconnecting { act(.report(.tokenRenewedWhileReconnecting, room: roomID), perform) }
         return true
     }
 
@@ -174,7 +180,8 @@ public struct RoomClientState: Sendable {
         guard let index = index(of: roomID) else { return false }
         guard rooms[index].options.hidden != hidden else { return true }
         rooms[index].options.hidden = hidden
-        _ = perform(.send(.setHidden(userID: userID, session: rooms[index].session, hidden: hidden), room: roomID))
+        let change = ClientMessage.setHidden(userID: userID, session: rooms[index].session, hidden: hidden)
+        _ = perform(.send(change, room: roomID), &rooms[index].attachment)
         return true
     }
 
@@ -190,10 +197,10 @@ public struct RoomClientState: Sendable {
     /// Forgets every room without telling the server (as if the app were killed) and disarms the client's timers.
     public mutating func shutdown(perform: Perform) {
         while !rooms.isEmpty {
-            let room = end(at: rooms.count - 1, perform: perform)
-            _ = perform(.ended(room: room.roomID))
+            var room = end(at: rooms.count - 1, perform: perform)
+            _ = perform(.ended(room: room.roomID), &room.attachment)
         }
-        if isDataSilent { _ = perform(.cancel(.dataSilence)) }
+        if isDataSilent { act(.cancel(.dataSilence), perform) }
         isDataSilent = false
     }
 
@@ -218,7 +225,7 @@ public struct RoomClientState: Sendable {
             cancelTimer(of: index, perform: perform)
             cancelNotice(of: index, perform: perform)
             for transition in rooms[index].accepted(roomSessionID: roomSessionID, present: present, at: now) {
-                _ = perform(.report(transition, room: roomID))
+                act(.report(transition, room: roomID), perform)
             }
             startHeartbeat(rules: rules, perform: perform)
         case .loginRejected(let session, let attempt, let reason):
@@ -226,9 +233,9 @@ public struct RoomClientState: Sendable {
             else { return }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
             let phase = rooms[index].phase
-            _ = end(at: index, perform: perform)
-            _ = perform(.report(.rejected(reason, from: phase), room: roomID))
-            _ = perform(.ended(room: roomID))
+            var room = end(at: index, perform: perform)
+            act(.report(.rejected(reason, from: phase), room: roomID), perform)
+            _ = perform(.ended(room: roomID), &room.attachment)
         case .heartbeatAck(let session, let slot):
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
@@ -251,18 +258,18 @@ public struct RoomClientState: Sendable {
             // Peer updates do not reach a client resuming its session (LiveKit); it learns the difference when back.
             guard rooms[index].phase == .joined else { return }
             if let transition = rooms[index].userUpdate(change, users: users, reason: reason) {
-                _ = perform(.report(transition, room: roomID))
+                act(.report(transition, room: roomID), perform)
             }
         case .kicked(let session, let reason):
             guard rooms[index].session == session else { return }
             let phase = rooms[index].phase
-            _ = end(at: index, perform: perform)
-            _ = perform(.report(.kicked(reason, from: phase), room: roomID))
-            _ = perform(.ended(room: roomID))
+            var room = end(at: index, perform: perform)
+            act(.report(.kicked(reason, from: phase), room: roomID), perform)
+            _ = perform(.ended(room: roomID), &room.attachment)
         case .tokenWillExpire(let session, let remaining):
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
-            _ = perform(.report(.tokenWillExpire(remaining: remaining), room: roomID))
+            act(.report(.tokenWillExpire(remaining: remaining), room: roomID), perform)
         case .busy(let session, let attempt, let retryAfter):
             // Admission control: a failed attempt whose next one waits at least as long as the server asked.
             guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
@@ -292,12 +299,8 @@ public struct RoomClientState: Sendable {
             if watchesData {
                 // The data stops: the server notices its absence at once, the client after the detection time.
                 for index in rooms.indices where rooms[index].phase == .joined {
-                    _ = perform(
-                        .send(
-                            .connectionClosed(userID: userID, session: rooms[index].session),
-                            room: rooms[index].roomID
-                        )
-                    )
+                    let closed = ClientMessage.connectionClosed(userID: userID, session: rooms[index].session)
+                    _ = perform(.send(closed, room: rooms[index].roomID), &rooms[index].attachment)
                 }
                 armDataSilence(at: now, rules: rules, perform: perform)
             }
@@ -317,15 +320,11 @@ public struct RoomClientState: Sendable {
         case .up:
             if isDataSilent {
                 // Back before the client noticed: the data flows again, and the server hears it.
-                _ = perform(.cancel(.dataSilence))
+                act(.cancel(.dataSilence), perform)
                 isDataSilent = false
                 for index in rooms.indices where rooms[index].phase == .joined {
-                    _ = perform(
-                        .send(
-                            .connectionResumed(userID: userID, session: rooms[index].session),
-                            room: rooms[index].roomID
-                        )
-                    )
+                    let resumed = ClientMessage.connectionResumed(userID: userID, session: rooms[index].session)
+                    _ = perform(.send(resumed, room: rooms[index].roomID), &rooms[index].attachment)
                 }
             }
             // The system reports the network back: every room still trying tries again at once.
@@ -356,10 +355,16 @@ public struct RoomClientState: Sendable {
             // The joined room's one timer is this silence timer (attempt timers belong to episodes).
             guard rooms[index].timer != nil else { return }
             cancelTimer(of: index, perform: perform)
-            _ = perform(.send(.connectionResumed(userID: userID, session: session), room: roomID))
+            _ = perform(
+                .send(.connectionResumed(userID: userID, session: session), room: roomID),
+                &rooms[index].attachment
+            )
         } else {
             guard rooms[index].timer == nil else { return }
-            _ = perform(.send(.connectionClosed(userID: userID, session: session), room: roomID))
+            _ = perform(
+                .send(.connectionClosed(userID: userID, session: session), room: roomID),
+                &rooms[index].attachment
+            )
             arm(.routeSilence(session), at: index, deadline: now.advanced(by: detection), perform: perform)
         }
     }
@@ -370,7 +375,7 @@ public struct RoomClientState: Sendable {
     /// others send a heartbeat.
     public mutating func heartbeatDue(at now: RuntimeInstant, rules: Rules, perform: Perform) {
         guard !rooms.isEmpty else {
-            if isBeating { _ = perform(.stopHeartbeat) }
+            if isBeating { act(.stopHeartbeat, perform) }
             isBeating = false
             return
         }
@@ -387,7 +392,8 @@ public struct RoomClientState: Sendable {
                     .send(
                         .heartbeat(userID: userID, session: rooms[index].session, slot: rooms[index].serverSlot),
                         room: rooms[index].roomID
-                    )
+                    ),
+                    &rooms[index].attachment
                 ) == .refused, !isDataSilent {
                     // A dialect that watches its data (Agora) notices a down link when its data-silence timer fires,
                     // 4 s after the data stopped, not at the first keep-alive ping that cannot leave.
@@ -412,7 +418,7 @@ public struct RoomClientState: Sendable {
             guard let index = index(of: roomID), rooms[index].noticeArmed else { return }
             rooms[index].noticeArmed = false
             guard rooms[index].phase == .reconnecting else { return }
-            _ = perform(.report(.stillLost, room: roomID))
+            act(.report(.stillLost, room: roomID), perform)
         case .room(let roomID, let purpose):
             guard let index = index(of: roomID), rooms[index].timer == purpose else { return }
             switch purpose {
@@ -454,23 +460,24 @@ public struct RoomClientState: Sendable {
         let roomID = rooms[index].roomID
         if rooms[index].phase == .joined { cancelTimer(of: index, perform: perform) }  // a partition's silence timer
         if closed {
-            _ = perform(.send(.connectionClosed(userID: userID, session: rooms[index].session), room: roomID))
+            let closed = ClientMessage.connectionClosed(userID: userID, session: rooms[index].session)
+            _ = perform(.send(closed, room: roomID), &rooms[index].attachment)
         }
         let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if rooms[index].connectionLost(at: now, retry: retry) {
-            _ = perform(.report(.lost(cause), room: roomID))
+            act(.report(.lost(cause), room: roomID), perform)
             if rules.reconnectsInModes {
                 // Full from the start: the first attempt switches, and reports it.
                 if full {
                     rooms[index].fullOnNext = true
                 } else {
-                    _ = perform(.report(.reconnectMode(.quick), room: roomID))
+                    act(.report(.reconnectMode(.quick), room: roomID), perform)
                 }
             }
             if let notice = rules.timings.lostNotice {
-                if rooms[index].noticeArmed { _ = perform(.cancel(.notice(room: roomID))) }
+                if rooms[index].noticeArmed { _ = perform(.cancel(.notice(room: roomID)), &rooms[index].attachment) }
                 rooms[index].noticeArmed = true
-                _ = perform(.arm(.notice(room: roomID), at: now.advanced(by: notice)))
+                _ = perform(.arm(.notice(room: roomID), at: now.advanced(by: notice)), &rooms[index].attachment)
             }
             rooms[index].episodeDeadline = rules.reconnectLimit.map { now.advanced(by: $0) }
             attempt(roomID, at: now, rules: rules, perform: perform)
@@ -485,8 +492,8 @@ public struct RoomClientState: Sendable {
         rooms[index].attempt &+= 1
         if rules.reconnectsInModes, rooms[index].isFullReconnectionDue(maxAttempts: rules.retryPolicy.maxAttempts) {
             let forgotten = rooms[index].switchToFull(session: newSession())
-            _ = perform(.report(.reconnectMode(.full), room: roomID))
-            if !forgotten.isEmpty { _ = perform(.report(.peersCleared(forgotten), room: roomID)) }
+            act(.report(.reconnectMode(.full), room: roomID), perform)
+            if !forgotten.isEmpty { act(.report(.peersCleared(forgotten), room: roomID), perform) }
         }
         let room = rooms[index]
         let kind: LoginRequest.Kind =
@@ -508,16 +515,17 @@ public struct RoomClientState: Sendable {
         )
         rooms[index].attemptSentAt = now
         rooms[index].attemptInFlight = true
-        guard perform(.send(.login(request), room: roomID)) == .sent else {
+        guard perform(.send(.login(request), room: roomID), &rooms[index].attachment) == .sent else {
             attemptFailed(roomID, .refused, at: now, rules: rules, perform: perform)
             return
         }
-        _ = perform(
+        act(
             .attemptSent(
                 room: roomID,
                 reconnecting: rooms[index].phase == .reconnecting,
                 number: rooms[index].attemptsMade
-            )
+            ),
+            perform
         )
         armAttemptTimer(at: index, after: rules.timings.attemptTimeout, answer: true, now: now, perform: perform)
     }
@@ -551,9 +559,9 @@ public struct RoomClientState: Sendable {
     private mutating func giveUp(at index: Int, perform: Perform) {
         let roomID = rooms[index].roomID
         let phase = rooms[index].phase
-        _ = end(at: index, perform: perform)
-        _ = perform(.report(.gaveUp(from: phase), room: roomID))
-        _ = perform(.ended(room: roomID))
+        var room = end(at: index, perform: perform)
+        act(.report(.gaveUp(from: phase), room: roomID), perform)
+        _ = perform(.ended(room: roomID), &room.attachment)
     }
 
     /// Arms room `index`'s one timer: after `delay` (at the episode's deadline if that comes first, or if `delay` is
@@ -582,7 +590,7 @@ public struct RoomClientState: Sendable {
     ) {
         cancelTimer(of: index, perform: perform)
         rooms[index].timer = purpose
-        _ = perform(.arm(.room(rooms[index].roomID, purpose), at: deadline))
+        _ = perform(.arm(.room(rooms[index].roomID, purpose), at: deadline), &rooms[index].attachment)
     }
 
     /// Hands the outcome of room `index`'s attempt in flight on, when attempts are logged.
@@ -604,27 +612,33 @@ public struct RoomClientState: Sendable {
             retryAfter: outcome == .busy ? retryAfter : nil,
             busyCode: rules.busyCode
         )
-        _ = perform(.attemptEnded(record))
+        act(.attemptEnded(record), perform)
     }
 
     // MARK: - Helpers
 
+    /// Carries out `action`, which concerns no room's attachment.
+    private func act(_ action: Action, _ perform: Perform) {
+        var none = RoomConnection.Attachment()
+        _ = perform(action, &none)
+    }
+
     private mutating func newSession() -> SessionID {
         sessionsStarted += 1
-        return SessionID(rawValue: StableHash.fnv1a("\(clientID)#\(sessionsStarted)"))
+        return SessionID(rawValue: StableHash.fnv1a(continuing: sessionPrefix, String(sessionsStarted)))
     }
 
     private mutating func startHeartbeat(rules: Rules, perform: Perform) {
         guard !isBeating, let interval = rules.timings.heartbeatInterval else { return }
         isBeating = true
-        _ = perform(.startHeartbeat(every: interval))
+        act(.startHeartbeat(every: interval), perform)
     }
 
     /// Arms the data-silence timer, unless it is armed.
     private mutating func armDataSilence(at now: RuntimeInstant, rules: Rules, perform: Perform) {
         guard !isDataSilent, let detection = rules.timings.dataSilenceDetection else { return }
         isDataSilent = true
-        _ = perform(.arm(.dataSilence, at: now.advanced(by: detection)))
+        act(.arm(.dataSilence, at: now.advanced(by: detection)), perform)
     }
 
     /// Removes room `index` and disarms its timers; the heartbeat stops at its next beat if no room is left. The
@@ -637,14 +651,14 @@ public struct RoomClientState: Sendable {
 
     private mutating func cancelTimer(of index: Int, perform: Perform) {
         guard let purpose = rooms[index].timer else { return }
-        _ = perform(.cancel(.room(rooms[index].roomID, purpose)))
+        _ = perform(.cancel(.room(rooms[index].roomID, purpose)), &rooms[index].attachment)
         rooms[index].timer = nil
     }
 
     /// Disarms the room's ``RoomTransition/stillLost`` notice, which belongs to its episode, not to an attempt.
     private mutating func cancelNotice(of index: Int, perform: Perform) {
         guard rooms[index].noticeArmed else { return }
-        _ = perform(.cancel(.notice(room: rooms[index].roomID)))
+        _ = perform(.cancel(.notice(room: rooms[index].roomID)), &rooms[index].attachment)
         rooms[index].noticeArmed = false
     }
 }
