@@ -1,5 +1,5 @@
 internal import CLibevent
-import RoomLinkRuntime
+@_spi(RoomLinkInternals) import RoomLinkRuntime
 
 /// The one place libevent calls that can fail are checked (see swift-nio's `System.swift`).
 enum Libevent {

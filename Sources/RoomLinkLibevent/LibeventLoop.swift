@@ -1,6 +1,6 @@
 internal import CLibevent
 import DequeModule
-public import RoomLinkRuntime
+@_spi(RoomLinkInternals) public import RoomLinkRuntime
 
 /// One libevent `event_base` on its own thread: a serial executor for actors and a timer service whose timers
 /// fire on that same thread.

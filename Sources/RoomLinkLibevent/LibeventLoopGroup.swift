@@ -1,4 +1,4 @@
-public import RoomLinkRuntime
+@_spi(RoomLinkInternals) public import RoomLinkRuntime
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 internal import CLibevent
-import RoomLinkRuntime
+@_spi(RoomLinkInternals) import RoomLinkRuntime
 
 /// A ``TimerQueue`` in which every timer is a libevent timer event: the ``TimerBackend/libeventHeap`` and
 /// ``TimerBackend/libeventCommonTimeout`` backends.

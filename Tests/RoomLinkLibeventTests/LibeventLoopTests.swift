@@ -2,7 +2,7 @@ import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkLibevent
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 /// An actor pinned to a libevent loop that records where its jobs and timer callbacks ran.
 actor PinnedRecorder: TimerHandler {

@@ -2,7 +2,7 @@ import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkLibevent
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
 @Suite(.timeLimit(.minutes(10)))

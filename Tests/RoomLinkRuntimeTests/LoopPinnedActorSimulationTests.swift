@@ -1,7 +1,7 @@
 import RoomLinkTestSupport
 import Testing
 
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 /// `LoopPinnedActor` on the simulation: the same contract as on a libevent loop, in virtual time.
 struct LoopPinnedActorSimulationTests {

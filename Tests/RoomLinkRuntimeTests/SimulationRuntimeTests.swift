@@ -1,7 +1,7 @@
 import RoomLinkTestSupport
 import Testing
 
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 /// An actor pinned to a runtime loop that counts heartbeats from a periodic timer.
 actor Heart: TimerHandler {

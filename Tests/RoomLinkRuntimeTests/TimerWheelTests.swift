@@ -1,7 +1,7 @@
 import RoomLinkTestSupport
 import Testing
 
-@testable import RoomLinkRuntime
+@_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 struct TimerWheelTests {
     @Test(arguments: [UInt64(0), 10, 19])

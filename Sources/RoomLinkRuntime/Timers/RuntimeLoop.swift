@@ -37,7 +37,7 @@ extension RuntimeLoop {
     }
 
     /// Runs `job` on the calling thread, isolated to this loop as both its serial and its task executor.
-    package func runSynchronously(_ job: UnownedJob) {
+    @_spi(RoomLinkInternals) public func runSynchronously(_ job: UnownedJob) {
         job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
     }
 }

@@ -4,10 +4,10 @@
 /// service's lifetime, so a stale handle never cancels a newer timer.
 public struct TimerHandle: Hashable, Sendable, CustomStringConvertible {
     /// The service's opaque identifier.
-    @usableFromInline package let rawValue: UInt64
+    @_spi(RoomLinkInternals) public let rawValue: UInt64
 
-    @inlinable
-    package init(rawValue: UInt64) {
+    @_spi(RoomLinkInternals) @inlinable
+    public init(rawValue: UInt64) {
         self.rawValue = rawValue
     }
 

@@ -2,21 +2,21 @@
 ///
 /// Generations stay below 2^31, so a packed ID never has its top bit set: that space belongs to handles given out
 /// off a service's thread (``RemoteTimerIDs``).
-package struct TimerQueueID: Hashable, Sendable {
-    package let rawValue: UInt64
+@_spi(RoomLinkInternals) public struct TimerQueueID: Hashable, Sendable {
+    @_spi(RoomLinkInternals) public let rawValue: UInt64
     @inlinable
-    package init(rawValue: UInt64) { self.rawValue = rawValue }
+    @_spi(RoomLinkInternals) public init(rawValue: UInt64) { self.rawValue = rawValue }
     @inlinable
-    package init(index: Int32, generation: UInt32) {
+    @_spi(RoomLinkInternals) public init(index: Int32, generation: UInt32) {
         rawValue = UInt64(generation) << 32 | UInt64(UInt32(bitPattern: index))
     }
     @inlinable
-    package var index: Int { Int(Int32(bitPattern: UInt32(truncatingIfNeeded: rawValue))) }
+    @_spi(RoomLinkInternals) public var index: Int { Int(Int32(bitPattern: UInt32(truncatingIfNeeded: rawValue))) }
     @inlinable
-    package var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) }
+    @_spi(RoomLinkInternals) public var generation: UInt32 { UInt32(truncatingIfNeeded: rawValue >> 32) }
     /// The generation after `generation`, wrapping below 2^31.
     @inlinable
-    package static func nextGeneration(after generation: UInt32) -> UInt32 {
+    @_spi(RoomLinkInternals) public static func nextGeneration(after generation: UInt32) -> UInt32 {
         generation >= 0x7FFF_FFFF ? 1 : generation + 1
     }
 }
@@ -25,7 +25,7 @@ package struct TimerQueueID: Hashable, Sendable {
 ///
 /// A timer is *scheduled* (waiting), *detached* (due and handed to the table for firing; the table then frees or
 /// reschedules it) or gone.
-package protocol TimerQueue {
+@_spi(RoomLinkInternals) public protocol TimerQueue {
     associatedtype Payload
     /// Schedules `payload` at `deadline` (real nanoseconds).
     mutating func insert(deadline: UInt64, payload: Payload) -> TimerQueueID

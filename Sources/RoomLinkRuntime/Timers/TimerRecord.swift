@@ -1,16 +1,16 @@
 /// What a ``TimerTable`` keeps for each timer.
-package struct TimerRecord {
-    package var handler: any TimerHandler
+@_spi(RoomLinkInternals) public struct TimerRecord {
+    @_spi(RoomLinkInternals) public var handler: any TimerHandler
     /// Scenario-time deadline of the pending (or current) firing.
-    package var deadline: Int64
+    @_spi(RoomLinkInternals) public var deadline: Int64
     /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
-    package var period: Int64
+    @_spi(RoomLinkInternals) public var period: Int64
     /// The handle given out off the service thread, or 0 for a timer armed on it (whose handle is its queue ID).
-    package var remoteID: UInt64
+    @_spi(RoomLinkInternals) public var remoteID: UInt64
     /// A periodic timer was cancelled by its own handler while firing; the handler is told after it returns.
-    package var isCancelRequested = false
+    @_spi(RoomLinkInternals) public var isCancelRequested = false
     /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
-    package var isCancelled = false
+    @_spi(RoomLinkInternals) public var isCancelled = false
 
     @inlinable
     public init(handler: any TimerHandler, deadline: Int64, period: Int64, remoteID: UInt64) {

@@ -7,37 +7,37 @@
 /// - Important: The table never calls a handler. Its methods return what to call, and the owner calls it after
 ///   the mutation has ended, because a handler may re-enter the service (arm or cancel a timer) and an
 ///   overlapping mutation of the table would be an exclusivity violation.
-package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord {
+@_spi(RoomLinkInternals) public struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord {
     /// Where the timers wait. The owner may reach in for what only it knows (a libevent timer that fired).
-    package var queue: Queue
+    @_spi(RoomLinkInternals) public var queue: Queue
     /// Handles given out off the service thread (top bit set) → the queue's IDs.
-    package var remoteIDs: [UInt64: TimerQueueID] = [:]
+    @_spi(RoomLinkInternals) public var remoteIDs: [UInt64: TimerQueueID] = [:]
     /// Scenario time ↔ real time.
-    package let timeScale: TimeScale
+    @_spi(RoomLinkInternals) public let timeScale: TimeScale
     /// The timer whose handler is running (between `beginFiring` and `endFiring`).
-    package var firing: TimerQueueID?
+    @_spi(RoomLinkInternals) public var firing: TimerQueueID?
 
     /// Creates a table over `queue`.
     @inlinable
-    package init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
+    @_spi(RoomLinkInternals) public init(queue: Queue, timeScale: TimeScale = TimeScale(1)) {
         self.queue = queue
         self.timeScale = timeScale
     }
 
     /// Timers waiting.
     @inlinable
-    package var count: Int { queue.count }
+    @_spi(RoomLinkInternals) public var count: Int { queue.count }
 
     @inlinable
-    package func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
+    @_spi(RoomLinkInternals) public func realNanoseconds(_ scenario: Int64) -> UInt64 { timeScale.real(scenario) }
     @inlinable
-    package func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
+    @_spi(RoomLinkInternals) public func scenarioNanoseconds(_ real: UInt64) -> Int64 { timeScale.scenario(real) }
 
     // MARK: - Arm and cancel
 
     /// Arms a timer and returns its handle. `remoteID` is the handle already given out off-thread, if any.
     @inlinable
-    package mutating func arm(
+    @_spi(RoomLinkInternals) public mutating func arm(
         deadline: RuntimeInstant,
         period: Duration?,
         handler: any TimerHandler,
@@ -56,19 +56,19 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
 
     /// The handle the user holds for a timer: the one given out off-thread, or else the queue ID.
     @inlinable
-    package func handle(for record: TimerRecord, _ id: TimerQueueID) -> TimerHandle {
+    @_spi(RoomLinkInternals) public func handle(for record: TimerRecord, _ id: TimerQueueID) -> TimerHandle {
         TimerHandle(rawValue: record.remoteID != 0 ? record.remoteID : id.rawValue)
     }
 
     /// Whether `handle` was given out off-thread and its arm message has not been processed yet.
     @inlinable
-    package func isUnknownRemote(_ handle: TimerHandle) -> Bool {
+    @_spi(RoomLinkInternals) public func isUnknownRemote(_ handle: TimerHandle) -> Bool {
         RemoteTimerIDs.isRemote(handle.rawValue) && remoteIDs[handle.rawValue] == nil
     }
 
     /// Cancels a timer. Returns the outcome and, when it is `.cancelled` now, the handler to tell.
     @inlinable
-    package mutating func cancel(
+    @_spi(RoomLinkInternals) public mutating func cancel(
         _ handle: TimerHandle
     ) -> (TimerCancellation, (any TimerHandler)?) {
         guard let id = wheelID(handle) else { return (.notPending, nil) }
@@ -98,7 +98,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// The handler and handle to call for a due (detached) timer; `nil` if it was cancelled while it waited in
     /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
     @inlinable
-    package mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
+    @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
         guard queue.isDetached(id) else { return nil }
         // Read the record in place: copying it would retain and release its handler once more per firing.
         guard let (cancelled, handler, remoteID) = queue.withPayload(id, { ($0.isCancelled, $0.handler, $0.remoteID) })
@@ -116,7 +116,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// class instance (or a value too big to store inline), for a loop to prefetch before the timer fires; 0 when
     /// the timer is gone. Not an address to dereference: for a small value-type handler it is the value's first word.
     @inlinable
-    package mutating func handlerWord(_ id: TimerQueueID) -> UInt {
+    @_spi(RoomLinkInternals) public mutating func handlerWord(_ id: TimerQueueID) -> UInt {
         queue.withPayload(id) { record in withUnsafeBytes(of: &record.handler) { $0.load(as: UInt.self) } } ?? 0
     }
 
@@ -124,7 +124,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// passed by `now`, real time), or frees the timer. Returns the handler to tell of a cancellation requested
     /// during the firing.
     @inlinable
-    package mutating func endFiring(
+    @_spi(RoomLinkInternals) public mutating func endFiring(
         _ id: TimerQueueID,
         now: UInt64
     ) -> (any TimerHandler, TimerHandle)? {
@@ -162,7 +162,7 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     /// Returns a timer that was handed out as due but not fired (it lies past a simulation's horizon) to the queue,
     /// at its deadline; one cancelled meanwhile is freed instead.
     @inlinable
-    package mutating func putBack(_ id: TimerQueueID) {
+    @_spi(RoomLinkInternals) public mutating func putBack(_ id: TimerQueueID) {
         guard queue.isDetached(id), let record = queue.payload(id) else { return }
         if record.isCancelled {
             queue.free(id)
@@ -173,19 +173,19 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
     }
 
     @inlinable
-    package mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
+    @_spi(RoomLinkInternals) public mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
         remoteIDs.removeAll()
         return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, handle(for: $0.1, $0.0)) }
     }
 
     /// Drops the mapping of a handle given out off-thread; local timers have none (and skip the hashing).
     @inlinable
-    package mutating func forgetRemote(_ remoteID: UInt64) {
+    @_spi(RoomLinkInternals) public mutating func forgetRemote(_ remoteID: UInt64) {
         if remoteID != 0 { remoteIDs.removeValue(forKey: remoteID) }
     }
 
     @inlinable
-    package func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
+    @_spi(RoomLinkInternals) public func wheelID(_ handle: TimerHandle) -> TimerQueueID? {
         if RemoteTimerIDs.isRemote(handle.rawValue) { return remoteIDs[handle.rawValue] }
         return TimerQueueID(rawValue: handle.rawValue)
     }
@@ -194,15 +194,15 @@ package struct TimerTable<Queue: TimerQueue> where Queue.Payload == TimerRecord 
 extension TimerTable where Queue == TimerWheel<TimerRecord> {
     /// Real time (nanoseconds) of the next thing the owner must do (``expire(at:into:)``), or `nil` when idle.
     @inlinable
-    package var nextRealDeadline: UInt64? { queue.nextDeadline() }
+    @_spi(RoomLinkInternals) public var nextRealDeadline: UInt64? { queue.nextDeadline() }
 
     /// Whether timers armed for the current tick wait to be expired (no scan of the wheel).
     @inlinable
-    package var hasOverdue: Bool { queue.hasOverdue }
+    @_spi(RoomLinkInternals) public var hasOverdue: Bool { queue.hasOverdue }
 
     /// Moves to real time `now` and appends every due timer to `due`, in deadline order.
     @inlinable
-    package mutating func expire(
+    @_spi(RoomLinkInternals) public mutating func expire(
         at now: UInt64,
         into due: inout [TimerWheel<TimerRecord>.Expired]
     ) {

@@ -86,7 +86,7 @@ public struct RoomConnection: Sendable {
     /// What a client keeps with each of its rooms beside the room's state: the room's server as the transport
     /// reaches it, and the room's timers. Kept in the room's value rather than in a table of the client's own: a
     /// heartbeat reads it, and a second table would cost every heartbeat of a million clients one more cold cache
-    /// line (+15 % wall time and +147 B per client on the 1M storm, measured).
+    /// line (+13 % wall time and +147 B per client on the 1M storm, measured: BENCHMARKS.md).
     public struct Attachment: Sendable {
         /// The room's server, resolved at its first login attempt (and again at the next while there is none).
         var server: (any RoomEndpoint)?
