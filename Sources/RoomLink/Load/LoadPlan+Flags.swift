@@ -27,7 +27,7 @@ extension LoadPlan {
         )
     }
 
-    /// `SHARE@AT:LENGTH` — SHARE of the rooms, LENGTH as for ``outages(_:)`` (drawn per room), e.g. `0.1@5m:60s`.
+    /// `SHARE@AT:LENGTH` — SHARE of the rooms, LENGTH as for ``outages(_:field:)`` (drawn per room), e.g. `0.1@5m:60s`.
     public static func partition(_ text: String, field: String = "partition") throws(RoomLinkError) -> Fault {
         let flag = field
         let form = "SHARE@AT:LENGTH (a share of the rooms), e.g. 0.1@5m:60s (LENGTH 60s, 30s..2m or ~60s)"
