@@ -58,7 +58,6 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     public nonisolated let endpointHash: UInt64
     /// The identity the server knows; two clients with one user ID are one user on two devices.
     public nonisolated let userID: String
-    public nonisolated let roomMode: Scenario.RoomMode
     public nonisolated let loop: any RuntimeLoop
     let environment: Environment
     /// The client's decisions.
@@ -73,6 +72,9 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     private var stepTime: RuntimeInstant?
     private var inStep = false
     var isShutDown = false
+    // Declared beside the flags above, not after `userID`, where its one byte took a word of padding.
+    /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
+    public nonisolated let roomMode: Scenario.RoomMode
     /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
     /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
     private let engine: @Sendable (RoomClient, Entry) -> Void

@@ -99,15 +99,16 @@ public struct RoomClientState: Sendable {
     public let userID: String
     /// The rooms the client is in or trying to be in, in join order.
     public private(set) var rooms: [RoomConnection] = []
+    private var random: SeededRandom
+    /// The FNV-1a of `"<clientID>#"`: session `n` is the FNV-1a of `"<clientID>#<n>"`, continued from it (a hash,
+    /// not the name, kept per client).
+    private let sessionPrefix: UInt64
+    // The small fields last, together: a million clients' actors keep their allocation size class.
+    private var sessionsStarted: UInt32 = 0
     /// Whether the heartbeat runs.
     public private(set) var isBeating = false
     /// Whether the data-silence timer is armed (the client's data stopped, and it has not noticed yet).
     public private(set) var isDataSilent = false
-    private var random: SeededRandom
-    private var sessionsStarted: UInt64 = 0
-    /// The FNV-1a of `"<clientID>#"`: session `n` is the FNV-1a of `"<clientID>#<n>"`, continued from it (a hash,
-    /// not the name, kept per client).
-    private let sessionPrefix: UInt64
 
     /// A client named `clientID` with no rooms, whose retry jitter is drawn from `seed` (with `clientID`).
     public init(clientID: String, userID: String, seed: UInt64) {

@@ -48,6 +48,11 @@ public struct RoomConnection: Sendable {
     public internal(set) var mode: ReconnectMode = .quick
     /// Whether the next attempt must start a new session (the server could not resume this one).
     var fullOnNext = false
+    /// What the room's one timer is armed for (``timer``), in a byte: its attempt or session is the room's own.
+    /// (Beside the other small fields, in what was padding: a million rooms keep their 200 bytes.)
+    private var timerKind: TimerKind?
+    /// Whether the ``RoomTransition/stillLost`` notice of the current reconnection episode is armed.
+    public internal(set) var noticeArmed = false
     /// The retry iterator of the current episode, boxed: 120 bytes that a joined room does not need inline.
     private var episodeRetry: Boxed<RetryPolicy.Iterator>?
 
@@ -72,12 +77,6 @@ public struct RoomConnection: Sendable {
     var attempt: UInt32 = 0
     /// When the latest attempt was sent.
     var attemptSentAt = RuntimeInstant.zero
-    /// What the room's one timer is armed for, if it is: during an episode the answer timeout or the wait before the
-    /// next attempt (never later than the episode's deadline, where it gives up); for a joined room, the silence
-    /// that follows a cut path. One timer, not two, per room that is trying.
-    public internal(set) var timer: Timer?
-    /// Whether the ``RoomTransition/stillLost`` notice of the current reconnection episode is armed.
-    public internal(set) var noticeArmed = false
     /// When the current join or reconnection episode gives up; `nil` once joined.
     public internal(set) var episodeDeadline: RuntimeInstant?
     /// What the client driving the room keeps with it; the room's decisions never read it.
@@ -97,6 +96,33 @@ public struct RoomConnection: Sendable {
 
         /// An empty attachment.
         public init() {}
+    }
+
+    /// What the room's one timer is armed for, if it is: during an episode the answer timeout or the wait before the
+    /// next attempt (never later than the episode's deadline, where it gives up); for a joined room, the silence
+    /// that follows a cut path. One timer, not two, per room that is trying. A timer is armed for the room's current
+    /// attempt and session, which it names.
+    public internal(set) var timer: Timer? {
+        get {
+            switch timerKind {
+            case nil: nil
+            case .answer: .answer(attempt: attempt)
+            case .nextAttempt: .nextAttempt(after: attempt)
+            case .routeSilence: .routeSilence(session)
+            }
+        }
+        set {
+            switch newValue {
+            case nil: timerKind = nil
+            case .answer: timerKind = .answer
+            case .nextAttempt: timerKind = .nextAttempt
+            case .routeSilence: timerKind = .routeSilence
+            }
+        }
+    }
+
+    private enum TimerKind: UInt8 {
+        case answer, nextAttempt, routeSilence
     }
 
     /// What a room's one timer is armed for. An episode's timers carry the attempt they belong to, so that one
