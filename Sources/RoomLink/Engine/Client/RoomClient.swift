@@ -285,29 +285,9 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
             let handle = try? loop.schedule(at: deadline) { [self] in
                 onLoop { client in client.handle(entry: .timer(timer)) }
             }
-            switch timer {
-            case .room:
-                if let old = attachment.timer { loop.cancel(old) }
-                attachment.timer = handle
-            case .notice:
-                if let old = attachment.notice { loop.cancel(old) }
-                attachment.notice = handle
-            case .dataSilence:
-                if let dataSilence { loop.cancel(dataSilence) }
-                dataSilence = handle
-            }
+            replace(timer, with: handle, in: &attachment)
         case .cancel(let timer):
-            switch timer {
-            case .room:
-                if let handle = attachment.timer { loop.cancel(handle) }
-                attachment.timer = nil
-            case .notice:
-                if let handle = attachment.notice { loop.cancel(handle) }
-                attachment.notice = nil
-            case .dataSilence:
-                if let dataSilence { loop.cancel(dataSilence) }
-                dataSilence = nil
-            }
+            replace(timer, with: nil, in: &attachment)
         case .startHeartbeat(let interval):
             if heartbeat == nil { heartbeat = try? loop.schedulePeriodic(every: interval, handler: self) }
         case .stopHeartbeat:
@@ -324,11 +304,27 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         case .attemptEnded(let record):
             environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
         case .ended:
-            if let timer = attachment.timer { loop.cancel(timer) }
-            if let notice = attachment.notice { loop.cancel(notice) }
+            // The state cancelled the room's timers as it ended it; what is left to forget is its server.
             attachment = RoomConnection.Attachment()
         }
         return .sent
+    }
+
+    /// Puts `handle` (a timer just armed, or none) where `timer` is kept, cancelling the one it replaces.
+    private func replace(
+        _ timer: RoomClientState.Timer,
+        with handle: TimerHandle?,
+        in attachment: inout RoomConnection.Attachment
+    ) {
+        func swap(_ slot: inout TimerHandle?) {
+            if let old = slot { loop.cancel(old) }
+            slot = handle
+        }
+        switch timer {
+        case .room: swap(&attachment.timer)
+        case .notice: swap(&attachment.notice)
+        case .dataSilence: swap(&dataSilence)
+        }
     }
 
     /// The time of a callback: the step's, once it has one.

@@ -233,10 +233,7 @@ public struct RoomClientState: Sendable {
             guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
             else { return }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
-            let phase = rooms[index].phase
-            var room = end(at: index, perform: perform)
-            act(.report(.rejected(reason, from: phase), room: roomID), perform)
-            _ = perform(.ended(room: roomID), &room.attachment)
+            close(at: index, { .rejected(reason, from: $0) }, perform: perform)
         case .heartbeatAck(let session, let slot):
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
@@ -263,10 +260,7 @@ public struct RoomClientState: Sendable {
             }
         case .kicked(let session, let reason):
             guard rooms[index].session == session else { return }
-            let phase = rooms[index].phase
-            var room = end(at: index, perform: perform)
-            act(.report(.kicked(reason, from: phase), room: roomID), perform)
-            _ = perform(.ended(room: roomID), &room.attachment)
+            close(at: index, { .kicked(reason, from: $0) }, perform: perform)
         case .tokenWillExpire(let session, let remaining):
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
@@ -432,7 +426,7 @@ public struct RoomClientState: Sendable {
                 rooms[index].timer = nil
                 if let deadline = rooms[index].episodeDeadline, now >= deadline {
                     attemptEnded(at: index, .timeout, rules: rules, perform: perform)
-                    giveUp(at: index, perform: perform)
+                    close(at: index, { .gaveUp(from: $0) }, perform: perform)
                 } else if case .answer = purpose {
                     if rooms[index].attemptInFlight {
                         attemptFailed(roomID, .timeout, at: now, rules: rules, perform: perform)
@@ -553,16 +547,20 @@ public struct RoomClientState: Sendable {
         case .awaitDeadline where rooms[index].episodeDeadline != nil:
             armAttemptTimer(at: index, after: nil, answer: false, now: now, perform: perform)
         case .awaitDeadline, .giveUp:
-            giveUp(at: index, perform: perform)
+            close(at: index, { .gaveUp(from: $0) }, perform: perform)
         }
     }
 
-    private mutating func giveUp(at index: Int, perform: Perform) {
-        let roomID = rooms[index].roomID
+    /// Ends room `index` for good (given up, refused, kicked), reporting `transition` from the phase it was in.
+    private mutating func close(
+        at index: Int,
+        _ transition: (RoomConnection.Phase) -> RoomTransition,
+        perform: Perform
+    ) {
         let phase = rooms[index].phase
         var room = end(at: index, perform: perform)
-        act(.report(.gaveUp(from: phase), room: roomID), perform)
-        _ = perform(.ended(room: roomID), &room.attachment)
+        act(.report(transition(phase), room: room.roomID), perform)
+        _ = perform(.ended(room: room.roomID), &room.attachment)
     }
 
     /// Arms room `index`'s one timer: after `delay` (at the episode's deadline if that comes first, or if `delay` is
