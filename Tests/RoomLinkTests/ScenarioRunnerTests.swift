@@ -193,12 +193,15 @@ struct ScenarioRunnerNetworkTests {
             inner = SimulatedNetwork(conditions: plan.conditions, seed: plan.seed)
         }
 
-        func room(_ roomID: String) -> (any RoomEndpoint)? { inner.room(roomID) }
-        func send(_ message: ClientMessage, from client: any ClientEndpoint, to room: any RoomEndpoint) -> SendOutcome {
-            inner.send(message, from: client, to: room)
+        func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+            inner.open(toRoom: roomID, for: client)
         }
-        func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
-            inner.send(message, from: room, to: client)
+        func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome {
+            inner.send(message, on: channel)
+        }
+        func closed(_ channel: any RoomChannel, session: SessionID) { inner.closed(channel, session: session) }
+        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+            inner.send(message, on: channel, from: room)
         }
         var deliveredCount: Int { inner.deliveredCount }
         func serve(_ rooms: any RoomDirectory) {

@@ -5,20 +5,21 @@ import Testing
 
 /// The room's decisions alone: no network, no clock — the test says what arrives and when.
 struct ServerRoomStateTests {
-    /// A client endpoint that is never called: the state only stores and names it.
-    final class Endpoint: ClientEndpoint {
+    /// A client's channel that is never called: the state only stores and names it.
+    final class Endpoint: ClientChannel {
         let endpointID: String
-        let endpointHash: UInt64 = 0
-        let loop: any RuntimeLoop
         init(_ id: String, loop: any RuntimeLoop) {
             endpointID = id
-            self.loop = loop
         }
-        func deliver(_ message: ServerMessage, from room: String) {}
-        func linkChanged(to state: LinkState) {}
     }
 
     static let timings = ServerTimings.zego
+
+    /// A heartbeat's reply and where the room found the member, as one string to compare.
+    static func answer(_ result: (reply: ServerMessage, slot: Int32, arm: ServerRoomState.Effect?)) -> String {
+        guard case .heartbeatAck(let session) = result.reply else { return "\(result.reply)" }
+        return "ack \(session) at \(result.slot)"
+    }
 
     /// Runs `body` with a loop to name in endpoints (nothing is scheduled on it).
     static func withLoop(_ body: (any RuntimeLoop) throws -> Void) rethrows {
@@ -34,7 +35,7 @@ struct ServerRoomStateTests {
     static func messages(_ effects: [ServerRoomState.Effect]) -> [String] {
         effects.map { effect in
             switch effect {
-            case .send(let message, let client): "\(client.endpointID) ← \(message)"
+            case .send(let message, let channel): "\((channel as! Endpoint).endpointID) ← \(message)"
             case .armDeadline(let at): "deadline \(at.milliseconds)"
             case .armTokenDeadline(let user, let at): "token \(user) \(at.milliseconds)"
             case .armFlush(let at): "flush \(at.milliseconds)"
@@ -119,7 +120,7 @@ struct ServerRoomStateTests {
                         take(room.logout(userID: user, session: SessionID(rawValue: UInt64(index + 1)), now: now))
                         continue
                     }
-                    let (reply, arm) = room.heartbeat(
+                    let (reply, _, arm) = room.heartbeat(
                         userID: user,
                         session: SessionID(rawValue: UInt64(index + 1)),
                         now: now
@@ -154,20 +155,12 @@ struct ServerRoomStateTests {
                 )
             }
             let c = SessionID(rawValue: 3)
-            #expect(
-                room.heartbeat(userID: "C", session: c, now: Self.at(1)).reply == .heartbeatAck(session: c, slot: 2)
-            )
+            #expect(Self.answer(room.heartbeat(userID: "C", session: c, now: Self.at(1))) == "ack \(c) at 2")
             _ = room.logout(userID: "A", session: SessionID(rawValue: 1), now: Self.at(2))
             // C moved up when A left: its old hint (2) is out of range, so it is looked up, and told its new place.
-            #expect(
-                room.heartbeat(userID: "C", session: c, slot: 2, now: Self.at(3)).reply
-                    == .heartbeatAck(session: c, slot: 1)
-            )
+            #expect(Self.answer(room.heartbeat(userID: "C", session: c, slot: 2, now: Self.at(3))) == "ack \(c) at 1")
             // A hint pointing at another member is not trusted: B's slot with C's session finds C.
-            #expect(
-                room.heartbeat(userID: "C", session: c, slot: 0, now: Self.at(4)).reply
-                    == .heartbeatAck(session: c, slot: 1)
-            )
+            #expect(Self.answer(room.heartbeat(userID: "C", session: c, slot: 0, now: Self.at(4))) == "ack \(c) at 1")
             #expect(
                 room.heartbeat(userID: "B", session: c, slot: 1, now: Self.at(5)).reply == .sessionUnknown(session: c),
                 "a hint never lets a wrong session in"

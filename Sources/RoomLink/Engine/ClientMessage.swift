@@ -5,21 +5,17 @@
 public enum ClientMessage: Sendable, Equatable {
     /// Join the room (a first login, or a reconnection of an existing session).
     case login(LoginRequest)
-    /// "I am still here": refreshes the member's heartbeat deadline; the server answers ``ServerMessage/heartbeatAck(session:slot:)``.
-    /// `slot` is where the server said the member was at its last answer (−1 when unknown): a hint that spares a
-    /// lookup by user ID, checked before it is trusted.
-    case heartbeat(userID: String, session: SessionID, slot: Int32)
+    /// "I am still here": refreshes the member's heartbeat deadline; the server answers
+    /// ``ServerMessage/heartbeatAck(session:)``.
+    case heartbeat(userID: String, session: SessionID)
     /// Leave the room.
     case logout(userID: String, session: SessionID)
     /// Replace the session's token before it expires.
     case renewToken(userID: String, session: SessionID, token: String)
-    /// The connection carrying the session closed under the client (its network went down). Sent by the client
-    /// when its link drops; a transport delivers it whatever the link state, as the server's view of the socket
-    /// closing. The server starts the member's heartbeat timeout from it and keeps the member meanwhile.
-    case connectionClosed(userID: String, session: SessionID)
     /// The client's data reaches the server again after a short outage that the client did not need to reconnect
-    /// from (a dialect whose media flows continuously, Agora). Like ``connectionClosed(userID:session:)`` it
-    /// models an edge of a continuous stream, so a transport does not lose it; the server treats it as a heartbeat.
+    /// from (a dialect whose media flows continuously, Agora). It models an edge of a continuous stream — the
+    /// counterpart of the transport's ``RoomEndpoint/connectionClosed(userID:session:)`` — so a transport does not
+    /// lose it; the server treats it as a heartbeat.
     case connectionResumed(userID: String, session: SessionID)
     /// The member becomes invisible to its peers (`hidden`, an Agora audience member) or visible again.
     case setHidden(userID: String, session: SessionID, hidden: Bool)

@@ -10,14 +10,14 @@ public final class RoomServer: RoomDirectory {
     let shared: Shared
     private let rooms = LockedBox<[String: ServerRoom]>([:])
 
-    /// How rooms reach clients. Held weakly: the transport keeps its server alive (``RoomTransport/serve(_:)``).
-    public var transport: (any RoomTransport)? { shared.transport }
+    /// How rooms reach clients. Held weakly: the transport keeps its server alive (``ServerTransport/serve(_:)``).
+    public var transport: (any ServerTransport)? { shared.transport }
     public var timings: ServerTimings { shared.timings }
 
     /// The part of a server its rooms use: timings, the transport, the token table.
     final class Shared: Sendable {
         let timings: ServerTimings
-        weak let transport: (any RoomTransport)?
+        weak let transport: (any ServerTransport)?
         /// The nodes, when their capacity is modelled.
         let nodes: ServerNodes?
         private let tokens: LockedBox<TokenTable>
@@ -29,7 +29,7 @@ public final class RoomServer: RoomDirectory {
             var expired: [String: Set<String>] = [:]
         }
 
-        init(timings: ServerTimings, transport: any RoomTransport, auth: [String: String]?, policy: ServerPolicy) {
+        init(timings: ServerTimings, transport: any ServerTransport, auth: [String: String]?, policy: ServerPolicy) {
             self.timings = timings
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
             self.transport = transport
@@ -69,13 +69,13 @@ public final class RoomServer: RoomDirectory {
     /// - Parameters:
     ///   - group: Where the rooms run.
     ///   - transport: How rooms reach clients; the server asks it to route clients' messages to its rooms
-    ///     (``RoomTransport/serve(_:)``), and a ``SimulatedNetwork`` keeps it alive for that.
+    ///     (``ServerTransport/serve(_:)``), and a ``SimulatedNetwork`` keeps it alive for that.
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
     ///   - policy: The nodes' capacity and admission control (SPEC §9); unlimited by default.
     public init(
         group: any RuntimeLoopGroup,
-        transport: any RoomTransport,
+        transport: any ServerTransport,
         timings: ServerTimings = .zego,
         auth: [String: String]? = nil,
         policy: ServerPolicy = .unlimited

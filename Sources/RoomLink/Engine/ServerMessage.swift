@@ -11,8 +11,7 @@ public enum ServerMessage: Sendable, Equatable {
     /// try again, no sooner than `retryAfter` from now. Each dialect reports it in its own vocabulary.
     case busy(session: SessionID, attempt: UInt32, retryAfter: Duration)
     /// The server heard the heartbeat of `session`.
-    /// `slot` is where the member is in the room's table now, for the next heartbeat's hint.
-    case heartbeatAck(session: SessionID, slot: Int32)
+    case heartbeatAck(session: SessionID)
     /// A heartbeat, or a request to resume, named a session the server no longer has (its heartbeat timeout
     /// passed): the client must reconnect — with a new session, after a refused resume — to be a member again.
     case sessionUnknown(session: SessionID)

@@ -38,22 +38,35 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// The current member with `userID`, if any.
     public func member(_ userID: String) -> ServerRoomState.Member? { state.member(userID) }
 
-    public nonisolated func deliver(_ message: ClientMessage, from client: any ClientEndpoint) {
-        onLoop(call: Self.receiveOnLoop, with: (message, client))
+    public nonisolated func deliver(_ message: ClientMessage, on channel: any ClientChannel) {
+        onLoop(call: Self.receiveOnLoop, with: (message, channel))
     }
 
     /// `receive` as a function value made once, for ``LoopPinnedActor/onLoop(call:with:)``.
-    private static let receiveOnLoop: @Sendable (isolated ServerRoom, (ClientMessage, any ClientEndpoint)) -> Void = {
-        $0.receive($1.0, from: $1.1)
+    private static let receiveOnLoop: @Sendable (isolated ServerRoom, (ClientMessage, any ClientChannel)) -> Void = {
+        $0.receive($1.0, on: $1.1)
     }
 
-    private func receive(_ message: ClientMessage, from client: any ClientEndpoint) {
+    public nonisolated func connectionClosed(userID: String, session: SessionID) {
+        onLoop { room in
+            // An edge of the connection, which the server's network stack notices, not a worker.
+            if let arm = room.state.connectionClosed(userID: userID, session: session, now: room.loop.now) {
+                room.apply([arm])
+            }
+        }
+    }
+
+    public nonisolated func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void) {
+        loop.runSoon { [self] in onLoop { room in body(room.state.memberChannels) } }
+    }
+
+    private func receive(_ message: ClientMessage, on channel: any ClientChannel) {
         let now = loop.now
         guard let node else {
             if case .login(let request) = message {
-                at(now.advanced(by: state.timings.loginProcessing)) { room in room.login(request, from: client) }
+                at(now.advanced(by: state.timings.loginProcessing)) { room in room.login(request, on: channel) }
             } else {
-                handle(message, from: client, arrivedAt: now)
+                handle(message, on: channel, arrivedAt: now)
             }
             return
         }
@@ -65,9 +78,9 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             answerBy = request.answerBy
         case .heartbeat: kind = .heartbeat
         case .logout, .renewToken, .setHidden: kind = .other
-        case .connectionClosed, .connectionResumed:
-            // Edges of a connection, which the server's network stack notices, not a worker.
-            handle(message, from: client, arrivedAt: now)
+        case .connectionResumed:
+            // An edge of a connection, which the server's network stack notices, not a worker.
+            handle(message, on: channel, arrivedAt: now)
             return
         }
         switch node.withLock({ $0.arrive(kind, at: now, answerBy: answerBy) }) {
@@ -75,68 +88,63 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             // A cheap message that found a worker free is handled on arrival: its cost (microseconds) still holds
             // the worker, but a timer per heartbeat to move its answer that much later would cost the run more
             // than the model is worth. Logins, and every message that queued, are handled when served.
-            handle(message, from: client, arrivedAt: now)
+            handle(message, on: channel, arrivedAt: now)
         case .serve(let done, _):
-            guard case .heartbeat(_, let session, _) = message else {
-                at(done) { room in room.handle(message, from: client, arrivedAt: now) }
+            guard case .heartbeat(_, let session) = message else {
+                at(done) { room in room.handle(message, on: channel, arrivedAt: now) }
                 return
             }
             queuedHeartbeats[session, default: 0] += 1
             at(done) { room in
                 room.queuedHeartbeats[session] = room.queuedHeartbeats[session].flatMap { $0 > 1 ? $0 - 1 : nil }
-                room.handle(message, from: client, arrivedAt: now)
+                room.handle(message, on: channel, arrivedAt: now)
             }
         case .busy(let retryAfter):
             guard case .login(let request) = message else { return }
             let answer = ServerMessage.busy(session: request.session, attempt: request.attempt, retryAfter: retryAfter)
-            server.transport?.send(answer, from: self, to: client)
+            server.transport?.send(answer, on: channel, from: self)
         case .shed:
             return
         }
     }
 
-    private func login(_ request: LoginRequest, from client: any ClientEndpoint) {
+    private func login(_ request: LoginRequest, on channel: any ClientChannel) {
         let valid = server.tokenIsValid(request.token, for: request.userID)
         if node != nil { droppedAt[request.session] = nil }
-        apply(state.login(request, from: client, tokenValid: valid, now: loop.now))
+        apply(state.login(request, from: channel, tokenValid: valid, now: loop.now))
     }
 
     /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
     /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
     @inline(__always)
-    private func handle(_ message: ClientMessage, from client: any ClientEndpoint, arrivedAt: RuntimeInstant) {
+    private func handle(_ message: ClientMessage, on channel: any ClientChannel, arrivedAt: RuntimeInstant) {
         let now = loop.now
         switch message {
         case .login(let request):
-            login(request, from: client)
-        case .heartbeat(let userID, let session, let slot):
-            let (reply, arm) = state.heartbeat(userID: userID, session: session, slot: slot, now: now)
+            login(request, on: channel)
+        case .heartbeat(let userID, let session):
+            let (reply, slot, arm) = state.heartbeat(
+                userID: userID,
+                session: session,
+                slot: channel.memberHint,
+                now: now
+            )
+            if slot >= 0 { channel.setMemberHint(slot) }
             if node != nil, case .sessionUnknown = reply, let dropped = droppedAt[session], dropped >= arrivedAt {
                 self.node?.withLock { $0.lateHeartbeat() }
             }
-            server.transport?.send(reply, from: self, to: client)
+            server.transport?.send(reply, on: channel, from: self)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
         case .renewToken(let userID, let session, let token):
             if server.renewToken(token, for: userID) { state.tokenRenewed(userID: userID, session: session) }
-        case .connectionClosed(let userID, let session):
-            if let arm = state.connectionClosed(userID: userID, session: session, now: now) { apply([arm]) }
         case .connectionResumed(let userID, let session):
-            let (reply, arm) = state.heartbeat(userID: userID, session: session, now: now)
-            if case .heartbeatAck = reply {} else { server.transport?.send(reply, from: self, to: client) }
+            let (reply, _, arm) = state.heartbeat(userID: userID, session: session, now: now)
+            if case .heartbeatAck = reply {} else { server.transport?.send(reply, on: channel, from: self) }
             if let arm { apply([arm]) }
         case .setHidden(let userID, let session, let hidden):
             apply(state.setHidden(userID: userID, session: session, hidden: hidden, now: now))
-        }
-    }
-
-    public nonisolated func routeChanged(reachable: Bool) {
-        onLoop { room in
-            // The members' data stops or resumes; each client's own loop hears of it.
-            for client in room.state.memberClients {
-                client.loop.runSoon { client.routeChanged(toRoom: room.roomID, reachable: reachable) }
-            }
         }
     }
 
@@ -158,8 +166,8 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     private func apply(_ effects: [ServerRoomState.Effect]) {
         for effect in effects {
             switch effect {
-            case .send(let message, let client):
-                server.transport?.send(message, from: self, to: client)
+            case .send(let message, let channel):
+                server.transport?.send(message, on: channel, from: self)
             case .armDeadline(let deadline):
                 at(deadline) { room in room.deadlinePassed() }
             case .armTokenDeadline(let userID, let deadline):

@@ -33,7 +33,8 @@ public struct ServerRoomState {
     public struct Member {
         public var userID: String
         public var session: SessionID
-        public var client: any ClientEndpoint
+        /// The channel the member logged in on: where its messages go.
+        public var channel: any ClientChannel
         public var userStatusNotify: Bool
         /// Whether peers cannot see the member.
         public var hidden: Bool
@@ -49,7 +50,7 @@ public struct ServerRoomState {
 
     /// What the room's actor must do.
     public enum Effect {
-        case send(ServerMessage, to: any ClientEndpoint)
+        case send(ServerMessage, to: any ClientChannel)
         /// Call ``ServerRoomState/deadlinePassed(now:)`` at the given time.
         case armDeadline(at: RuntimeInstant)
         /// Call ``ServerRoomState/tokenDeadlinePassed(userID:now:)`` at the given time.
@@ -98,8 +99,8 @@ public struct ServerRoomState {
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { Array(members.keys) }
 
-    /// The clients of the members, in the order they joined.
-    var memberClients: [any ClientEndpoint] { members.values.map(\.client) }
+    /// The channels of the members, in the order they joined.
+    var memberChannels: [any ClientChannel] { members.values.map(\.channel) }
 
     /// The member with `userID`, if any.
     public func member(_ userID: String) -> Member? { members[userID] }
@@ -113,41 +114,41 @@ public struct ServerRoomState {
     /// Handles a login whose token the server has already checked (`tokenValid`).
     public mutating func login(
         _ request: LoginRequest,
-        from client: any ClientEndpoint,
+        from channel: any ClientChannel,
         tokenValid: Bool,
         now: RuntimeInstant
     ) -> [Effect] {
         if request.isReconnect, let reason = kickedSessions[request.session] {
-            return [.send(.kicked(session: request.session, reason: reason), to: client)]
+            return [.send(.kicked(session: request.session, reason: reason), to: channel)]
         }
         guard tokenValid else {
             return [
                 .send(
                     .loginRejected(session: request.session, attempt: request.attempt, reason: .tokenInvalid),
-                    to: client
+                    to: channel
                 )
             ]
         }
         if request.kind == .resume, members[request.userID]?.session != request.session {
-            return [.send(.sessionUnknown(session: request.session), to: client)]
+            return [.send(.sessionUnknown(session: request.session), to: channel)]
         }
         var effects: [Effect] = []
         if let existing = members[request.userID], existing.session != request.session, timings.duplicateLoginVisible {
             // A new participant with the same identity: the old one leaves (its client, if it still listens, is
             // told), and the new one joins below.
             kickedSessions[existing.session] = .duplicateLogin
-            effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.client))
+            effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
             effects += remove(request.userID, reason: .dropped, now: now)
         }
         if let existing = members[request.userID] {
             if existing.session != request.session {
                 // The newer login wins; the user stays present, so peers hear nothing.
                 kickedSessions[existing.session] = .duplicateLogin
-                effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.client))
+                effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
             }
             var member = existing
             member.session = request.session
-            member.client = client
+            member.channel = channel
             member.userStatusNotify = request.userStatusNotify
             if existing.session != request.session { member.tokenDeadline = nil }
             if member.hidden != request.hidden {
@@ -170,14 +171,14 @@ public struct ServerRoomState {
                 return [
                     .send(
                         .loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached),
-                        to: client
+                        to: channel
                     )
                 ]
             }
             members[request.userID] = Member(
                 userID: request.userID,
                 session: request.session,
-                client: client,
+                channel: channel,
                 userStatusNotify: request.userStatusNotify,
                 hidden: request.hidden,
                 lastHeard: now,
@@ -198,23 +199,27 @@ public struct ServerRoomState {
                     roomSessionID: roomSessionID,
                     present: present
                 ),
-                to: client
+                to: channel
             )
         )
         return effects
     }
 
     /// Handles a heartbeat: refreshes the member and returns the answer for the sender — an acknowledgement, or
-    /// word that the session is gone — and, rarely, the room's deadline timer to arm. (The hottest path of a run:
-    /// one lookup, no allocation.)
+    /// word that the session is gone — where the member sits now (the next heartbeat's `slot`, −1 when it is not a
+    /// member) and, rarely, the room's deadline timer to arm. (The hottest path of a run: one lookup, no
+    /// allocation.)
+    ///
+    /// - Parameter slot: Where the member sat at its last heartbeat (−1 when unknown): a hint that spares a lookup
+    ///   by user ID, checked before it is trusted.
     public mutating func heartbeat(
         userID: String,
         session: SessionID,
         slot: Int32 = -1,
         now: RuntimeInstant
-    ) -> (reply: ServerMessage, arm: Effect?) {
+    ) -> (reply: ServerMessage, slot: Int32, arm: Effect?) {
         let index: Int
-        // The client's hint first (no hashing); a member that moved (an earlier one left) is looked up by user ID.
+        // The hint first (no hashing); a member that moved (an earlier one left) is looked up by user ID.
         if slot >= 0, Int(slot) < members.count, members.values[Int(slot)].session == session,
             members.values[Int(slot)].userID == userID
         {
@@ -222,13 +227,14 @@ public struct ServerRoomState {
         } else if let found = members.index(forKey: userID), members.values[found].session == session {
             index = found
         } else {
-            if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), nil) }
-            return (.sessionUnknown(session: session), nil)
+            if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), -1, nil) }
+            return (.sessionUnknown(session: session), -1, nil)
         }
         members.values[index].lastHeard = now
         // A member whose data flows is heard all the time: no deadline until its data stops.
         return (
-            .heartbeatAck(session: session, slot: Int32(index)),
+            .heartbeatAck(session: session),
+            Int32(index),
             timings.continuousData ? nil : queue(memberAt: index, heardAt: now)
         )
     }
@@ -288,7 +294,7 @@ public struct ServerRoomState {
     public mutating func kick(userID: String, reason: KickReason, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID] else { return [] }
         kickedSessions[member.session] = reason
-        return [.send(.kicked(session: member.session, reason: reason), to: member.client)]
+        return [.send(.kicked(session: member.session, reason: reason), to: member.channel)]
             + remove(userID, reason: .dropped, now: now)
     }
 
@@ -296,7 +302,7 @@ public struct ServerRoomState {
     /// out).
     public func requestReconnect(userID: String) -> [Effect] {
         guard let member = members[userID] else { return [] }
-        return [.send(.reconnectRequested(session: member.session), to: member.client)]
+        return [.send(.reconnectRequested(session: member.session), to: member.channel)]
     }
 
     /// The token of `userID` expired: warn the member and kick it after the grace period unless it renews.
@@ -305,7 +311,7 @@ public struct ServerRoomState {
         let deadline = now.advanced(by: timings.tokenRenewalGrace)
         members[userID]!.tokenDeadline = deadline
         return [
-            .send(.tokenWillExpire(session: member.session, remaining: timings.tokenRenewalGrace), to: member.client),
+            .send(.tokenWillExpire(session: member.session, remaining: timings.tokenRenewalGrace), to: member.channel),
             .armTokenDeadline(userID: userID, at: deadline),
         ]
     }
@@ -335,7 +341,7 @@ public struct ServerRoomState {
                     effects.append(
                         .send(
                             .userUpdate(current.change, users: current.users, reason: current.reason),
-                            to: listener.client
+                            to: listener.channel
                         )
                     )
                     batch = nil
@@ -344,7 +350,7 @@ public struct ServerRoomState {
             }
             if let batch {
                 effects.append(
-                    .send(.userUpdate(batch.change, users: batch.users, reason: batch.reason), to: listener.client)
+                    .send(.userUpdate(batch.change, users: batch.users, reason: batch.reason), to: listener.channel)
                 )
             }
         }

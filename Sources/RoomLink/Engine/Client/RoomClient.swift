@@ -11,10 +11,10 @@
 ///
 /// Timers and deliveries call it on its loop's thread with no hop; calls from elsewhere hop there like any actor
 /// call.
-public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, LoopPinnedActor {
+public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, LoopPinnedActor {
     /// What many clients share: the transport, the timings, the retry policy and the event sink.
     public final class Environment: Sendable {
-        public let transport: any RoomTransport
+        public let transport: any ClientTransport
         public let timings: Dialect.Timings
         public let retryPolicy: RetryPolicy
         public let sink: (any EventSink<Dialect.Event>)?
@@ -29,7 +29,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
 
         /// Creates an environment. `timings` and `retryPolicy` default to the dialect's.
         public init(
-            transport: any RoomTransport,
+            transport: any ClientTransport,
             timings: Dialect.Timings = .default,
             retryPolicy: RetryPolicy = Dialect.defaultRetryPolicy,
             sink: (any EventSink<Dialect.Event>)? = nil,
@@ -274,11 +274,13 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
     {
         switch action {
         case .send(let message, let roomID):
-            if attachment.server == nil, case .login = message {
-                attachment.server = environment.transport.room(roomID)
+            if attachment.channel == nil, case .login = message {
+                attachment.channel = environment.transport.open(toRoom: roomID, for: self)
             }
-            guard let server = attachment.server else { return .refused }
-            return environment.transport.send(message, from: self, to: server)
+            guard let channel = attachment.channel else { return .refused }
+            return environment.transport.send(message, on: channel)
+        case .closed(_, let session):
+            if let channel = attachment.channel { environment.transport.closed(channel, session: session) }
         case .report(let transition, let roomID):
             report(transition, room: roomID)
         case .arm(let timer, let deadline):
@@ -304,7 +306,7 @@ public actor RoomClient<Dialect: RoomDialect>: ClientEndpoint, TimerHandler, Loo
         case .attemptEnded(let record):
             environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
         case .ended:
-            // The state cancelled the room's timers as it ended it; what is left to forget is its server.
+            // The state cancelled the room's timers as it ended it; what is left to forget is its channel.
             attachment = RoomConnection.Attachment()
         }
         return .sent

@@ -19,6 +19,9 @@ public struct RoomClientState: Sendable {
     public enum Action: Sendable, Equatable {
         /// Send `message` to the server of `room`. The answer says whether it left.
         case send(ClientMessage, room: String)
+        /// The connection carrying `session` to `room` closed under the client (its link went down), or its data
+        /// stopped: the transport lets the server hear it (``ClientTransport/closed(_:session:)``).
+        case closed(room: String, session: SessionID)
         /// Report `transition` of `room` (the dialect turns it into its vendor's callbacks).
         case report(RoomTransition, room: String)
         /// Arm `timer` for `deadline`, replacing the one armed for the same purpose, if any.
@@ -234,10 +237,9 @@ public struct RoomClientState: Sendable {
             else { return }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
             close(at: index, { .rejected(reason, from: $0) }, perform: perform)
-        case .heartbeatAck(let session, let slot):
+        case .heartbeatAck(let session):
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
-            rooms[index].serverSlot = slot
         case .sessionUnknown(let session):
             guard rooms[index].session == session else { return }
             switch rooms[index].phase {
@@ -294,8 +296,8 @@ public struct RoomClientState: Sendable {
             if watchesData {
                 // The data stops: the server notices its absence at once, the client after the detection time.
                 for index in rooms.indices where rooms[index].phase == .joined {
-                    let closed = ClientMessage.connectionClosed(userID: userID, session: rooms[index].session)
-                    _ = perform(.send(closed, room: rooms[index].roomID), &rooms[index].attachment)
+                    let closed = Action.closed(room: rooms[index].roomID, session: rooms[index].session)
+                    _ = perform(closed, &rooms[index].attachment)
                 }
                 armDataSilence(at: now, rules: rules, perform: perform)
             }
@@ -356,10 +358,7 @@ public struct RoomClientState: Sendable {
             )
         } else {
             guard rooms[index].timer == nil else { return }
-            _ = perform(
-                .send(.connectionClosed(userID: userID, session: session), room: roomID),
-                &rooms[index].attachment
-            )
+            _ = perform(.closed(room: roomID, session: session), &rooms[index].attachment)
             arm(.routeSilence(session), at: index, deadline: now.advanced(by: detection), perform: perform)
         }
     }
@@ -385,7 +384,7 @@ public struct RoomClientState: Sendable {
                     connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
                 } else if perform(
                     .send(
-                        .heartbeat(userID: userID, session: rooms[index].session, slot: rooms[index].serverSlot),
+                        .heartbeat(userID: userID, session: rooms[index].session),
                         room: rooms[index].roomID
                     ),
                     &rooms[index].attachment
@@ -455,8 +454,7 @@ public struct RoomClientState: Sendable {
         let roomID = rooms[index].roomID
         if rooms[index].phase == .joined { cancelTimer(of: index, perform: perform) }  // a partition's silence timer
         if closed {
-            let closed = ClientMessage.connectionClosed(userID: userID, session: rooms[index].session)
-            _ = perform(.send(closed, room: roomID), &rooms[index].attachment)
+            _ = perform(.closed(room: roomID, session: rooms[index].session), &rooms[index].attachment)
         }
         let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if rooms[index].connectionLost(at: now, retry: retry) {

@@ -71,8 +71,6 @@ public struct RoomConnection: Sendable {
     }
     /// Whether a login request is waiting for its answer.
     var attemptInFlight = false
-    /// Where the server last said the member was in its table (−1: not known yet), sent back as a hint.
-    var serverSlot: Int32 = -1
     /// Counts attempts, so that a timer of an earlier attempt, or a server's late answer to one, is ignored.
     var attempt: UInt32 = 0
     /// When the latest attempt was sent.
@@ -82,13 +80,13 @@ public struct RoomConnection: Sendable {
     /// What the client driving the room keeps with it; the room's decisions never read it.
     public var attachment = Attachment()
 
-    /// What a client keeps with each of its rooms beside the room's state: the room's server as the transport
-    /// reaches it, and the room's timers. Kept in the room's value rather than in a table of the client's own: a
+    /// What a client keeps with each of its rooms beside the room's state: the room's channel as the transport
+    /// opened it, and the room's timers. Kept in the room's value rather than in a table of the client's own: a
     /// heartbeat reads it, and a second table would cost every heartbeat of a million clients one more cold cache
     /// line (+13 % wall time and +147 B per client on the 1M storm, measured: BENCHMARKS.md).
     public struct Attachment: Sendable {
-        /// The room's server, resolved at its first login attempt (and again at the next while there is none).
-        var server: (any RoomEndpoint)?
+        /// The room's channel, opened at its first login attempt (and again at the next while there is none).
+        var channel: (any RoomChannel)?
         /// The room's one timer (``RoomConnection/timer``).
         var timer: TimerHandle?
         /// The ``RoomTransition/stillLost`` notice.

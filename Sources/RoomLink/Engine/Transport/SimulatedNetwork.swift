@@ -18,7 +18,7 @@ import Synchronization
 /// carries the messages between a client and a room on the same loop in one `DelayLine` per loop instead of a
 /// timer each: every such message takes the same time, so they arrive in the order sent, and one FIFO and one timer
 /// carry them all with no allocation per message.
-public final class SimulatedNetwork: RoomTransport, NetworkFaults {
+public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFaults {
     private let model: NetworkModel
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up: while none is, sending needs no lock (the common case).
@@ -92,7 +92,7 @@ public final class SimulatedNetwork: RoomTransport, NetworkFaults {
     /// Cuts `roomID` off from every client (`true`) or heals it (`false`): while cut off, every message between the
     /// room's server and a client is lost in both directions, and new logins to it go unanswered. Neither side is
     /// told — a partition looks like silence — except that the room's current members see their data for the room
-    /// stop or resume (``ClientEndpoint/routeChanged(toRoom:reachable:)``), which dialects that watch their media
+    /// stop or resume (``RouteObserver/routeChanged(toRoom:reachable:)``), which dialects that watch their media
     /// (Agora) notice after their detection time. Setting the state the room already has does nothing.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
         let changed = partitioned.withLock { rooms -> Bool in
@@ -100,54 +100,55 @@ public final class SimulatedNetwork: RoomTransport, NetworkFaults {
             partitionCount.store(rooms.count, ordering: .releasing)
             return changed
         }
-        guard changed, let room = room(roomID) else { return }
-        room.loop.runSoon { room.routeChanged(reachable: !cutOff) }
+        guard changed, let room = directory.withLock({ $0 })?.room(roomID) else { return }
+        // The members' data stops or resumes; each client's own loop hears of it.
+        room.withMemberChannels { channels in
+            for case let channel as Channel in channels {
+                guard let client = channel.client as? any RouteObserver else { continue }
+                client.loop.runSoon { client.routeChanged(toRoom: roomID, reachable: !cutOff) }
+            }
+        }
     }
 
-    /// The room `roomID` of the attached server; `nil` when no server is attached (or it is gone), as if the
-    /// network had no route to it.
-    public func room(_ roomID: String) -> (any RoomEndpoint)? {
-        directory.withLock { $0 }?.room(roomID)
+    /// Opens `client`'s channel to the room `roomID` of the attached server; `nil` when no server is attached (or it
+    /// is gone), as if the network had no route to it. The channel pairs the two ends, so a message on it needs no
+    /// lookup, and keeps the room's hint of where its member sits.
+    public func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+        guard let room = directory.withLock({ $0 })?.room(roomID) else { return nil }
+        return Channel(client: client, room: room)
     }
 
-    public func send(
-        _ message: ClientMessage,
-        from client: any ClientEndpoint,
-        to room: any RoomEndpoint
-    )
-        -> SendOutcome
-    {
+    public func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome {
+        guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
         let transit: Transit
-        switch message {
-        case .connectionClosed:
-            // The server sees the socket close (or the data stop): not a message the dead link must carry.
-            transit = .delivered(after: model.conditions.latency)
-        case .connectionResumed:
+        if case .connectionResumed = message {
             // The data flows again: an edge of a continuous stream, not one packet that loss could take.
-            guard link(of: client) == .up else { return .refused }
-            guard !isPartitioned(room.roomID) else { return .sent }
+            guard link(of: channel.client) == .up else { return .refused }
+            guard !isPartitioned(channel.room.roomID) else { return .sent }
             transit = .delivered(after: model.conditions.latency)
-        default:
-            transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
-            if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
+        } else {
+            transit = model.transit(link: link(of: channel.client), key: key(channel, upstream: true))
+            if case .delivered = transit, isPartitioned(channel.room.roomID) { return .sent }  // lost on the way
         }
         switch transit {
         case .refused: return .refused
         case .lost: return .sent
         case .delivered(let delay):
-            delivered.increment(by: room.loop)
-            if let line = line(from: client.loop, to: room.loop, after: delay),
-                line.add(.toRoom(message, client: client, room: room), prefetching: Self.address(of: room))
-            {
-                return .sent
-            }
-            _ = try? room.loop.schedule(after: delay, handler: ToRoom(message: message, client: client, room: room))
+            toRoom(.message(message), on: channel, after: delay)
             return .sent
         }
     }
 
-    public func send(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
-        let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
+    public func closed(_ channel: any RoomChannel, session: SessionID) {
+        guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
+        // The server sees the socket close (or the data stop): nothing the dead link must carry.
+        toRoom(.closed(session), on: channel, after: model.conditions.latency)
+    }
+
+    public func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+        guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
+        let client = channel.client
+        let transit = model.transit(link: link(of: client), key: key(channel, upstream: false))
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
         delivered.increment(by: client.loop)
         if let line = line(from: room.loop, to: client.loop, after: delay),
@@ -159,6 +160,18 @@ public final class SimulatedNetwork: RoomTransport, NetworkFaults {
             after: delay,
             handler: ToClient(message: message, roomID: room.roomID, client: client)
         )
+    }
+
+    /// Carries `upstream` on `channel` to its room, arriving after `delay`.
+    private func toRoom(_ upstream: Upstream, on channel: Channel, after delay: Duration) {
+        let room = channel.room
+        delivered.increment(by: room.loop)
+        if let line = line(from: channel.client.loop, to: room.loop, after: delay),
+            line.add(.toRoom(upstream, channel: channel), prefetching: Self.address(of: room))
+        {
+            return
+        }
+        _ = try? room.loop.schedule(after: delay, handler: ToRoom(upstream: upstream, channel: channel))
     }
 
     /// The line that carries a message taking `delay` from `sender`'s loop to `receiver`'s, if they are one loop with
@@ -183,39 +196,68 @@ public final class SimulatedNetwork: RoomTransport, NetworkFaults {
         UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
     }
 
+    /// One client's channel to one room: both ends, the part of their messages' fate key they fix, and the room's
+    /// hint of where the client's member sits (the in-process shortcut a wire does not carry).
+    private final class Channel: RoomChannel, ClientChannel {
+        let client: any ClientEndpoint
+        let room: any RoomEndpoint
+        /// The endpoints' part of every fate key (``SimulatedNetwork/key(_:upstream:)``).
+        let pairKey: UInt64
+        private let hint = Atomic<Int32>(-1)
+
+        init(client: any ClientEndpoint, room: any RoomEndpoint) {
+            self.client = client
+            self.room = room
+            self.pairKey = client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash
+        }
+
+        var memberHint: Int32 { hint.load(ordering: .relaxed) }
+        func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
+
+        func deliver(_ upstream: Upstream) {
+            switch upstream {
+            case .message(let message): room.deliver(message, on: self)
+            case .closed(let session): room.connectionClosed(userID: client.userID, session: session)
+            }
+        }
+    }
+
+    /// What crosses a channel towards its room: a message, or the server's view of the connection closing.
+    private enum Upstream {
+        case message(ClientMessage)
+        case closed(SessionID)
+    }
+
     /// A message in a `DelayLine`.
     private enum InFlight {
-        case toRoom(ClientMessage, client: any ClientEndpoint, room: any RoomEndpoint)
+        case toRoom(Upstream, channel: Channel)
         case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)
 
         func deliver() {
             switch self {
-            case .toRoom(let message, let client, let room): room.deliver(message, from: client)
+            case .toRoom(let upstream, let channel): channel.deliver(upstream)
             case .toClient(let message, let roomID, let client): client.deliver(message, from: roomID)
             }
         }
     }
 
     /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
-    private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
-        let time = UInt64(bitPattern: (upstream ? client.loop : room.loop).now.nanoseconds)
-        return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
-            ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
+    private func key(_ channel: Channel, upstream: Bool) -> UInt64 {
+        let time = UInt64(bitPattern: (upstream ? channel.client.loop : channel.room.loop).now.nanoseconds)
+        return channel.pairKey &+ time &* 0xBF58_476D_1CE4_E5B9 ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
     }
 
     /// A message on its way to a room: one allocation that is both the timer's handler and the message.
     private final class ToRoom: TimerHandler {
-        let message: ClientMessage
-        let client: any ClientEndpoint
-        let room: any RoomEndpoint
+        let upstream: Upstream
+        let channel: Channel
 
-        init(message: ClientMessage, client: any ClientEndpoint, room: any RoomEndpoint) {
-            self.message = message
-            self.client = client
-            self.room = room
+        init(upstream: Upstream, channel: Channel) {
+            self.upstream = upstream
+            self.channel = channel
         }
 
-        func timerFired(_ timer: TimerHandle) { room.deliver(message, from: client) }
+        func timerFired(_ timer: TimerHandle) { channel.deliver(upstream) }
     }
 
     /// A message on its way to a client.

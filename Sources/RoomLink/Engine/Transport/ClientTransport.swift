@@ -1,0 +1,63 @@
+/// What a client needs of a transport: a channel to the server of each of its rooms, to send on and to close.
+///
+/// A client opens a room's channel at its first login attempt to the room, sends every message for the room on it,
+/// and hears back through its ``ClientEndpoint``: the server's messages (``ClientEndpoint/deliver(_:from:)``) and
+/// its own link's changes (``ClientEndpoint/linkChanged(to:)``). What a channel is belongs to the transport: the
+/// in-process ``SimulatedNetwork`` pairs the client with the room's actor; a socket transport multiplexes a client's
+/// rooms over one connection, as an SDK does. The client never learns which server object answers it.
+public protocol ClientTransport: AnyObject, Sendable {
+    /// Opens `client`'s channel to the server of `roomID`, or returns `nil` when the transport cannot reach one (the
+    /// client then treats its attempts as refused, and tries to open it again at the next).
+    func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)?
+
+    /// Sends `message` on `channel` (one the transport opened).
+    ///
+    /// - Returns: ``SendOutcome/refused`` when the client's connection is down (the client knows at once);
+    ///   otherwise ``SendOutcome/sent``, whether or not the message arrives.
+    func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome
+
+    /// The connection carrying `session` on `channel` closed under the client (its link went down), or — for a
+    /// dialect whose media flows continuously — its data stopped. The server's side of the transport raises it to
+    /// the room (``RoomEndpoint/connectionClosed(userID:session:)``) as a server hears a socket close: whatever the
+    /// link's state, since no message has to cross it.
+    func closed(_ channel: any RoomChannel, session: SessionID)
+}
+
+/// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
+/// only hands it back to the transport.
+public protocol RoomChannel: AnyObject, Sendable {}
+
+/// Whether a transport took a message.
+public enum SendOutcome: Sendable, Hashable {
+    /// The message left; it may still be lost on the way.
+    case sent
+    /// The sender's connection is down.
+    case refused
+}
+
+/// A client as a transport sees it: where to deliver server messages and link changes.
+public protocol ClientEndpoint: AnyObject, Sendable {
+    /// The client's network identity.
+    var endpointID: String { get }
+    /// A stable hash of ``endpointID`` (FNV-1a), computed once: a simulated network keys message fates on it.
+    var endpointHash: UInt64 { get }
+    /// The identity the client logs in with: the user its connections carry.
+    var userID: String { get }
+    /// The loop the client runs on; deliveries are made there.
+    var loop: any RuntimeLoop { get }
+    /// Handles a message from the server of `room`. Called on ``loop``'s thread.
+    func deliver(_ message: ServerMessage, from room: String)
+    /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
+    /// blackhole looks like an up link). Called on ``loop``'s thread.
+    func linkChanged(to state: LinkState)
+}
+
+/// A client that notices when the path to one of its rooms is cut while its own link stays up (a room partition,
+/// ``NetworkFaults/setPartitioned(_:room:)``): nothing tells the client, but the data it receives for the room stops
+/// or resumes — which a dialect that watches its media (Agora) notices. A client that watches only its heartbeats
+/// need not adopt it: silence reveals a partition.
+public protocol RouteObserver: ClientEndpoint {
+    /// The path to the server of `room` was cut (`reachable` false) or restored. Called on ``ClientEndpoint/loop``'s
+    /// thread.
+    func routeChanged(toRoom room: String, reachable: Bool)
+}

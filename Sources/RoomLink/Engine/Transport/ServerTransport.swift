@@ -1,0 +1,56 @@
+/// What a server needs of a transport: clients' messages routed to its rooms, a way to answer each client's channel,
+/// and word when a client's connection closes.
+///
+/// A ``RoomServer`` hands the transport its rooms (``serve(_:)``). The transport then calls each room, on the room's
+/// loop, with what its clients send (``RoomEndpoint/deliver(_:on:)``) and when a connection carrying one of its
+/// sessions closes (``RoomEndpoint/connectionClosed(userID:session:)``), and the room answers on the channel the
+/// message came on.
+public protocol ServerTransport: AnyObject, Sendable {
+    /// Routes what clients send to the rooms of `rooms` from now on. A transport may keep `rooms` alive (clients
+    /// hold the transport, so a server nobody else names stays up while its clients run).
+    func serve(_ rooms: any RoomDirectory)
+
+    /// Sends `message` from the server of `room` on `channel` (one this transport delivered a message on). Messages
+    /// on a channel whose connection is down are lost.
+    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint)
+}
+
+/// One client's channel to a room, as the room's server sees it: the transport's handle for answering the client.
+/// The room keeps it with the member who logged in on it.
+public protocol ClientChannel: AnyObject, Sendable {
+    /// Where the room last found this channel's member in its table (−1: unknown): a hint that spares the room a
+    /// lookup by user ID on every heartbeat, checked before it is trusted. Only a transport that keeps one channel
+    /// per client and room (the in-process ``SimulatedNetwork``) keeps it; others answer −1.
+    var memberHint: Int32 { get }
+    /// Remembers where the room found this channel's member (see ``memberHint``). Called on the room's loop.
+    func setMemberHint(_ slot: Int32)
+}
+
+extension ClientChannel {
+    public var memberHint: Int32 { -1 }
+    public func setMemberHint(_ slot: Int32) {}
+}
+
+/// The server side of one room, as a transport sees it.
+public protocol RoomEndpoint: AnyObject, Sendable {
+    var roomID: String { get }
+    /// A stable hash of ``roomID`` (FNV-1a), computed once.
+    var roomHash: UInt64 { get }
+    /// The loop the room runs on; deliveries are made there.
+    var loop: any RuntimeLoop { get }
+    /// Handles `message`, which arrived on `channel`. Called on ``loop``'s thread.
+    func deliver(_ message: ClientMessage, on channel: any ClientChannel)
+    /// The connection carrying `session` of `userID` closed (or, for a dialect whose media flows continuously, its
+    /// data stopped): the member's heartbeat timeout runs from now, and it stays a member meanwhile. Raised by the
+    /// transport, as a server's network stack notices a socket close. Called on ``loop``'s thread.
+    func connectionClosed(userID: String, session: SessionID)
+    /// Calls `body` with the channels of the room's current members, in the order they joined, on ``loop``'s thread
+    /// as soon as it runs (a network that cuts the room off tells their clients).
+    func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void)
+}
+
+/// Finds, or opens, the server side of a room by its ID.
+public protocol RoomDirectory: AnyObject, Sendable {
+    /// The room called `roomID`, created on first use.
+    func room(_ roomID: String) -> any RoomEndpoint
+}
