@@ -33,9 +33,12 @@ let package = Package(
             pkgConfig: "libevent_pthreads",
             providers: [.apt(["libevent-dev"]), .brew(["libevent"])]
         ),
+        // `__builtin_prefetch` for Swift: one header, so the engine reaches it without libevent.
+        .systemLibrary(name: "CRoomLinkPrefetch"),
         .target(
             name: "RoomLinkRuntime",
             dependencies: [
+                "CRoomLinkPrefetch",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
@@ -52,15 +55,33 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
+        // The engine: clients and rooms, their state machines, dialects, transport protocols, the simulated
+        // network. It imports no libevent: it runs on any `RuntimeLoop`.
         .target(
-            name: "RoomLink",
+            name: "RoomLinkEngine",
             dependencies: [
                 "RoomLinkRuntime",
-                "RoomLinkLibevent",
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
+        // Above the engine: scenarios and their runner, load tests, spec oracles, the event log.
+        .target(
+            name: "RoomLinkScenarios",
+            dependencies: [
+                "RoomLinkEngine",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
+        // The umbrella embedders import: every module above, re-exported.
+        .target(
+            name: "RoomLink",
+            dependencies: ["RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkScenarios"],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
@@ -92,12 +113,17 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkTests",
-            dependencies: ["RoomLink", "RoomLinkRuntime", "RoomLinkTestSupport"],
+            dependencies: [
+                "RoomLink", "RoomLinkEngine", "RoomLinkScenarios", "RoomLinkRuntime", "RoomLinkTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RoomLinkLibeventTests",
-            dependencies: ["RoomLink", "RoomLinkLibevent", "RoomLinkRuntime", "RoomLinkTestSupport"],
+            dependencies: [
+                "RoomLink", "RoomLinkEngine", "RoomLinkScenarios", "RoomLinkLibevent", "RoomLinkRuntime",
+                "RoomLinkTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
     ]

@@ -25,13 +25,6 @@ static inline unsigned long long CLibevent_monotonicNanoseconds(void) {
     return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
-// Asks the CPU to start loading the cache lines from `address` on (no fault for any address, no effect on the
-// program's meaning): a loop calls it for the handlers of timers a few places ahead in a batch, whose objects
-// are otherwise first touched — and waited for — when they fire.
-static inline void CLibevent_prefetch(const void *address, int lines) {
-    for (int line = 0; line < lines; line++) __builtin_prefetch((const char *)address + 64 * line);
-}
-
 // `evtimer_assign` is a macro: a pure timer event is an event with no fd interest.
 static inline int CLibevent_evtimer_assign(struct event *ev, struct event_base *base, int tag,
                                            CLibevent_callback cb, void *arg) {

@@ -17,7 +17,7 @@ import Glibc
 ///
 /// - Important: Call ``shutdown()`` when done (or use ``withLoopGroup(configuration:_:)``); each loop owns a
 ///   thread that runs until then.
-public final class LibeventLoopGroup: RuntimeLoopGroup {
+public final class LibeventLoopGroup: TimerLatenessReporting {
     /// How a group's loops are made.
     public struct Configuration: Sendable {
         /// How many loops (threads); default one per online core.
@@ -130,6 +130,8 @@ public final class LibeventLoopGroup: RuntimeLoopGroup {
     public var now: RuntimeInstant {
         RuntimeInstant(nanoseconds: timeScale.scenario(Libevent.monotonicNanoseconds() &- epoch))
     }
+
+    public var scenarioSecondsPerSecond: Double { configuration.timeScale }
 
     /// The most a timer of any loop ran late (real time) since the previous call; each loop starts over.
     public func takeLatenessPeak() -> Duration {

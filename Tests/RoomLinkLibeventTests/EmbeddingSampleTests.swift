@@ -2,7 +2,7 @@ import RoomLink
 import RoomLinkTestSupport
 import Testing
 
-// The "Embedding the Engine" article's sample (Sources/RoomLink/Docs.docc/Embedding.md), verbatim apart from `print`
+// The "Embedding the Engine" article's sample (Sources/RoomLinkEngine/Docs.docc/Embedding.md), verbatim apart from `print`
 // → collecting; DocSampleTests checks that the article still shows these lines.
 
 /// Logs Alice in, drops her network for 30 s, and returns what her app was told (and the room's members then).

@@ -1,7 +1,7 @@
 import RoomLink
 import Testing
 
-// The "Using the Runtime" article's sample (Sources/RoomLink/Docs.docc/RuntimeGuide.md), verbatim apart from
+// The "Using the Runtime" article's sample (Sources/RoomLinkEngine/Docs.docc/RuntimeGuide.md), verbatim apart from
 // `print` → `#expect`; DocSampleTests checks that the article still shows these lines.
 
 /// A client that beats every 5 s, pinned to one loop.

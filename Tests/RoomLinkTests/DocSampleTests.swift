@@ -19,14 +19,14 @@ struct DocSampleTests {
     static let pairs = [
         Pair(page: "README.md", heading: "## A short sample", test: "Tests/RoomLinkTests/ReadmeSampleTests.swift"),
         Pair(
-            page: "Sources/RoomLink/Docs.docc/Embedding.md",
+            page: "Sources/RoomLinkEngine/Docs.docc/Embedding.md",
             heading: "## Overview",
             test: "Tests/RoomLinkLibeventTests/EmbeddingSampleTests.swift",
             // The test's function returns what the page's prints.
             exempt: ["func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws {"]
         ),
         Pair(
-            page: "Sources/RoomLink/Docs.docc/RuntimeGuide.md",
+            page: "Sources/RoomLinkEngine/Docs.docc/RuntimeGuide.md",
             heading: "## Overview",
             test: "Tests/RoomLinkLibeventTests/RuntimeGuideSampleTests.swift"
         ),

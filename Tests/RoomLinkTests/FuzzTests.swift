@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// Seeded fuzzing of every reader of outside input: thousands of mutants of the bundled scenarios, of true event
 /// logs and of flag values. Each must be read or refused with a ``RoomLinkError`` of kind invalid input that names

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// Each input that once crashed, hung or was silently accepted (issue "Hostile input"): now a named error.
 struct HostileInputTests {

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// The oracle's power: seeded mutants of the bundled examples' true event logs — a line dropped, duplicated, moved
 /// in time or swapped with the next, each field changed, the log judged against another scenario — must be caught.

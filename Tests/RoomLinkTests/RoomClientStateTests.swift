@@ -2,6 +2,8 @@ import RoomLinkRuntime
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// The client's decisions alone: no clock, loop, transport or actor — the test says what happens and when, and reads
 /// the actions that come out, as `ServerRoomStateTests` does for the server.

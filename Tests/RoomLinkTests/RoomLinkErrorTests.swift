@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// Errors say what kind of thing went wrong (so a caller can branch), name the field or path, and map to the CLI's
 /// documented exit statuses; whole outputs are written through the path given, never replacing it.

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// A run stopped early (a signal, a closed pipe) keeps every event it produced and says it was interrupted.
 struct RunInterruptionTests {

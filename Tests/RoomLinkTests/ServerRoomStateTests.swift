@@ -2,6 +2,8 @@ import RoomLinkRuntime
 import Testing
 
 @testable import RoomLink
+@testable import RoomLinkEngine
+@testable import RoomLinkScenarios
 
 /// The room's decisions alone: no network, no clock — the test says what arrives and when.
 struct ServerRoomStateTests {
@@ -200,9 +202,9 @@ struct ServerRoomStateTests {
             let flushed = Self.messages(room.flushUpdates(now: Self.at(1.1)))
             #expect(
                 flushed == [
-                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["C", "D"], reason: nil)"#,
-                    #"B ← userUpdate(RoomLink.PresenceChange.delete, users: ["C"], reason: Optional(RoomLink.DepartureReason.quit))"#,
-                    #"B ← userUpdate(RoomLink.PresenceChange.add, users: ["E"], reason: nil)"#,
+                    #"B ← userUpdate(RoomLinkEngine.PresenceChange.add, users: ["C", "D"], reason: nil)"#,
+                    #"B ← userUpdate(RoomLinkEngine.PresenceChange.delete, users: ["C"], reason: Optional(RoomLinkEngine.DepartureReason.quit))"#,
+                    #"B ← userUpdate(RoomLinkEngine.PresenceChange.add, users: ["E"], reason: nil)"#,
                 ],
                 "E joined after C and D: its first list has them; it hears of nothing older"
             )
@@ -220,7 +222,7 @@ struct ServerRoomStateTests {
             let second = Self.messages(
                 room.login(Self.login("A", session: 2), from: tablet, tokenValid: true, now: Self.at(5))
             )
-            #expect(second.first == "phone ← kicked(session: 1, reason: RoomLink.KickReason.duplicateLogin)")
+            #expect(second.first == "phone ← kicked(session: 1, reason: RoomLinkEngine.KickReason.duplicateLogin)")
             #expect(!second.contains { $0.hasPrefix("flush") }, "no join or leave for peers")
             #expect(room.member("A")?.session == SessionID(rawValue: 2))
             let resumed = Self.messages(
@@ -242,7 +244,7 @@ struct ServerRoomStateTests {
             let a = Endpoint("A", loop: loop)
             #expect(
                 Self.messages(room.login(Self.login("A", session: 1), from: a, tokenValid: false, now: Self.at(0)))
-                    == ["A ← loginRejected(session: 1, attempt: 0, reason: RoomLink.LoginRejection.tokenInvalid)"]
+                    == ["A ← loginRejected(session: 1, attempt: 0, reason: RoomLinkEngine.LoginRejection.tokenInvalid)"]
             )
             _ = room.login(Self.login("A", session: 1, cap: 1), from: a, tokenValid: true, now: Self.at(0))
             #expect(room.maxMemberCount == 1)
@@ -254,12 +256,14 @@ struct ServerRoomStateTests {
                         tokenValid: true,
                         now: Self.at(1)
                     )
-                ) == ["B ← loginRejected(session: 2, attempt: 0, reason: RoomLink.LoginRejection.memberCapReached)"]
+                ) == [
+                    "B ← loginRejected(session: 2, attempt: 0, reason: RoomLinkEngine.LoginRejection.memberCapReached)"
+                ]
             )
             #expect(Self.messages(room.tokenExpired(userID: "A", now: Self.at(10))).last == "token A 40000.0")
             #expect(room.tokenDeadlinePassed(userID: "A", now: Self.at(39)).isEmpty)
             let kicked = Self.messages(room.tokenDeadlinePassed(userID: "A", now: Self.at(40)))
-            #expect(kicked.first == "A ← kicked(session: 1, reason: RoomLink.KickReason.tokenExpired)")
+            #expect(kicked.first == "A ← kicked(session: 1, reason: RoomLinkEngine.KickReason.tokenExpired)")
             #expect(room.memberIDs.isEmpty)
         }
     }

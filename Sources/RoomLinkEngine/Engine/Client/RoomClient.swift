@@ -1,0 +1,355 @@
+/// One simulated SDK engine of any dialect: a user's connection to its rooms, as an actor pinned to a runtime loop.
+///
+/// It joins, sends heartbeats (or, for a dialect whose media flows continuously, watches its data), notices a
+/// closed connection at once and a silent one by missed heartbeats, reconnects with its retry policy until the
+/// dialect gives up, and publishes what happened as its dialect's callbacks on ``events()`` and to the
+/// environment's sink. The decisions are the same for every dialect; ``RoomDialect`` supplies the vocabulary, the
+/// defaults and a few switches. The decisions themselves are a value, ``RoomClientState``; the actor feeds it what
+/// happens and carries out what it decides (sends through the transport, timers on its loop, callbacks through its
+/// dialect). Each dialect's public API (``RoomClient/loginRoom(_:config:)``,
+/// ``RoomClient/joinChannel(_:token:role:appID:)``, ``RoomClient/connect(to:token:)``) is an extension of this type.
+///
+/// Timers and deliveries call it on its loop's thread with no hop; calls from elsewhere hop there like any actor
+/// call.
+public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, LoopPinnedActor {
+    /// What many clients share: the transport, the timings, the retry policy and the event sink.
+    public final class Environment: Sendable {
+        public let transport: any ClientTransport
+        public let timings: Dialect.Timings
+        public let retryPolicy: RetryPolicy
+        public let sink: (any EventSink<Dialect.Event>)?
+        public let bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy
+        /// Sees every transition and attempt of every client (a load test's statistics), if set.
+        public let observer: (any EngineObserver)?
+        /// Whether each login attempt's outcome goes to `sink` (``EventSink/recordAttempt(_:from:)``): the event
+        /// log's optional `attempt` lines.
+        public let logsAttempts: Bool
+        /// What the clients' decisions go by (``RoomClientState/Rules``), made once.
+        public let rules: RoomClientState.Rules
+
+        /// Creates an environment. `timings` and `retryPolicy` default to the dialect's.
+        public init(
+            transport: any ClientTransport,
+            timings: Dialect.Timings = .default,
+            retryPolicy: RetryPolicy = Dialect.defaultRetryPolicy,
+            sink: (any EventSink<Dialect.Event>)? = nil,
+            bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy = .unbounded,
+            observer: (any EngineObserver)? = nil,
+            logsAttempts: Bool = false
+        ) {
+            self.observer = observer
+            self.logsAttempts = logsAttempts
+            self.transport = transport
+            self.timings = timings
+            self.retryPolicy = retryPolicy
+            self.sink = sink
+            self.bufferingPolicy = bufferingPolicy
+            self.rules = RoomClientState.Rules(
+                Dialect.self,
+                timings: timings.engine,
+                retryPolicy: retryPolicy,
+                logsAttempts: logsAttempts && sink != nil
+            )
+        }
+    }
+
+    /// The device's name on the network and in the event log.
+    public nonisolated let endpointID: String
+    public nonisolated let endpointHash: UInt64
+    /// The identity the server knows; two clients with one user ID are one user on two devices.
+    public nonisolated let userID: String
+    public nonisolated let loop: any RuntimeLoop
+    let environment: Environment
+    /// The client's decisions.
+    private(set) var state: RoomClientState
+    private var publisher: EventPublisher<Dialect.Event>
+    private var heartbeat: TimerHandle?
+    /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
+    private var dataSilence: TimerHandle?
+    /// While one message, link change or timer is handled: the time its callbacks carry, read at the first. Every
+    /// callback one cause produces has the same time — as in virtual time, where the clock stands still — though on
+    /// the real clock `loop.now` moves between two reads.
+    private var stepTime: RuntimeInstant?
+    private var inStep = false
+    var isShutDown = false
+    // Declared beside the flags above, not after `userID`, where its one byte took a word of padding.
+    /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
+    public nonisolated let roomMode: RoomMode
+    /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
+    /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
+    private let engine: @Sendable (RoomClient, Entry) -> Void
+
+    /// Creates a client named `id` on `loop`.
+    ///
+    /// - Parameters:
+    ///   - id: The client's name in logs, placement and sinks.
+    ///   - userID: The identity sent to the server; defaults to `id`.
+    ///   - roomMode: Whether the client may be in several rooms at once (ZEGO's multi-room mode).
+    ///   - loop: The loop the client is pinned to: its actor runs there, and so do its timers.
+    ///   - environment: The transport to the server, the event sink and the timings the client uses.
+    ///   - seed: Seeds the client's retry jitter (with `id`), so a virtual-time run is reproducible.
+    public init(
+        id: String,
+        userID: String? = nil,
+        roomMode: RoomMode = .single,
+        loop: any RuntimeLoop,
+        environment: Environment,
+        seed: UInt64 = 0
+    ) {
+        self.endpointID = id
+        self.endpointHash = StableHash.fnv1a(id)
+        self.userID = userID ?? id
+        self.roomMode = roomMode
+        self.loop = loop
+        self.environment = environment
+        self.state = RoomClientState(clientID: id, userID: userID ?? id, seed: seed)
+        self.publisher = EventPublisher(
+            client: id,
+            bufferingPolicy: environment.bufferingPolicy,
+            sink: environment.sink
+        )
+        self.engine = Dialect.enginePath.enter
+    }
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    // MARK: - Public API common to every dialect
+
+    /// The client's events from now on: one stream, made on the first call (later calls return it again), ended by
+    /// ``shutdown()``.
+    public func events() -> AsyncStream<Stamped<Dialect.Event>> {
+        publisher.events()
+    }
+
+    /// The client's events as an ``EventQueue``: the same events as ``events()``, through a single-consumer queue
+    /// several times faster than `AsyncStream` (see `roomlink-bench delivery`). Made on the first call; ended by
+    /// ``shutdown()``.
+    public func eventQueue() -> EventQueue<Stamped<Dialect.Event>> {
+        publisher.queue()
+    }
+
+    /// Events the stream's bounded buffer refused (always 0 with the default unbounded buffering).
+    public var droppedEventCount: UInt64 { publisher.droppedCount }
+
+    /// The rooms the client is in or trying to be in, in join order.
+    var rooms: [RoomConnection] { state.rooms }
+
+    /// The room IDs the client is in or trying to be in, in join order.
+    public var roomIDs: [String] { state.rooms.map(\.roomID) }
+
+    /// The phase of the client's connection to `roomID`, or `nil` when it is not in the room.
+    public func phase(of roomID: String) -> RoomConnection.Phase? {
+        state.index(of: roomID).map { state.rooms[$0].phase }
+    }
+
+    /// The device's network changed (a new IP address): every joined room closes its connection and reconnects at
+    /// once over the new one (ZEGO `reconnecting`, Agora `reconnecting/clientIpAddressChanged`, LiveKit a quick
+    /// reconnection).
+    public func networkChanged() {
+        reconnectAll(cause: .addressChanged)
+    }
+
+    /// Stops the client: cancels its timers, forgets its rooms without telling the server (as if the app were
+    /// killed), and finishes its event stream.
+    public func shutdown() {
+        guard !isShutDown else { return }
+        isShutDown = true
+        state.shutdown { perform($0, &$1) }
+        publisher.finish()
+    }
+
+    // MARK: - Engine operations (each dialect's API calls these)
+
+    /// Starts joining `roomID` (the caller has checked that the dialect allows it): reports ``RoomTransition/joining``
+    /// and sends the first attempt.
+    func join(_ roomID: String, options: JoinOptions) {
+        state.join(roomID, options: options, at: loop.now, rules: environment.rules) { perform($0, &$1) }
+    }
+
+    /// Leaves `roomID` at once, telling the server if the connection is up (if it is not, peers keep seeing the user
+    /// until the server's timeout). Returns `false` when the client is not in the room.
+    @discardableResult
+    func leave(_ roomID: String) -> Bool {
+        state.leave(roomID) { perform($0, &$1) }
+    }
+
+    /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
+    /// is not in the room.
+    @discardableResult
+    func renew(_ token: String, roomID: String) -> Bool {
+        state.renew(token, roomID: roomID) { perform($0, &$1) }
+    }
+
+    /// Shows or hides the member to its peers in `roomID` (an Agora role change). Returns `false` when the client
+    /// is not in the room.
+    @discardableResult
+    func setHidden(_ hidden: Bool, roomID: String) -> Bool {
+        state.setHidden(hidden, roomID: roomID) { perform($0, &$1) }
+    }
+
+    /// The client's connections move to a new path (a new IP address, a proxy): every joined room closes its
+    /// connection and reconnects at once, reporting `cause`.
+    func reconnectAll(cause: LossCause) {
+        state.reconnectAll(cause: cause, at: loop.now, rules: environment.rules) { perform($0, &$1) }
+    }
+
+    /// Removes `roomID` without reporting it (the dialect reports its own reason), telling the server the member
+    /// left.
+    func abandon(_ roomID: String) {
+        state.abandon(roomID) { perform($0, &$1) }
+    }
+
+    /// Publishes a dialect event directly (a call the dialect refuses, reported as its vendor does).
+    func publish(_ event: Dialect.Event) {
+        publisher.publish(event, at: eventTime)
+    }
+
+    // MARK: - Transport and timers
+
+    public nonisolated func deliver(_ message: ServerMessage, from roomID: String) {
+        enter(.message(message, from: roomID))
+    }
+
+    public nonisolated func linkChanged(to state: LinkState) {
+        enter(.link(state))
+    }
+
+    public nonisolated func routeChanged(toRoom room: String, reachable: Bool) {
+        enter(.route(room, reachable: reachable))
+    }
+
+    public nonisolated func timerFired(_ timer: TimerHandle) {
+        enter(.heartbeat)
+    }
+
+    /// Hands `entry` to the dialect's compiled engine, from the loop's thread: ``LoopPinnedActor/onLoop(call:with:)``
+    /// written out here, because these entry points run unspecialized (the runtime and the transport call them
+    /// through protocols), and a call to that generic helper from unspecialized code builds the metadata of its
+    /// function types at run time on every call — 2–3 % of a million-client run.
+    private nonisolated func enter(_ entry: Entry) {
+        precondition(loop.isInServiceThread, "a RoomClient was called off its loop's thread")
+        // Safe for the reasons `onLoop(_:)` gives: the client's executor is `loop`, and this is its thread.
+        engine(self, entry)
+    }
+
+    /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
+    /// heartbeat timer, another of its timers.
+    enum Entry {
+        case message(ServerMessage, from: String)
+        case link(LinkState)
+        case route(String, reachable: Bool)
+        case heartbeat
+        case timer(RoomClientState.Timer)
+    }
+
+    /// Hands an ``Entry`` to the client's state (``EnginePath`` calls it, compiled for the dialect).
+    func handle(entry: Entry) {
+        inStep = true
+        defer {
+            inStep = false
+            stepTime = nil
+        }
+        let now = loop.now
+        switch entry {
+        case .message(let message, let roomID):
+            state.receive(message, from: roomID, at: now, rules: environment.rules) { perform($0, &$1) }
+        case .link(let link):
+            state.linkChanged(to: link, at: now, rules: environment.rules) { perform($0, &$1) }
+        case .route(let roomID, let reachable):
+            state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) {
+                perform($0, &$1)
+            }
+        case .heartbeat:
+            state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
+        case .timer(let timer):
+            state.timerFired(timer, at: now, rules: environment.rules) { perform($0, &$1) }
+        }
+    }
+
+    // MARK: - Carrying out the state's actions
+
+    /// Carries out one action of the client's state, with the attachment of the room it concerns; for a send, says
+    /// whether the message left.
+    private func perform(_ action: RoomClientState.Action, _ attachment: inout RoomConnection.Attachment) -> SendOutcome
+    {
+        switch action {
+        case .send(let message, let roomID):
+            if attachment.channel == nil, case .login = message {
+                attachment.channel = environment.transport.open(toRoom: roomID, for: self)
+            }
+            guard let channel = attachment.channel else { return .refused }
+            return environment.transport.send(message, on: channel)
+        case .closed(_, let session):
+            if let channel = attachment.channel { environment.transport.closed(channel, session: session) }
+        case .report(let transition, let roomID):
+            report(transition, room: roomID)
+        case .arm(let timer, let deadline):
+            let handle = try? loop.schedule(at: deadline) { [self] in
+                onLoop { client in client.handle(entry: .timer(timer)) }
+            }
+            replace(timer, with: handle, in: &attachment)
+        case .cancel(let timer):
+            replace(timer, with: nil, in: &attachment)
+        case .startHeartbeat(let interval):
+            if heartbeat == nil { heartbeat = try? loop.schedulePeriodic(every: interval, handler: self) }
+        case .stopHeartbeat:
+            if let heartbeat { loop.cancel(heartbeat) }
+            heartbeat = nil
+        case .attemptSent(let roomID, let reconnecting, let number):
+            environment.observer?.attempt(
+                client: endpointID,
+                room: roomID,
+                reconnecting: reconnecting,
+                number: number,
+                at: loop.now
+            )
+        case .attemptEnded(let record):
+            environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
+        case .ended:
+            // The state cancelled the room's timers as it ended it; what is left to forget is its channel.
+            attachment = RoomConnection.Attachment()
+        }
+        return .sent
+    }
+
+    /// Puts `handle` (a timer just armed, or none) where `timer` is kept, cancelling the one it replaces.
+    private func replace(
+        _ timer: RoomClientState.Timer,
+        with handle: TimerHandle?,
+        in attachment: inout RoomConnection.Attachment
+    ) {
+        func swap(_ slot: inout TimerHandle?) {
+            if let old = slot { loop.cancel(old) }
+            slot = handle
+        }
+        switch timer {
+        case .room: swap(&attachment.timer)
+        case .notice: swap(&attachment.notice)
+        case .dataSilence: swap(&dataSilence)
+        }
+    }
+
+    /// The time of a callback: the step's, once it has one.
+    private var eventTime: RuntimeInstant {
+        if let stepTime { return stepTime }
+        let now = loop.now
+        if inStep { stepTime = now }
+        return now
+    }
+
+    /// Reports a transition of `room` as the dialect's events.
+    func report(_ transition: RoomTransition, room: String) {
+        guard let observer = environment.observer else {
+            Dialect.report(transition, room: room) { publish($0) }
+            return
+        }
+        observer.transition(transition, client: endpointID, room: room, at: eventTime)
+        var published = false
+        Dialect.report(transition, room: room) {
+            publish($0)
+            published = true
+        }
+        // From the cause's deadline (a message's arrival, a timeout) to the callbacks handed to the app.
+        if published, let latency = loop.firingLateness { observer.delivered(client: endpointID, latency: latency) }
+    }
+}

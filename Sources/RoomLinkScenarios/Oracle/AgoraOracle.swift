@@ -1,0 +1,264 @@
+/// Checks an Agora event log against SPEC §3, knowing only the scenario and the log — not the engine.
+///
+/// Rules:
+/// - `reason`: each `connectionState` reason belongs to its state (`interrupted` to `reconnecting`, …).
+/// - `transition`: each (user, channel) moves along Agora's states: `disconnected → connecting → connected →
+///   reconnecting → connected …`, `failed` or `disconnected/leaveChannel` from any of them; `joinSuccess` only from
+///   `connecting`, `rejoinSuccess` only from `reconnecting`. `failed/invalidAppId` and `failed/invalidChannelName`
+///   report refused calls and change nothing.
+/// - `companion`: `joinChannelSuccess`, `rejoinChannelSuccess` and `connectionLost` come with `joinSuccess`,
+///   `rejoinSuccess` and `reconnecting/lost`, at the same time.
+/// - `lostAfter`: `reconnecting/lost` comes 10 s (`timings.lostAfter`) after the episode's first `reconnecting`,
+///   and an episode that lasts longer reports it.
+/// - `retryTimeout`: `failed/joinFailed` in a reconnection comes 20 min after its first `reconnecting`.
+/// - `afterEnd`: after `failed` or `disconnected`, only a new join (`connecting`) for that channel.
+/// - `interrupted`: a named user connected when its network fails sees `reconnecting/interrupted` 4 s later if the
+///   outage lasts that long, and no `reconnecting` at all if it is shorter.
+/// - `presence` / `rejoin`: a named peer sees `userOffline(user, dropped)` 20 s after an outage began if it lasted
+///   longer than that, never for a shorter one; and `userJoined(user)` when the user rejoins after being dropped.
+public struct AgoraOracle: SpecOracle {
+    public let scenario: Scenario
+    public var interruptedAfter: Duration
+    public var lostAfter: Duration
+    public var peerOfflineAfter: Duration
+    public var retryTimeout: Duration
+    /// Slack for network latency and delivery delays.
+    public var tolerance: Duration
+
+    /// Creates an oracle for `scenario`, with the timings it overrides.
+    public init(scenario: Scenario, tolerance: Duration? = nil) {
+        let timings = AgoraTimings(overrides: scenario.timings)
+        self.scenario = scenario
+        self.interruptedAfter = timings.interruptedAfter
+        self.lostAfter = timings.lostAfter
+        self.peerOfflineAfter = timings.server.heartbeatTimeout
+        self.retryTimeout = min(timings.retryTimeout, scenario.retry?.maxElapsed ?? timings.retryTimeout)
+        self.tolerance = tolerance ?? scenario.oracleTolerance
+        self.named = NamedUserRecord(scenario: scenario)
+    }
+
+    private struct Key: Hashable {
+        var user: String
+        var room: String
+    }
+
+    private struct Track {
+        var state = "disconnected"
+        var reason = ""
+        var time = 0.0
+        var episodeStart: Double?
+        var lostSeen = false
+        /// Whether the channel failed or was left (not merely never joined).
+        var ended = false
+    }
+
+    private static let allowed: [String: Set<String>] = [
+        "disconnected": ["connecting"],
+        "connecting": ["connected", "failed", "disconnected"],
+        "connected": ["reconnecting", "failed", "disconnected"],
+        "reconnecting": ["reconnecting", "connected", "failed", "disconnected"],
+        "failed": ["connecting", "disconnected"],
+    ]
+    private static let callErrors: Set<String> = ["invalidAppId", "invalidChannelName"]
+
+    private var tracks: [Key: Track] = [:]
+    /// The named users' events, and when each was connected (joinSuccess … failed / disconnected).
+    private var named: NamedUserRecord
+    private var violations: [Violation] = []
+
+    public mutating func reserveCapacity(users: Int) {
+        tracks.reserveCapacity(users)
+    }
+
+    public mutating func observe(_ event: LoggedEvent) {
+        if named.isNamed(event.user) { named.keep(event) }
+        observe(
+            user: event.user,
+            room: event.room,
+            type: event.type,
+            state: event.strings["state"],
+            reason: event.strings["reason"],
+            time: event.time
+        )
+    }
+
+    public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
+        if named.isNamed(user) {
+            observe(LoggedEvent(line: line, user: user, time: time))
+            return
+        }
+        observe(
+            user: user,
+            room: line.room,
+            type: line.type,
+            state: line.string("state"),
+            reason: line.string("reason"),
+            time: time
+        )
+    }
+
+    private mutating func observe(
+        user: String,
+        room: String?,
+        type: String,
+        state: String?,
+        reason: String?,
+        time: Double
+    ) {
+        guard let room else { return }
+        let key = Key(user: user, room: room)
+        var track = tracks[key] ?? Track()
+        let slack = tolerance.milliseconds
+        func violation(_ rule: String, _ message: String) {
+            violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
+        }
+        // Peer events (most of a run's events) only read the track; the rest write it back.
+        var changed = true
+        defer { if changed { tracks[key] = track } }
+        switch type {
+        case "connectionState":
+            guard let state, let reason else {
+                violation("transition", "a connectionState line without state or reason")
+                return
+            }
+            guard let known = AgoraConnectionChangedReason.allCases.first(where: { $0.description == reason }) else {
+                violation("reason", "\(reason) is not an Agora connection-change reason")
+                return
+            }
+            if known.state.description != state {
+                violation("reason", "\(reason) belongs to \(known.state), not \(state)")
+            }
+            if Self.callErrors.contains(reason) { return }  // a refused call: the channel's state is unchanged
+            let from = track.state
+            if track.ended, state != "connecting", !(from == "failed" && reason == "leaveChannel") {
+                violation("afterEnd", "\(state)/\(reason) after \(from): only a new join may follow")
+            } else if !(Self.allowed[from]?.contains(state) ?? false) {
+                violation("transition", "\(from) → \(state) is not an Agora state sequence")
+            } else if reason == "joinSuccess", from != "connecting" {
+                violation("transition", "joinSuccess from \(from); expected from connecting")
+            } else if reason == "rejoinSuccess", from != "reconnecting" {
+                violation("transition", "rejoinSuccess from \(from); expected from reconnecting")
+            }
+            if state == "reconnecting", from != "reconnecting" {
+                track.episodeStart = time
+                track.lostSeen = false
+            }
+            if reason == "lost", let start = track.episodeStart {
+                track.lostSeen = true
+                let expected = start + lostAfter.milliseconds
+                if abs(time - expected) > slack {
+                    violation(
+                        "lostAfter",
+                        "lost at \(time) ms; expected \(expected) ms (\(lostAfter) after reconnecting)"
+                    )
+                }
+            }
+            if from == "reconnecting", state != "reconnecting", let start = track.episodeStart {
+                if !track.lostSeen, time > start + lostAfter.milliseconds + slack {
+                    violation("lostAfter", "reconnecting since \(start) ms without reporting lost")
+                }
+                if reason == "joinFailed" {
+                    let expected = start + retryTimeout.milliseconds
+                    let early = scenario.retry?.maxAttempts != nil
+                    if time > expected + slack || (!early && time < expected - slack) {
+                        violation("retryTimeout", "joinFailed at \(time) ms; expected \(expected) ms")
+                    }
+                }
+                track.episodeStart = nil
+            }
+            if named.isNamed(user) {
+                if reason == "joinSuccess" { named.entered(user, room: room, at: time) }
+                if ["failed", "disconnected"].contains(state) { named.left(user, room: room, at: time) }
+            }
+            track.state = state
+            track.reason = reason
+            track.time = time
+            track.ended = ["failed", "disconnected"].contains(state)
+        case "joinChannelSuccess", "rejoinChannelSuccess", "connectionLost":
+            let expected =
+                ["joinChannelSuccess": "joinSuccess", "rejoinChannelSuccess": "rejoinSuccess"][type] ?? "lost"
+            if track.reason != expected || track.time != time {
+                violation("companion", "\(type) without connectionState …/\(expected) at the same time")
+            }
+        case "userJoined", "userOffline":
+            changed = false
+            if track.ended { violation("afterEnd", "\(type) after \(track.state)") }
+        default:
+            return
+        }
+    }
+
+    public func finish() -> [Violation] {
+        let structure = LogStructure.violations(
+            named.events,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
+            isState: { $0.type == "connectionState" },
+            attemptTimeout: AgoraTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
+            presence: {
+                guard let peer = $0.strings["peer"] else { return nil }
+                return $0.type == "userJoined" ? ([peer], true) : $0.type == "userOffline" ? ([peer], false) : nil
+            },
+            tokenWarning: "tokenPrivilegeWillExpire",
+            vocabulary: ["userOffline": ["reason": Set(AgoraUserOfflineReason.allCases.map(\.description))]]
+        )
+        return (violations + timelineViolations() + structure).sorted { $0.time < $1.time }
+    }
+
+    /// The `interrupted`, `presence` and `rejoin` rules, from the scenario's outages of named users.
+    private func timelineViolations() -> [Violation] {
+        var found: [Violation] = []
+        let slack = tolerance.milliseconds
+        let detect = interruptedAfter.milliseconds
+        for outage in scenario.namedOutages() {
+            for room in named.rooms(of: outage.user, at: outage.start) {
+                let own = named.events(of: outage.user, in: room) {
+                    $0.type == "connectionState" && $0.strings["state"] == "reconnecting" && $0.time >= outage.start
+                        && $0.time <= outage.end + slack
+                }
+                if outage.length < detect - slack, let first = own.first {
+                    found.append(
+                        Violation(
+                            rule: "interrupted",
+                            time: first.time,
+                            user: outage.user,
+                            room: room,
+                            message: "reconnecting after an outage of \(outage.length) ms, under \(detect) ms"
+                        )
+                    )
+                } else if outage.length > detect + slack,
+                    !own.contains(where: {
+                        $0.strings["reason"] == "interrupted" && abs($0.time - (outage.start + detect)) <= slack
+                    })
+                {
+                    found.append(
+                        Violation(
+                            rule: "interrupted",
+                            time: outage.start + detect,
+                            user: outage.user,
+                            room: room,
+                            message: "expected reconnecting/interrupted \(detect) ms after the outage began"
+                        )
+                    )
+                }
+            }
+        }
+        // Peers: audience members are never seen, so their outages are not checked.
+        var visible = scenario
+        visible.users = scenario.users.filter { $0.role != .audience }
+        let rule = NamedUserRecord.PresenceRule(
+            timeout: peerOfflineAfter.milliseconds,
+            earlier: { _ in 0 },  // the server hears the data stop at once, even from a blackhole
+            departs: { $0.type == "userOffline" && $0.strings["peer"] == $1 && $0.strings["reason"] == "dropped" },
+            arrives: { $0.type == "userJoined" && $0.strings["peer"] == $1 },
+            isBack: { $0.strings["reason"] == "rejoinSuccess" },
+            departureName: "userOffline(dropped)"
+        )
+        return found + named.presenceViolations(rule, scenario: visible, slack: slack)
+    }
+}
+
+extension Agora: OracleDialect {
+    public static func makeOracle(for scenario: Scenario) -> any SpecOracle { AgoraOracle(scenario: scenario) }
+}

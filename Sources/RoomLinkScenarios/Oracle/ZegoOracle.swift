@@ -1,0 +1,284 @@
+/// Checks a ZEGO event log against SPEC §2, knowing only the scenario and the log — not the engine.
+///
+/// Rules:
+/// - `transition`: each (user, room) moves only along ZEGO's state sequences (`logout → logining → logined →
+///   reconnecting → reconnected …`; a failure or kick ends it until a new `logining`).
+/// - `code`: each reason carries the error code SPEC §2 gives it.
+/// - `retryTimeout`: `reconnectFailed` comes at the retry timeout (20 min by default) after the episode's first
+///   `reconnecting`.
+/// - `afterEnd`: after `loginFailed`, `reconnectFailed` or `kickOut`, nothing more for that room but a new login.
+/// - `presence`: a peer with user-status notification sees `delete` of a user whose network failed only if the
+///   outage outlasted the server heartbeat timeout (90 s), and then at about that time.
+/// - `rejoin`: a peer that saw such a `delete` sees `add` when the user reconnects.
+///
+/// Outages come from the scenario's timeline entries for named users (`networkDown` or `blackhole`, until
+/// `networkUp`); population-wide entries are not checked by the presence rules.
+public struct ZegoOracle: SpecOracle {
+    public let scenario: Scenario
+    /// The server's heartbeat timeout (`timings.serverHeartbeatTimeout`, default 90 s).
+    public var serverHeartbeatTimeout: Duration
+    /// The client's retry timeout (`timings.retryTimeout`, default 20 min).
+    public var retryTimeout: Duration
+    /// The client's heartbeat interval: a user in a blackhole was last heard up to this long before it began.
+    public var heartbeatInterval: Duration
+    /// Slack for network latency and delivery delays.
+    public var tolerance: Duration
+
+    /// Creates an oracle for `scenario`. Timings the scenario overrides are taken from it. The default tolerance is
+    /// 2 s plus three one-way trips at the scenario's worst latency (a close notice, an update, its delivery).
+    public init(scenario: Scenario, heartbeatInterval: Duration = .seconds(30), tolerance: Duration? = nil) {
+        self.scenario = scenario
+        self.serverHeartbeatTimeout = scenario.timings["serverHeartbeatTimeout"] ?? .seconds(90)
+        let timeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
+        self.retryTimeout = min(timeout, scenario.retry?.maxElapsed ?? timeout)
+        self.heartbeatInterval = scenario.timings["heartbeatInterval"] ?? heartbeatInterval
+        self.tolerance = tolerance ?? .seconds(2) + (scenario.network.latency + scenario.network.jitter) * 3
+        self.namedUsers = Set(scenario.users.map(\.id))
+    }
+
+    private static let allowed: [String: Set<String>] = [
+        "logout": ["logining"],
+        "logining": ["logined", "loginFailed", "logout"],
+        "logined": ["reconnecting", "kickOut", "logout"],
+        "reconnecting": ["reconnected", "reconnectFailed", "kickOut", "logout"],
+        "reconnected": ["reconnecting", "kickOut", "logout"],
+        "loginFailed": ["logining"],
+        "reconnectFailed": ["logining"],
+        "kickOut": ["logining"],
+    ]
+    private static let terminal: Set<String> = ["loginFailed", "reconnectFailed", "kickOut"]
+    private static let codes: [String: Set<Int64>] = [
+        "logining": [0], "logined": [0], "reconnected": [0], "logout": [0],
+        "loginFailed": [1_002_001, 1_002_011, 1_002_033, 1_002_034, 1_002_053],
+        "reconnecting": [1_002_051], "reconnectFailed": [1_002_034, 1_002_053],
+        "kickOut": [1_002_050, 1_002_055, 1_002_056], "logoutFailed": [1_002_002],
+    ]
+
+    private struct Key: Hashable {
+        var user: String
+        var room: String
+    }
+
+    /// Whether a line reports a refused call (`loginFailed` 1002001 / 1002011) rather than a change of state.
+    private static func isCallError(_ reason: String, _ code: Int64?) -> Bool {
+        reason == "loginFailed" && (code == 1_002_001 || code == 1_002_011)
+    }
+
+    private let namedUsers: Set<String>
+    private var state: [Key: String] = [:]
+    private var episodeStart: [Key: Double] = [:]
+    /// When each named (user, room) was in the room (logined … end), for the presence rules.
+    private var stays: [Key: [(from: Double, to: Double)]] = [:]
+    private var namedEvents: [LoggedEvent] = []
+    private var violations: [Violation] = []
+
+    /// Every violation in `events`, in log order (presence expectations at the time they were due).
+    public func check(_ events: [LoggedEvent]) -> [Violation] {
+        var oracle = self
+        for event in events { oracle.observe(event) }
+        return oracle.finish()
+    }
+
+    public mutating func reserveCapacity(users: Int) {
+        state.reserveCapacity(users)
+    }
+
+    /// Checks one more event of the log, in log order. Per-(user, room) rules are checked at once with a few
+    /// bytes per pair; the events of the scenario's named users are kept for the presence rules of ``finish()``.
+    public mutating func observe(_ event: LoggedEvent) {
+        let named = namedUsers.containsNamed(event.user)
+        if named { namedEvents.append(event) }
+        observe(
+            user: event.user,
+            named: named,
+            room: event.room,
+            type: event.type,
+            reason: event.strings["reason"],
+            code: event.integers["code"],
+            time: event.time
+        )
+    }
+
+    /// Checks one more event given as a log line (what its JSON text would say), without building a
+    /// ``LoggedEvent`` unless the presence rules need it: the cheap path for a run's recorder.
+    public mutating func observe(_ line: EventLogLine, user: String, time: Double) {
+        guard namedUsers.containsNamed(user) else {
+            var reason: String?
+            var code: Int64?
+            for (name, value) in line.fields {
+                switch (name, value) {
+                case ("reason", .string(let text)): reason = text
+                case ("code", .integer(let number)): code = number
+                default: continue
+                }
+            }
+            observe(user: user, named: false, room: line.room, type: line.type, reason: reason, code: code, time: time)
+            return
+        }
+        observe(LoggedEvent(line: line, user: user, time: time))
+    }
+
+    private mutating func observe(
+        user: String,
+        named: Bool,
+        room: String?,
+        type: String,
+        reason: String?,
+        code: Int64?,
+        time: Double
+    ) {
+        guard let room else { return }
+        let key = Key(user: user, room: room)
+        let current = state[key] ?? "logout"
+        func violation(_ rule: String, _ message: String) {
+            violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
+        }
+        switch type {
+        case "roomState":
+            guard let reason else {
+                violation("transition", "a roomState line without a reason")
+                return
+            }
+            if let allowedCodes = Self.codes[reason], let code, !allowedCodes.contains(code) {
+                violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
+            }
+            if reason == "logoutFailed" { return }  // a failed call, not a change of state
+            if Self.terminal.contains(current), reason != "logining", !Self.isCallError(reason, code) {
+                violation("afterEnd", "\(reason) after \(current): only a new login may follow")
+            } else if !(Self.allowed[current]?.contains(reason) ?? false), !Self.isCallError(reason, code) {
+                violation("transition", "\(current) → \(reason) is not a ZEGO state sequence")
+            }
+            if Self.isCallError(reason, code) { return }  // a refused call leaves the room's state alone
+            if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = time }
+            if reason == "reconnectFailed", code == 1_002_053, let start = episodeStart[key] {
+                let expected = start + retryTimeout.milliseconds
+                // A policy with an attempt limit may give up before the timeout, never after it.
+                let early = scenario.retry?.maxAttempts != nil
+                if time > expected + tolerance.milliseconds || (!early && time < expected - tolerance.milliseconds) {
+                    violation(
+                        "retryTimeout",
+                        "reconnectFailed at \(time) ms; expected \(expected) ms (\(retryTimeout) after reconnecting)"
+                    )
+                }
+            }
+            if named, reason == "logined" { stays[key, default: []].append((time, .infinity)) }
+            if named, ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
+                stays[key]![last].to = time
+            }
+            state[key] = reason
+        case "userUpdate":
+            if Self.terminal.contains(current) { violation("afterEnd", "a user update after \(current)") }
+        default:
+            return
+        }
+    }
+
+    /// The violations found, in time order, after checking the presence rules over the whole log.
+    public func finish() -> [Violation] {
+        let grace = Int64(ZegoTimings(overrides: scenario.timings).server.tokenRenewalGrace.components.seconds)
+        let structure = LogStructure.violations(
+            namedEvents,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
+            isState: { $0.type == "roomState" },
+            attemptTimeout: ZegoTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
+            presence: {
+                guard $0.type == "userUpdate", let update = $0.strings["update"], let users = $0.lists["users"] else {
+                    return nil
+                }
+                return (users, update == "add")
+            },
+            tokenWarning: "tokenWillExpire",
+            vocabulary: ["userUpdate": ["update": Set(ZegoUpdateType.allCases.map(\.rawValue))]],
+            numbers: ["tokenWillExpire": ["remainingSeconds": [grace]]]
+        )
+        return (violations + presenceViolations(namedEvents, stays: stays) + structure).sorted { $0.time < $1.time }
+    }
+
+    /// The `presence` and `rejoin` rules, from the scenario's outages of named users.
+    private func presenceViolations(_ events: [LoggedEvent], stays: [Key: [(from: Double, to: Double)]]) -> [Violation]
+    {
+        var violations: [Violation] = []
+        let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
+        let notified = Set(scenario.users.filter(\.userStatusNotify).map(\.id))
+        let timeout = serverHeartbeatTimeout.milliseconds
+        let slack = tolerance.milliseconds
+
+        for outage in scenario.namedOutages() {
+            guard let userID = userIDs[outage.user] else { continue }
+            let length = outage.end - outage.start
+            // The server last heard the user at most one heartbeat interval before a blackhole began.
+            let earliest = outage.start + timeout - (outage.silent ? heartbeatInterval.milliseconds : 0) - slack
+            let latest = outage.start + timeout + slack
+            for (key, spans) in stays where key.user == outage.user {
+                guard spans.contains(where: { $0.from <= outage.start && $0.to > outage.start }) else { continue }
+                for peer in notified where peer != outage.user {
+                    let peerKey = Key(user: peer, room: key.room)
+                    guard stays[peerKey]?.contains(where: { $0.from <= outage.start && $0.to > outage.start }) ?? false
+                    else { continue }
+                    let deletes = events.filter {
+                        $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
+                            && $0.strings["update"] == "delete"
+                            && ($0.lists["users"] ?? []).contains(userID) && $0.time >= outage.start
+                            && $0.time <= outage.end + slack
+                    }
+                    if length < timeout - slack {
+                        for delete in deletes {
+                            violations.append(
+                                Violation(
+                                    rule: "presence",
+                                    time: delete.time,
+                                    user: peer,
+                                    room: key.room,
+                                    message:
+                                        "saw \(userID) deleted, but the outage lasted \(length) ms, under the \(timeout) ms heartbeat timeout"
+                                )
+                            )
+                        }
+                    } else if length > timeout + slack {
+                        if !deletes.contains(where: { $0.time >= earliest && $0.time <= latest }) {
+                            violations.append(
+                                Violation(
+                                    rule: "presence",
+                                    time: latest,
+                                    user: peer,
+                                    room: key.room,
+                                    message:
+                                        "expected \(userID) deleted between \(earliest) and \(latest) ms (outage of \(length) ms)"
+                                )
+                            )
+                        } else if let back = events.first(where: {
+                            $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
+                                && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
+                        }) {
+                            let added = events.contains {
+                                $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
+                                    && $0.strings["update"] == "add"
+                                    && ($0.lists["users"] ?? []).contains(userID) && $0.time >= back.time - slack
+                                    && $0.time <= back.time + slack
+                            }
+                            if !added {
+                                violations.append(
+                                    Violation(
+                                        rule: "rejoin",
+                                        time: back.time,
+                                        user: peer,
+                                        room: key.room,
+                                        message:
+                                            "\(userID) reconnected at \(back.time) ms after being deleted, but no add followed"
+                                    )
+                                )
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return violations
+    }
+}
+
+extension Zego: OracleDialect {
+    public static func makeOracle(for scenario: Scenario) -> any SpecOracle { ZegoOracle(scenario: scenario) }
+}
