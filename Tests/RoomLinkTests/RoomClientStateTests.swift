@@ -76,6 +76,14 @@ struct RoomClientStateTests {
             return recorder.take()
         }
 
+        mutating func connection(_ event: ConnectionEvent, room: String = "r", at seconds: Double) -> [Action] {
+            let recorder = recorder
+            state.connectionChanged(event, room: room, at: RoomClientStateTests.at(seconds), rules: rules) {
+                recorder.perform($0, &$1)
+            }
+            return recorder.take()
+        }
+
         mutating func heartbeat(at seconds: Double) -> [Action] {
             let recorder = recorder
             state.heartbeatDue(at: RoomClientStateTests.at(seconds), rules: rules) { recorder.perform($0, &$1) }
@@ -319,6 +327,35 @@ struct RoomClientStateTests {
     }
 
     // MARK: - Links and routes
+
+    @Test
+    func aConnectionTheTransportSawCloseIsLostAtOnceAndReopenedByTheNextAttempt() {
+        var client = Driver<Zego>()
+        client.joined(at: 0)
+        let session = client.session
+        #expect(client.connection(.connected, at: 5).isEmpty)
+        let actions = client.connection(.closed(.reset), at: 10)
+        // The channel is dropped before the reconnection's login, which reopens it; the server heard the close from
+        // its own side of the transport, so the client sends no close of its own.
+        #expect(actions.first == .reopen(room: "r"))
+        #expect(Self.reports(actions) == [.lost(.closed)])
+        let login = Self.logins(actions)
+        #expect(login.count == 1 && login[0].kind == .reconnect && login[0].session == session)
+        #expect(!actions.contains(.closed(room: "r", session: session)))
+        #expect(client.connection(.closed(.endOfStream), room: "elsewhere", at: 11).isEmpty)
+    }
+
+    @Test
+    func aConnectionThatCannotBeOpenedFailsTheAttemptWaitingOnIt() {
+        var client = Driver<Zego>()
+        let first = Self.logins(client.join(at: 0))[0]
+        let refused = client.connection(.refused, at: 0.5)
+        #expect(refused.first == .reopen(room: "r"))
+        #expect(Self.reports(refused).isEmpty, "still joining: a failed attempt, not a lost connection")
+        #expect(Self.armed(refused).map(\.0) == [.room("r", .nextAttempt(after: first.attempt))])
+        #expect(Self.armed(refused).map(\.1) == [Self.at(1.5)], "the policy's second delay is 1 s")
+        #expect(Self.logins(refused).isEmpty)
+    }
 
     @Test
     func aDownLinkIsLostAtOnceAndAnUpLinkRetriesAtOnce() {

@@ -218,6 +218,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
         enter(.route(room, reachable: reachable))
     }
 
+    public nonisolated func connectionChanged(_ event: ConnectionEvent, room: String) {
+        enter(.connection(event, room: room))
+    }
+
     public nonisolated func timerFired(_ timer: TimerHandle) {
         enter(.heartbeat)
     }
@@ -238,6 +242,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
         case message(ServerMessage, from: String)
         case link(LinkState)
         case route(String, reachable: Bool)
+        case connection(ConnectionEvent, room: String)
         case heartbeat
         case timer(RoomClientState.Timer)
     }
@@ -259,6 +264,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
             state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) {
                 perform($0, &$1)
             }
+        case .connection(let event, let roomID):
+            state.connectionChanged(event, room: roomID, at: now, rules: environment.rules) { perform($0, &$1) }
         case .heartbeat:
             state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
         case .timer(let timer):
@@ -305,6 +312,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
             )
         case .attemptEnded(let record):
             environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
+        case .reopen:
+            attachment.channel = nil
         case .ended:
             // The state cancelled the room's timers as it ended it; what is left to forget is its channel.
             attachment = RoomConnection.Attachment()

@@ -36,6 +36,8 @@ public struct RoomClientState: Sendable {
         case attemptSent(room: String, reconnecting: Bool, number: Int)
         /// An attempt ended (only when ``Rules/logsAttempts``): the event log's `attempt` line.
         case attemptEnded(AttemptRecord)
+        /// The transport closed the channel to `room` (or never opened it): the next login opens a new one.
+        case reopen(room: String)
         /// The client is done with `room`: it forgets the room's server and whatever it kept for it.
         case ended(room: String)
     }
@@ -330,6 +332,27 @@ public struct RoomClientState: Sendable {
                 cancelTimer(of: index, perform: perform)
                 attempt(roomID, at: now, rules: rules, perform: perform)
             }
+        }
+    }
+
+    /// The transport says what became of the connection carrying the channel to `roomID`. A closed or refused
+    /// connection loses the room's connection as a closed socket does — a joined room reconnects at once, an attempt
+    /// in flight has failed — and the next attempt opens a new channel. (The server's side of the transport tells the
+    /// server itself, so the client sends nothing.)
+    public mutating func connectionChanged(
+        _ event: ConnectionEvent,
+        room roomID: String,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        guard let index = index(of: roomID) else { return }
+        switch event {
+        case .connected:
+            return
+        case .closed, .refused:
+            _ = perform(.reopen(room: roomID), &rooms[index].attachment)
+            connectionLost(at: index, closed: false, cause: .closed, now: now, rules: rules, perform: perform)
         }
     }
 

@@ -50,6 +50,35 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
     /// blackhole looks like an up link). Called on ``loop``'s thread.
     func linkChanged(to state: LinkState)
+    /// Handles what the transport learned about the connection carrying the client's channel to `room`: it came up,
+    /// closed under the client, or could not be opened. Called on ``loop``'s thread.
+    func connectionChanged(_ event: ConnectionEvent, room: String)
+}
+
+/// What a client's transport learns about the connection carrying one room's channel. A socket transport raises
+/// them as its socket connects, reaches its end or is reset, or fails to connect; the simulated network, whose
+/// channels open at once and whose failures are link changes (``ClientEndpoint/linkChanged(to:)``), raises none.
+public enum ConnectionEvent: Sendable, Hashable {
+    /// The connection is up.
+    case connected
+    /// The connection closed under the client, for `cause`: the room's connection is lost (a joined room reconnects
+    /// at once; an attempt in flight has failed), and the next attempt opens a new channel.
+    case closed(ConnectionCloseCause)
+    /// The connection could not be opened (refused, unreachable, timed out): the attempt waiting on it has failed,
+    /// and the next one opens a new channel.
+    case refused
+}
+
+/// Why a connection closed under its client.
+public enum ConnectionCloseCause: String, Sendable, Hashable, CaseIterable {
+    /// The server closed it in order (end of stream).
+    case endOfStream
+    /// It was reset (RST), or a read or write failed.
+    case reset
+    /// The server closed it for a protocol error: a frame it could not accept.
+    case protocolError
+    /// The server is shutting down.
+    case serverShutdown
 }
 
 /// A client that notices when the path to one of its rooms is cut while its own link stays up (a room partition,

@@ -1,0 +1,123 @@
+import RoomLink
+import RoomLinkRuntime
+import Testing
+
+/// The engine over a transport of the test's own, written against the two per-side protocols only — as a socket
+/// transport will be: no `SimulatedNetwork`, no fault injection, no object of one side handed to the other.
+struct TransportSeamTests {
+    /// Carries messages in 10 ms on the receiver's loop, and keeps per channel what a socket server keeps per
+    /// connection: the session that logged in on it, so that it can tell the room when the connection closes.
+    final class DirectTransport: ClientTransport, ServerTransport {
+        final class Channel: RoomChannel, ClientChannel {
+            let client: any ClientEndpoint
+            let roomID: String
+            let room: any RoomEndpoint
+            let session = LockedBox<SessionID?>(nil)
+            let isOpen = LockedBox(true)
+
+            init(client: any ClientEndpoint, roomID: String, room: any RoomEndpoint) {
+                self.client = client
+                self.roomID = roomID
+                self.room = room
+            }
+        }
+
+        let delay = Duration.milliseconds(10)
+        private let directory = LockedBox<(any RoomDirectory)?>(nil)
+        private let channels = LockedBox<[Channel]>([])
+        /// Every login the server's side saw, as `"<user> <kind>"`.
+        let logins = LockedBox<[String]>([])
+
+        func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+            guard let room = directory.withLock({ $0 })?.room(roomID) else { return nil }
+            let channel = Channel(client: client, roomID: roomID, room: room)
+            channels.withLock { $0.append(channel) }
+            return channel
+        }
+
+        func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome {
+            let channel = channel as! Channel
+            guard channel.isOpen.withLock({ $0 }) else { return .refused }
+            if case .login(let request) = message {
+                channel.session.withLock { $0 = request.session }
+                logins.withLock { $0.append("\(request.userID) \(request.kind)") }
+            }
+            _ = try? channel.room.loop.schedule(after: delay) { channel.room.deliver(message, on: channel) }
+            return .sent
+        }
+
+        func closed(_ channel: any RoomChannel, session: SessionID) {
+            let channel = channel as! Channel
+            _ = try? channel.room.loop.schedule(after: delay) {
+                channel.room.connectionClosed(userID: channel.client.userID, session: session)
+            }
+        }
+
+        func serve(_ rooms: any RoomDirectory) {
+            directory.withLock { $0 = rooms }
+        }
+
+        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+            let channel = channel as! Channel
+            guard channel.isOpen.withLock({ $0 }) else { return }
+            _ = try? channel.client.loop.schedule(after: delay) {
+                channel.client.deliver(message, from: channel.roomID)
+            }
+        }
+
+        /// Resets every open connection of `userID`, as a socket reset does: each side hears it from its own end —
+        /// the client as a connection event, the room as `connectionClosed` for the session logged in on it.
+        func reset(_ userID: String) {
+            for channel in channels.withLock({ $0 }) where channel.client.userID == userID {
+                guard
+                    channel.isOpen.withLock({ open in
+                        defer { open = false }
+                        return open
+                    })
+                else { continue }
+                let client = channel.client
+                _ = try? client.loop.schedule(after: .zero) {
+                    client.connectionChanged(.closed(.reset), room: channel.roomID)
+                }
+                if let session = channel.session.withLock({ $0 }) {
+                    _ = try? channel.room.loop.schedule(after: .zero) {
+                        channel.room.connectionClosed(userID: userID, session: session)
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    func aResetConnectionIsReopenedAndTheRoomKeepsItsMemberMeanwhile() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let transport = DirectTransport()
+            let server = RoomServer(group: simulation, transport: transport)
+            let events = EventCollector()
+            let environment = ZegoClient.Environment(transport: transport, sink: events.typed())
+            try await simulation.run {
+                let a = ZegoClient(id: "A", loop: simulation, environment: environment)
+                let b = ZegoClient(id: "B", loop: simulation, environment: environment)
+                await a.loginRoom("r")
+                await b.loginRoom("r", config: ZegoRoomConfig(isUserStatusNotify: true))
+                try await simulation.sleep(for: .seconds(10))
+                transport.reset("A")
+                try await simulation.sleep(for: .seconds(5))
+                #expect(transport.logins.withLock { $0 } == ["A join", "B join", "A reconnect"])
+                // A notices the reset at once (ZEGO's network-closed code) and is back one round trip and the
+                // server's 20 ms login time later; B, told of peers, never sees A leave; the room still holds A.
+                #expect(
+                    events.entries.map(\.compact) == [
+                        "0 A r logining 0", "0 B r logining 0", "40 A r logined 0", "40 B r logined 0",
+                        "40 B r add A", "10000 A r reconnecting 1002051", "10040 A r reconnected 0",
+                    ]
+                )
+                #expect(await a.phase(of: "r") == .joined)
+                let room = server.serverRoom("r")
+                #expect(await room.memberIDs == ["A", "B"])
+                await a.shutdown()
+                await b.shutdown()
+            }
+        }
+    }
+}
