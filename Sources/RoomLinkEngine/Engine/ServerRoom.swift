@@ -1,8 +1,8 @@
 /// The server side of one room: an actor pinned to a loop of the server's group, driving a ``ServerRoomState``.
 ///
-/// Messages from clients arrive on its loop (``RoomTransport`` delivers them there) and are handled at once, except
-/// logins, which are answered after the server's `loginProcessing` time. Its timers (heartbeat deadlines, token
-/// deadlines, user-update batches) fire on the same loop and call it with no hop.
+/// Messages from clients arrive on its loop (its ``ServerTransport`` delivers them there, with the channel each came
+/// on) and are handled at once, except logins, which are answered after the server's `loginProcessing` time. Its
+/// timers (heartbeat deadlines, token deadlines, user-update batches) fire on the same loop and call it with no hop.
 ///
 /// On a server whose capacity is modelled (``ServerPolicy``), each message goes to the room's ``ServerNode`` first,
 /// which says when a worker will have served it — the room handles it then — or that it is refused as busy or shed.

@@ -4,10 +4,9 @@
 /// with no clock, loop, transport or actor (as ``ServerRoomState`` is the server's).
 ///
 /// Actions come out through `perform`, in the order they must be carried out, each with the
-/// ``RoomConnection/Attachment`` of the room it concerns: what the client keeps with the room (its server as the
-/// transport reaches it, its timers), which the state carries beside the room and never reads. One action has an
-/// answer: a
-/// ``Action/send(_:room:)`` says whether the message left (``SendOutcome/refused`` when the client's connection is
+/// ``RoomConnection/Attachment`` of the room it concerns: what the client keeps with the room (its channel as the
+/// transport opened it, its timers), which the state carries beside the room and never reads. One action has an
+/// answer: a ``Action/send(_:room:)`` says whether the message left (``SendOutcome/refused`` when the client's connection is
 /// down), because what the client does next depends on it — a refused login is a failed attempt at once, a refused
 /// heartbeat a lost connection — and answering in place keeps every consequence in the order the client meets it.
 /// Every other action's answer is ignored.

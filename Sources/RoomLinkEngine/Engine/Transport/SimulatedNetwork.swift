@@ -146,16 +146,19 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     public func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
         guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
+        // Everything a reply needs is on the channel, which the room has just read: the client itself is not
+        // touched until its message arrives (a million clients' objects are cold).
         let client = channel.client
         let transit = model.transit(link: link(of: client), key: key(channel, upstream: false))
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
-        delivered.increment(by: client.loop)
-        if let line = line(from: room.loop, to: client.loop, after: delay),
+        let clientLoop = channel.clientLoop
+        delivered.increment(by: clientLoop)
+        if let line = line(from: channel.roomLoop, to: clientLoop, after: delay),
             line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
         {
             return
         }
-        _ = try? client.loop.schedule(
+        _ = try? clientLoop.schedule(
             after: delay,
             handler: ToClient(message: message, roomID: room.roomID, client: client)
         )
@@ -163,14 +166,14 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// Carries `upstream` on `channel` to its room, arriving after `delay`.
     private func toRoom(_ upstream: Upstream, on channel: Channel, after delay: Duration) {
-        let room = channel.room
-        delivered.increment(by: room.loop)
-        if let line = line(from: channel.client.loop, to: room.loop, after: delay),
-            line.add(.toRoom(upstream, channel: channel), prefetching: Self.address(of: room))
+        let roomLoop = channel.roomLoop
+        delivered.increment(by: roomLoop)
+        if let line = line(from: channel.clientLoop, to: roomLoop, after: delay),
+            line.add(.toRoom(upstream, channel: channel), prefetching: Self.address(of: channel))
         {
             return
         }
-        _ = try? room.loop.schedule(after: delay, handler: ToRoom(upstream: upstream, channel: channel))
+        _ = try? roomLoop.schedule(after: delay, handler: ToRoom(upstream: upstream, channel: channel))
     }
 
     /// The line that carries a message taking `delay` from `sender`'s loop to `receiver`'s, if they are one loop with
@@ -195,11 +198,15 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
     }
 
-    /// One client's channel to one room: both ends, the part of their messages' fate key they fix, and the room's
-    /// hint of where the client's member sits (the in-process shortcut a wire does not carry).
+    /// One client's channel to one room: both ends and their loops, the part of their messages' fate key they fix,
+    /// and the room's hint of where the client's member sits (the in-process shortcut a wire does not carry). The
+    /// loops and the key are copied here so that a message touches the channel and its receiver, never its sender's
+    /// object as well.
     private final class Channel: RoomChannel, ClientChannel {
         let client: any ClientEndpoint
         let room: any RoomEndpoint
+        let clientLoop: any RuntimeLoop
+        let roomLoop: any RuntimeLoop
         /// The endpoints' part of every fate key (``SimulatedNetwork/key(_:upstream:)``).
         let pairKey: UInt64
         private let hint = Atomic<Int32>(-1)
@@ -207,6 +214,8 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         init(client: any ClientEndpoint, room: any RoomEndpoint) {
             self.client = client
             self.room = room
+            self.clientLoop = client.loop
+            self.roomLoop = room.loop
             self.pairKey = client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash
         }
 
@@ -242,7 +251,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
     private func key(_ channel: Channel, upstream: Bool) -> UInt64 {
-        let time = UInt64(bitPattern: (upstream ? channel.client.loop : channel.room.loop).now.nanoseconds)
+        let time = UInt64(bitPattern: (upstream ? channel.clientLoop : channel.roomLoop).now.nanoseconds)
         return channel.pairKey &+ time &* 0xBF58_476D_1CE4_E5B9 ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
     }
 
