@@ -196,10 +196,18 @@ struct ScenarioRunnerNetworkTests {
         func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
             inner.open(toRoom: roomID, for: client)
         }
-        func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome {
-            inner.send(message, on: channel)
+        func send(
+            _ message: ClientMessage,
+            on channel: any RoomChannel,
+            from client: any ClientEndpoint
+        )
+            -> SendOutcome
+        {
+            inner.send(message, on: channel, from: client)
         }
-        func closed(_ channel: any RoomChannel, session: SessionID) { inner.closed(channel, session: session) }
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
+            inner.closed(channel, session: session, from: client)
+        }
         func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
             inner.send(message, on: channel, from: room)
         }

@@ -35,7 +35,13 @@ struct TransportSeamTests {
             return channel
         }
 
-        func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome {
+        func send(
+            _ message: ClientMessage,
+            on channel: any RoomChannel,
+            from client: any ClientEndpoint
+        )
+            -> SendOutcome
+        {
             let channel = channel as! Channel
             guard channel.isOpen.withLock({ $0 }) else { return .refused }
             if case .login(let request) = message {
@@ -46,7 +52,7 @@ struct TransportSeamTests {
             return .sent
         }
 
-        func closed(_ channel: any RoomChannel, session: SessionID) {
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
             let channel = channel as! Channel
             _ = try? channel.room.loop.schedule(after: delay) {
                 channel.room.connectionClosed(userID: channel.client.userID, session: session)

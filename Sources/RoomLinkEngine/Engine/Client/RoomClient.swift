@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One simulated SDK engine of any dialect: a user's connection to its rooms, as an actor pinned to a runtime loop.
 ///
 /// It joins, sends heartbeats (or, for a dialect whose media flows continuously, watches its data), notices a
@@ -78,6 +80,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
     /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
     /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
     private let engine: @Sendable (RoomClient, Entry) -> Void
+    /// See ``memberHint``.
+    private nonisolated let hint = Atomic<Int32>(-1)
 
     /// Creates a client named `id` on `loop`.
     ///
@@ -112,6 +116,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
+    /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
+    /// those rooms a lookup.
+    public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
+    public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
 
     // MARK: - Public API common to every dialect
 
@@ -285,9 +295,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
                 attachment.channel = environment.transport.open(toRoom: roomID, for: self)
             }
             guard let channel = attachment.channel else { return .refused }
-            return environment.transport.send(message, on: channel)
+            return environment.transport.send(message, on: channel, from: self)
         case .closed(_, let session):
-            if let channel = attachment.channel { environment.transport.closed(channel, session: session) }
+            if let channel = attachment.channel { environment.transport.closed(channel, session: session, from: self) }
         case .report(let transition, let roomID):
             report(transition, room: roomID)
         case .arm(let timer, let deadline):

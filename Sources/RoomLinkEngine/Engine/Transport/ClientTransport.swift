@@ -10,21 +10,22 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// client then treats its attempts as refused, and tries to open it again at the next).
     func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)?
 
-    /// Sends `message` on `channel` (one the transport opened).
+    /// Sends `message` from `client` on `channel` (one the transport opened for it).
     ///
     /// - Returns: ``SendOutcome/refused`` when the client's connection is down (the client knows at once);
     ///   otherwise ``SendOutcome/sent``, whether or not the message arrives.
-    func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome
+    func send(_ message: ClientMessage, on channel: any RoomChannel, from client: any ClientEndpoint) -> SendOutcome
 
-    /// The connection carrying `session` on `channel` closed under the client (its link went down), or — for a
+    /// The connection carrying `session` of `client` on `channel` closed under the client (its link went down), or — for a
     /// dialect whose media flows continuously — its data stopped. The server's side of the transport raises it to
     /// the room (``RoomEndpoint/connectionClosed(userID:session:)``) as a server hears a socket close: whatever the
     /// link's state, since no message has to cross it.
-    func closed(_ channel: any RoomChannel, session: SessionID)
+    func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint)
 }
 
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
-/// only hands it back to the transport.
+/// only hands it back to the transport. (In one process the channel can be the room itself, as the simulated
+/// network's is: ``RoomEndpoint`` refines this protocol.)
 public protocol RoomChannel: AnyObject, Sendable {}
 
 /// Whether a transport took a message.
@@ -35,8 +36,9 @@ public enum SendOutcome: Sendable, Hashable {
     case refused
 }
 
-/// A client as a transport sees it: where to deliver server messages and link changes.
-public protocol ClientEndpoint: AnyObject, Sendable {
+/// A client as a transport sees it: where to deliver server messages and link changes. In one process a client can
+/// be its own channel as the server sees it (``ClientChannel``), as the simulated network's clients are.
+public protocol ClientEndpoint: ClientChannel {
     /// The client's network identity.
     var endpointID: String { get }
     /// A stable hash of ``endpointID`` (FNV-1a), computed once: a simulated network keys message fates on it.

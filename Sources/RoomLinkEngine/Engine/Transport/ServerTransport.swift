@@ -19,8 +19,8 @@ public protocol ServerTransport: AnyObject, Sendable {
 /// The room keeps it with the member who logged in on it.
 public protocol ClientChannel: AnyObject, Sendable {
     /// Where the room last found this channel's member in its table (−1: unknown): a hint that spares the room a
-    /// lookup by user ID on every heartbeat, checked before it is trusted. Only a transport that keeps one channel
-    /// per client and room (the in-process ``SimulatedNetwork``) keeps it; others answer −1.
+    /// lookup by user ID on every heartbeat, checked before it is trusted. A transport may keep none (−1): the
+    /// in-process ``SimulatedNetwork``'s channels are its clients, which keep the hint of their latest room.
     var memberHint: Int32 { get }
     /// Remembers where the room found this channel's member (see ``memberHint``). Called on the room's loop.
     func setMemberHint(_ slot: Int32)
@@ -32,7 +32,7 @@ extension ClientChannel {
 }
 
 /// The server side of one room, as a transport sees it.
-public protocol RoomEndpoint: AnyObject, Sendable {
+public protocol RoomEndpoint: RoomChannel {
     var roomID: String { get }
     /// A stable hash of ``roomID`` (FNV-1a), computed once.
     var roomHash: UInt64 { get }

@@ -102,78 +102,95 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         guard changed, let room = directory.withLock({ $0 })?.room(roomID) else { return }
         // The members' data stops or resumes; each client's own loop hears of it.
         room.withMemberChannels { channels in
-            for case let channel as Channel in channels {
-                guard let client = channel.client as? any RouteObserver else { continue }
+            for channel in channels {
+                guard let client = channel as? any RouteObserver else { continue }
                 client.loop.runSoon { client.routeChanged(toRoom: roomID, reachable: !cutOff) }
             }
         }
     }
 
     /// Opens `client`'s channel to the room `roomID` of the attached server; `nil` when no server is attached (or it
-    /// is gone), as if the network had no route to it. The channel pairs the two ends, so a message on it needs no
-    /// lookup, and keeps the room's hint of where its member sits.
+    /// is gone), as if the network had no route to it. In one process a channel needs no object of its own: the
+    /// channel to a room is the room, and the room's channel to a client is the client (each side holds only the
+    /// other's channel protocol), so a message touches nothing but its two ends.
     public func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
-        guard let room = directory.withLock({ $0 })?.room(roomID) else { return nil }
-        return Channel(client: client, room: room)
+        directory.withLock { $0 }?.room(roomID)
     }
 
-    public func send(_ message: ClientMessage, on channel: any RoomChannel) -> SendOutcome {
-        guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
+    public func send(
+        _ message: ClientMessage,
+        on channel: any RoomChannel,
+        from client: any ClientEndpoint
+    )
+        -> SendOutcome
+    {
+        let room = Self.room(of: channel)
         let transit: Transit
         if case .connectionResumed = message {
             // The data flows again: an edge of a continuous stream, not one packet that loss could take.
-            guard link(of: channel.client) == .up else { return .refused }
-            guard !isPartitioned(channel.room.roomID) else { return .sent }
+            guard link(of: client) == .up else { return .refused }
+            guard !isPartitioned(room.roomID) else { return .sent }
             transit = .delivered(after: model.conditions.latency)
         } else {
-            transit = model.transit(link: link(of: channel.client), key: key(channel, upstream: true))
-            if case .delivered = transit, isPartitioned(channel.room.roomID) { return .sent }  // lost on the way
+            transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
+            if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
         }
         switch transit {
         case .refused: return .refused
         case .lost: return .sent
         case .delivered(let delay):
-            toRoom(.message(message), on: channel, after: delay)
+            toRoom(.message(message), from: client, to: room, after: delay)
             return .sent
         }
     }
 
-    public func closed(_ channel: any RoomChannel, session: SessionID) {
-        guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
+    public func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
         // The server sees the socket close (or the data stop): nothing the dead link must carry.
-        toRoom(.closed(session), on: channel, after: model.conditions.latency)
+        toRoom(.closed(session), from: client, to: Self.room(of: channel), after: model.conditions.latency)
     }
 
     public func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-        guard let channel = channel as? Channel else { preconditionFailure("a channel this network did not open") }
-        // Everything a reply needs is on the channel, which the room has just read: the client itself is not
-        // touched until its message arrives (a million clients' objects are cold).
-        let client = channel.client
-        let transit = model.transit(link: link(of: client), key: key(channel, upstream: false))
+        guard let client = channel as? any ClientEndpoint else {
+            preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
+        }
+        let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
-        let clientLoop = channel.clientLoop
-        delivered.increment(by: clientLoop)
-        if let line = line(from: channel.roomLoop, to: clientLoop, after: delay),
+        delivered.increment(by: client.loop)
+        if let line = line(from: room.loop, to: client.loop, after: delay),
             line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
         {
             return
         }
-        _ = try? clientLoop.schedule(
+        _ = try? client.loop.schedule(
             after: delay,
             handler: ToClient(message: message, roomID: room.roomID, client: client)
         )
     }
 
-    /// Carries `upstream` on `channel` to its room, arriving after `delay`.
-    private func toRoom(_ upstream: Upstream, on channel: Channel, after delay: Duration) {
-        let roomLoop = channel.roomLoop
-        delivered.increment(by: roomLoop)
-        if let line = line(from: channel.clientLoop, to: roomLoop, after: delay),
-            line.add(.toRoom(upstream, channel: channel), prefetching: Self.address(of: channel))
+    /// The room a channel this network opened leads to: the room itself (a `ServerRoom`'s is a class check; another
+    /// room type's a conformance check).
+    private static func room(of channel: any RoomChannel) -> any RoomEndpoint {
+        if let room = channel as? ServerRoom { return room }
+        guard let room = channel as? any RoomEndpoint else {
+            preconditionFailure("a room channel this network did not open: \(type(of: channel))")
+        }
+        return room
+    }
+
+    /// Carries `upstream` from `client` to `room`, arriving after `delay`.
+    private func toRoom(
+        _ upstream: Upstream,
+        from client: any ClientEndpoint,
+        to room: any RoomEndpoint,
+        after delay: Duration
+    ) {
+        delivered.increment(by: room.loop)
+        if let line = line(from: client.loop, to: room.loop, after: delay),
+            line.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
         {
             return
         }
-        _ = try? roomLoop.schedule(after: delay, handler: ToRoom(upstream: upstream, channel: channel))
+        _ = try? room.loop.schedule(after: delay, handler: ToRoom(upstream: upstream, client: client, room: room))
     }
 
     /// The line that carries a message taking `delay` from `sender`'s loop to `receiver`'s, if they are one loop with
@@ -198,74 +215,52 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
     }
 
-    /// One client's channel to one room: both ends and their loops, the part of their messages' fate key they fix,
-    /// and the room's hint of where the client's member sits (the in-process shortcut a wire does not carry). The
-    /// loops and the key are copied here so that a message touches the channel and its receiver, never its sender's
-    /// object as well.
-    private final class Channel: RoomChannel, ClientChannel {
-        let client: any ClientEndpoint
-        let room: any RoomEndpoint
-        let clientLoop: any RuntimeLoop
-        let roomLoop: any RuntimeLoop
-        /// The endpoints' part of every fate key (``SimulatedNetwork/key(_:upstream:)``).
-        let pairKey: UInt64
-        private let hint = Atomic<Int32>(-1)
+    /// What crosses a channel towards its room: a message, or the server's view of the connection closing.
+    private enum Upstream {
+        case message(ClientMessage)
+        case closed(SessionID)
 
-        init(client: any ClientEndpoint, room: any RoomEndpoint) {
-            self.client = client
-            self.room = room
-            self.clientLoop = client.loop
-            self.roomLoop = room.loop
-            self.pairKey = client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash
-        }
-
-        var memberHint: Int32 { hint.load(ordering: .relaxed) }
-        func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
-
-        func deliver(_ upstream: Upstream) {
-            switch upstream {
-            case .message(let message): room.deliver(message, on: self)
+        func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
+            switch self {
+            case .message(let message): room.deliver(message, on: client)
             case .closed(let session): room.connectionClosed(userID: client.userID, session: session)
             }
         }
     }
 
-    /// What crosses a channel towards its room: a message, or the server's view of the connection closing.
-    private enum Upstream {
-        case message(ClientMessage)
-        case closed(SessionID)
-    }
-
     /// A message in a `DelayLine`.
     private enum InFlight {
-        case toRoom(Upstream, channel: Channel)
+        case toRoom(Upstream, client: any ClientEndpoint, room: any RoomEndpoint)
         case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)
 
         func deliver() {
             switch self {
-            case .toRoom(let upstream, let channel): channel.deliver(upstream)
+            case .toRoom(let upstream, let client, let room): upstream.deliver(from: client, to: room)
             case .toClient(let message, let roomID, let client): client.deliver(message, from: roomID)
             }
         }
     }
 
     /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
-    private func key(_ channel: Channel, upstream: Bool) -> UInt64 {
-        let time = UInt64(bitPattern: (upstream ? channel.clientLoop : channel.roomLoop).now.nanoseconds)
-        return channel.pairKey &+ time &* 0xBF58_476D_1CE4_E5B9 ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
+    private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
+        let time = UInt64(bitPattern: (upstream ? client.loop : room.loop).now.nanoseconds)
+        return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
+            ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
     }
 
     /// A message on its way to a room: one allocation that is both the timer's handler and the message.
     private final class ToRoom: TimerHandler {
         let upstream: Upstream
-        let channel: Channel
+        let client: any ClientEndpoint
+        let room: any RoomEndpoint
 
-        init(upstream: Upstream, channel: Channel) {
+        init(upstream: Upstream, client: any ClientEndpoint, room: any RoomEndpoint) {
             self.upstream = upstream
-            self.channel = channel
+            self.client = client
+            self.room = room
         }
 
-        func timerFired(_ timer: TimerHandle) { channel.deliver(upstream) }
+        func timerFired(_ timer: TimerHandle) { upstream.deliver(from: client, to: room) }
     }
 
     /// A message on its way to a client.
