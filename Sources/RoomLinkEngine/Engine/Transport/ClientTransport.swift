@@ -26,7 +26,20 @@ public protocol ClientTransport: AnyObject, Sendable {
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
 /// only hands it back to the transport. (In one process the channel can be the room itself, as the simulated
 /// network's is: ``RoomEndpoint`` refines this protocol.)
-public protocol RoomChannel: AnyObject, Sendable {}
+public protocol RoomChannel: AnyObject, Sendable {
+    /// The room this channel is, when it is one (in one process): how the in-process transport finds its room
+    /// without a dynamic cast on every message. A socket transport's channels are not rooms: `nil`, the default.
+    var inProcessRoom: (any RoomEndpoint)? { get }
+}
+
+extension RoomChannel {
+    public var inProcessRoom: (any RoomEndpoint)? { nil }
+}
+
+extension RoomEndpoint {
+    /// A room is its own channel in one process.
+    public var inProcessRoom: (any RoomEndpoint)? { self }
+}
 
 /// Whether a transport took a message.
 public enum SendOutcome: Sendable, Hashable {

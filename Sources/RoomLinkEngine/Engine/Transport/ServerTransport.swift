@@ -24,11 +24,20 @@ public protocol ClientChannel: AnyObject, Sendable {
     var memberHint: Int32 { get }
     /// Remembers where the room found this channel's member (see ``memberHint``). Called on the room's loop.
     func setMemberHint(_ slot: Int32)
+    /// The client this channel is, when it is one (in one process): how the in-process transport finds its client
+    /// without a dynamic cast on every reply. A socket transport's channels are connections: `nil`, the default.
+    var inProcessClient: (any ClientEndpoint)? { get }
 }
 
 extension ClientChannel {
     public var memberHint: Int32 { -1 }
     public func setMemberHint(_ slot: Int32) {}
+    public var inProcessClient: (any ClientEndpoint)? { nil }
+}
+
+extension ClientEndpoint {
+    /// A client is its own channel in one process.
+    public var inProcessClient: (any ClientEndpoint)? { self }
 }
 
 /// The server side of one room, as a transport sees it.

@@ -150,7 +150,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     }
 
     public func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-        guard let client = channel as? any ClientEndpoint else {
+        guard let client = channel.inProcessClient else {
             preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
         }
         let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
@@ -167,11 +167,9 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         )
     }
 
-    /// The room a channel this network opened leads to: the room itself (a `ServerRoom`'s is a class check; another
-    /// room type's a conformance check).
+    /// The room a channel this network opened leads to: the room itself.
     private static func room(of channel: any RoomChannel) -> any RoomEndpoint {
-        if let room = channel as? ServerRoom { return room }
-        guard let room = channel as? any RoomEndpoint else {
+        guard let room = channel.inProcessRoom else {
             preconditionFailure("a room channel this network did not open: \(type(of: channel))")
         }
         return room
