@@ -19,7 +19,7 @@ public struct RoomClientState: Sendable {
         /// Send `message` to the server of `room`. The answer says whether it left.
         case send(ClientMessage, room: String)
         /// The connection carrying `session` to `room` closed under the client (its link went down), or its data
-        /// stopped: the transport lets the server hear it (``ClientTransport/closed(_:session:)``).
+        /// stopped: the transport lets the server hear it (``ClientTransport/closed(_:session:from:)``).
         case closed(room: String, session: SessionID)
         /// Report `transition` of `room` (the dialect turns it into its vendor's callbacks).
         case report(RoomTransition, room: String)
