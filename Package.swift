@@ -21,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The wire protocol's messages: code generated from docs/roomlink.proto and committed.
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         // Documentation only (`swift package generate-documentation`); a plugin is built when it is run, so
         // `swift build` and `swift test` do not pay for it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -78,6 +80,13 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
+        // The wire protocol: frames, and RoomLink's messages to and from them. No sockets: it runs anywhere.
+        .target(
+            name: "RoomLinkWire",
+            dependencies: ["RoomLinkEngine", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
         // The umbrella embedders import: every module above, re-exported.
         .target(
             name: "RoomLink",
@@ -115,6 +124,14 @@ let package = Package(
             name: "RoomLinkTests",
             dependencies: [
                 "RoomLink", "RoomLinkEngine", "RoomLinkScenarios", "RoomLinkRuntime", "RoomLinkTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoomLinkWireTests",
+            dependencies: [
+                "RoomLinkWire", "RoomLinkEngine", "RoomLinkRuntime",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings
         ),

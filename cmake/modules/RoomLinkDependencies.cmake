@@ -35,6 +35,11 @@ if(NOT Numerics_FOUND)
   roomlink_fetch(swift-numerics https://github.com/apple/swift-numerics 1.1.1)
 endif()
 
+find_package(SwiftProtobuf CONFIG QUIET)
+if(NOT SwiftProtobuf_FOUND)
+  roomlink_fetch(swift-protobuf https://github.com/apple/swift-protobuf 1.39.0)
+endif()
+
 # hdrhistogram-swift ships no CMake build: compile its one source file here.
 roomlink_fetch(hdrhistogram-swift https://github.com/HdrHistogram/hdrhistogram-swift 0.2.0)
 add_library(Histogram ${hdrhistogram-swift_SOURCE_DIR}/Sources/Histogram/Histogram.swift)
