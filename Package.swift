@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // The wire protocol's messages: code generated from docs/roomlink.proto and committed.
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Documentation only (`swift package generate-documentation`); a plugin is built when it is run, so
         // `swift build` and `swift test` do not pay for it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -87,6 +88,16 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
+        // RoomLink on a real network: `roomlink serve`'s server, clients over TCP, on the libevent loops.
+        .target(
+            name: "RoomLinkNetwork",
+            dependencies: [
+                "CLibevent", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkWire",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
         // The umbrella embedders import: every module above, re-exported.
         .target(
             name: "RoomLink",
@@ -133,6 +144,11 @@ let package = Package(
                 "RoomLinkWire", "RoomLinkEngine", "RoomLinkRuntime",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoomLinkNetworkTests",
+            dependencies: ["RoomLink", "RoomLinkNetwork", "RoomLinkWire", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

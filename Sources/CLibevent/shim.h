@@ -9,9 +9,19 @@
 #include <sys/select.h>
 #include <stdio.h>
 #include <time.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netdb.h>
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 // libevent's `evutil_socket_t` is a macro, so Swift imports callbacks with a plain `int`; this typedef names the
 // callback shape the Swift side passes to `event_new`/`event_assign`.
@@ -35,5 +45,10 @@ static inline int CLibevent_evtimer_assign(struct event *ev, struct event_base *
 static inline int CLibevent_evtimer_pending(const struct event *ev) {
     return event_pending(ev, EV_TIMEOUT, NULL);
 }
+
+// libevent's callback shapes for sockets, named for the Swift side as above.
+typedef void (*CLibevent_bufferevent_data_cb)(struct bufferevent *, void *);
+typedef void (*CLibevent_bufferevent_event_cb)(struct bufferevent *, short, void *);
+typedef void (*CLibevent_listener_cb)(struct evconnlistener *, int, struct sockaddr *, int, void *);
 
 #endif

@@ -50,6 +50,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     @exclusivity(unchecked) private var firingDeadline: UInt64?
     private var armedDriverDeadline: UInt64?
     private var isStopped = false
+    private var inSocketCallback = false
 
     /// How many jobs one callback runs before it yields to libevent (timers and the inbox) and resumes.
     private static var jobBudget: Int { 4096 }
@@ -331,6 +332,26 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         handler.timerFired(handle)
         firingDeadline = nil
         if let (handler, handle) = eventTimers!.endFiring(id, now: now) { handler.timerCancelled(handle) }
+        finishCallback()
+    }
+
+    // MARK: - For libevent's other users in RoomLink (sockets, HTTP)
+
+    /// The loop's `event_base`, for sockets, listeners and HTTP served on this loop: create and free what uses it
+    /// on the loop's thread only, and before the group shuts down.
+    @_spi(RoomLinkInternals) public var eventBase: OpaquePointer { base }
+
+    /// Runs `body` as a callback of this loop: every libevent callback RoomLink registers on ``eventBase`` calls it,
+    /// so that the jobs its body makes runnable (an actor pinned here, a timer armed) run before libevent waits
+    /// again. Called on the loop's thread.
+    @_spi(RoomLinkInternals) public func runCallback(_ body: () -> Void) {
+        // A callback inside a callback (libevent calling back synchronously) runs its body only: jobs run once, by
+        // the outermost, never while an actor's job is still on the stack.
+        guard !inSocketCallback else { return body() }
+        inSocketCallback = true
+        beginCallback()
+        body()
+        inSocketCallback = false
         finishCallback()
     }
 

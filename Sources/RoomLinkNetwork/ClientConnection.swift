@@ -1,0 +1,183 @@
+internal import CLibevent
+import RoomLinkEngine
+@_spi(RoomLinkInternals) import RoomLinkLibevent
+import RoomLinkRuntime
+import RoomLinkWire
+
+/// One client's TCP connection to the server, on the client's loop: every room of the client is multiplexed over
+/// it, as an SDK keeps one connection per device. It tells the client when it comes up, when it closes under the
+/// client (end of stream, reset, a goodbye) and when it could not be opened.
+final class ClientConnection: @unchecked Sendable {
+    // Safe: every `var` is touched on `loop`'s thread only — the client calls the transport from its actor, which
+    // runs there; libevent's callbacks and the delay timers run there; calls from other threads (faults) hop there.
+
+    let loop: LibeventLoop
+    let transport: TCPClientTransport
+    let key: ObjectIdentifier
+    private weak var client: (any ClientEndpoint)?
+    private var bufferEvent: OpaquePointer?
+    private var phase = Phase.connecting
+    /// The rooms whose channels ride on this connection.
+    private(set) var rooms: Set<String> = []
+    /// Why the server said goodbye, if it did.
+    private var goodbye: GoodbyeReason?
+    /// The server's timings, from its hello.
+    private(set) var serverHello: ServerHello?
+    /// With latency: when the last delayed frame each way is due, so that frames keep their order.
+    private var lastOutgoingDue = RuntimeInstant.zero
+    private var lastIncomingDue = RuntimeInstant.zero
+    private var random: SeededRandom
+
+    private enum Phase { case connecting, open, closed }
+
+    init(client: any ClientEndpoint, loop: LibeventLoop, transport: TCPClientTransport) {
+        self.loop = loop
+        self.transport = transport
+        self.client = client
+        self.key = ObjectIdentifier(client)
+        self.random = SeededRandom(seed: transport.configuration.seed, stream: client.endpointHash)
+        bufferEvent = bufferevent_socket_new(loop.eventBase, -1, Sockets.bufferEventOptions)
+        guard let bufferEvent else {
+            phase = .closed
+            return
+        }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(bufferEvent, clientReadCallback, nil, clientEventCallback, context)
+        bufferevent_setwatermark(bufferEvent, Sockets.read, 0, Sockets.inputHighWatermark)
+        bufferevent_enable(bufferEvent, Sockets.readWrite)
+        let status = transport.address.withSockaddr { bufferevent_socket_connect(bufferEvent, $0, $1) }
+        if status != 0 {
+            // Failed at once (no route, out of descriptors): tell the client as soon as its loop runs.
+            _ = try? loop.schedule(after: .zero) { [self] in finish(.refused) }
+            return
+        }
+        write(
+            ClientFrame.hello(ClientHello(dialect: transport.dialect, clientID: client.endpointID)).encoded(
+                at: loop.now
+            )
+        )
+    }
+
+    var isLive: Bool { phase != .closed }
+
+    /// The client, when it watches its data per room.
+    var observer: (any RouteObserver)? { client as? any RouteObserver }
+
+    func add(room: String) {
+        rooms.insert(room)
+    }
+
+    // MARK: - Sending
+
+    /// Sends a frame for `room`, after the transport's latency if it has one.
+    func send(_ frame: [UInt8]) {
+        let delay = transport.delay(using: &random)
+        guard delay > .zero else { return write(frame) }
+        let due = max(loop.now.advanced(by: delay), lastOutgoingDue)
+        lastOutgoingDue = due
+        _ = try? loop.schedule(at: due) { [self] in write(frame) }
+    }
+
+    private func write(_ frame: [UInt8]) {
+        guard phase != .closed, let bufferEvent else { return }
+        frame.withUnsafeBytes { _ = bufferevent_write(bufferEvent, $0.baseAddress, $0.count) }
+        transport.countFrame()
+    }
+
+    // MARK: - Receiving
+
+    fileprivate func readable() {
+        guard let bufferEvent else { return }
+        let input = bufferevent_get_input(bufferEvent)!
+        while phase != .closed {
+            switch InputFrames.next(in: input) {
+            case .incomplete:
+                return
+            case .tooLong:
+                finish(.closed(.protocolError))
+                return
+            case .frame(let body, let consumed):
+                let frame: ServerFrame
+                do {
+                    frame = try ServerFrame(body: body)
+                } catch {
+                    finish(.closed(.protocolError))
+                    return
+                }
+                evbuffer_drain(input, consumed)
+                receive(frame)
+            }
+        }
+    }
+
+    private func receive(_ frame: ServerFrame) {
+        switch frame {
+        case .helloAck(let hello):
+            serverHello = hello
+        case .goodbye(let reason, _):
+            goodbye = reason
+            let cause: ConnectionCloseCause = reason == .serverShutdown ? .serverShutdown : .protocolError
+            finish(.closed(cause))
+        case .room(let room, let message):
+            transport.countFrame()
+            guard transport.carries(from: key, room: room) else { return }
+            let delay = transport.delay(using: &random)
+            guard delay > .zero else {
+                client?.deliver(message, from: room)
+                return
+            }
+            let due = max(loop.now.advanced(by: delay), lastIncomingDue)
+            lastIncomingDue = due
+            _ = try? loop.schedule(at: due) { [self] in
+                // A frame still on its way when the link went down or black is lost with it.
+                guard phase != .closed, transport.carries(from: key, room: room) else { return }
+                client?.deliver(message, from: room)
+            }
+        }
+    }
+
+    fileprivate func event(_ what: Int16) {
+        if what & Sockets.connected != 0 {
+            phase = .open
+            if let fd = bufferEvent.map(bufferevent_getfd) { Sockets.setNoDelay(fd) }
+            for room in rooms { client?.connectionChanged(.connected, room: room) }
+        } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
+            if phase == .connecting {
+                finish(.refused)
+            } else {
+                finish(.closed(what & Sockets.eof != 0 ? .endOfStream : .reset))
+            }
+        }
+    }
+
+    // MARK: - Closing
+
+    /// The connection closed under the client (or never opened): frees it and tells the client, room by room.
+    private func finish(_ event: ConnectionEvent) {
+        guard phase != .closed else { return }
+        close()
+        for room in rooms.sorted() { client?.connectionChanged(event, room: room) }
+    }
+
+    /// Closes the socket without telling the client (its link went down, and the client hears of that).
+    func close() {
+        guard phase != .closed else { return }
+        phase = .closed
+        if let bufferEvent { bufferevent_free(bufferEvent) }
+        bufferEvent = nil
+        transport.forget(self)
+    }
+}
+
+// Capture-free C callbacks; the context is the connection, unretained: the transport's table holds it until
+// `close`, after which libevent calls nothing.
+
+private func clientReadCallback(_ bufferEvent: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
+    let connection = Unmanaged<ClientConnection>.fromOpaque(context!).takeUnretainedValue()
+    connection.loop.runCallback { connection.readable() }
+}
+
+private func clientEventCallback(_ bufferEvent: OpaquePointer?, _ what: Int16, _ context: UnsafeMutableRawPointer?) {
+    let connection = Unmanaged<ClientConnection>.fromOpaque(context!).takeUnretainedValue()
+    connection.loop.runCallback { connection.event(what) }
+}

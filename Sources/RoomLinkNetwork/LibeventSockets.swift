@@ -1,0 +1,57 @@
+internal import CLibevent
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// libevent's socket constants and calls as Swift sees them (its flags are C enums and macros).
+enum Sockets {
+    /// Every bufferevent closes its socket when freed, and defers its callbacks to the loop: a write never calls
+    /// back into the code that wrote (see `LibeventLoop.runCallback`).
+    static let bufferEventOptions = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue | BEV_OPT_DEFER_CALLBACKS.rawValue)
+    static let readWrite = Int16(EV_READ | EV_WRITE)
+    static let read = Int16(EV_READ)
+    static let eof = Int16(BEV_EVENT_EOF)
+    static let error = Int16(BEV_EVENT_ERROR)
+    static let timeout = Int16(BEV_EVENT_TIMEOUT)
+    static let connected = Int16(BEV_EVENT_CONNECTED)
+
+    /// Sends small frames at once (heartbeats are latency, not throughput).
+    static func setNoDelay(_ fd: Int32) {
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// The input buffer's high watermark: libevent stops reading a connection whose unread bytes reach it. Two
+    /// maximal frames: a complete frame always fits, and a peer cannot make the process buffer more.
+    static let inputHighWatermark = 2 * (4 + 65_536)
+
+    /// `errno` as text.
+    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+}
+
+/// The frames waiting in a bufferevent's input buffer, read in place.
+enum InputFrames {
+    enum Next {
+        /// A whole frame's body, valid until `drain` is called.
+        case frame(UnsafeRawBufferPointer, consumed: Int)
+        /// Not a whole frame yet.
+        case incomplete
+        /// The length prefix is over the maximum.
+        case tooLong(length: Int)
+    }
+
+    static func next(in input: OpaquePointer) -> Next {
+        let available = evbuffer_get_length(input)
+        guard available >= 4 else { return .incomplete }
+        var prefix: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
+        _ = withUnsafeMutableBytes(of: &prefix) { evbuffer_copyout(input, $0.baseAddress, 4) }
+        let length = Int(prefix.0) << 24 | Int(prefix.1) << 16 | Int(prefix.2) << 8 | Int(prefix.3)
+        guard length <= 65_536 else { return .tooLong(length: length) }
+        guard available >= 4 + length else { return .incomplete }
+        guard let start = evbuffer_pullup(input, 4 + length) else { return .incomplete }
+        return .frame(UnsafeRawBufferPointer(start: start + 4, count: length), consumed: 4 + length)
+    }
+}

@@ -1,0 +1,143 @@
+public import Logging
+public import RoomLinkEngine
+public import RoomLinkLibevent
+import RoomLinkRuntime
+import RoomLinkWire
+
+/// RoomLink's server on a real network: the same room actors and server state machines as in one process, reached
+/// by clients over TCP in RoomLink's wire protocol (`docs/protocol.md`), on the libevent loops that run the rooms.
+///
+/// ```swift
+/// let server = NetworkServer(group: group, configuration: .init(dialect: .zego))
+/// let address = try await server.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
+/// // … clients connect to `address` …
+/// await server.shutdown()  // goodbye to every client, then close
+/// ```
+///
+/// Each loop accepts connections on the one port (`SO_REUSEPORT`), or the first loop accepts and hands them to the
+/// loops in turn (``AcceptMode``); a connection is served on its loop, and a frame for a room on another loop hops
+/// there. Rooms are placed as ``RoomServer`` places them. Shut the server down before its loop group.
+public final class NetworkServer: Sendable {
+    /// The rooms: kick users, expire tokens, read members.
+    public let rooms: RoomServer
+    public let configuration: Configuration
+    let transport: TCPServerTransport
+    private let address = LockedBox<SocketAddress?>(nil)
+
+    /// How a network server runs.
+    public struct Configuration: Sendable {
+        /// The dialect the server speaks: a client's hello must name it (or none).
+        public var dialect: DialectName
+        /// The server's timings; the dialect's by default.
+        public var timings: ServerTimings
+        /// The heartbeat interval the server tells clients in its hello (`nil` for a dialect without heartbeats);
+        /// the dialect's by default.
+        public var heartbeatInterval: Duration?
+        /// The valid token of each user ID; without one, tokens are not checked.
+        public var auth: [String: String]?
+        /// Capacity and admission control, as the simulated server's (SPEC §9).
+        public var policy: ServerPolicy
+        /// How long a new connection may take to log in before it is closed.
+        public var loginTimeout: Duration
+        /// How many bytes may wait for a client to read before the server closes its connection.
+        public var maximumOutputBuffer: Int
+        /// How many rooms one connection may log in to.
+        public var maximumRoomsPerConnection: Int
+        /// How long a closing connection has to write its goodbye.
+        public var closeGrace: Duration
+        /// The listen backlog (the kernel caps it at `net.core.somaxconn`).
+        public var backlog: Int32
+        public var acceptMode: AcceptMode
+        /// Where connections' closes and the server's troubles are logged.
+        public var logger: Logger
+
+        public init(
+            dialect: DialectName,
+            timings: ServerTimings? = nil,
+            heartbeatInterval: Duration?? = nil,
+            auth: [String: String]? = nil,
+            policy: ServerPolicy = .unlimited,
+            loginTimeout: Duration = .seconds(10),
+            maximumOutputBuffer: Int = 256 * 1024,
+            maximumRoomsPerConnection: Int = 64,
+            closeGrace: Duration = .seconds(2),
+            backlog: Int32 = 4096,
+            acceptMode: AcceptMode = .reusePort,
+            logger: Logger = Logger(label: "roomlink.serve")
+        ) {
+            self.dialect = dialect
+            let engine = dialect.defaultEngineTimings
+            self.timings = timings ?? engine.server
+            self.heartbeatInterval = heartbeatInterval ?? engine.heartbeatInterval
+            self.auth = auth
+            self.policy = policy
+            self.loginTimeout = loginTimeout
+            self.maximumOutputBuffer = maximumOutputBuffer
+            self.maximumRoomsPerConnection = maximumRoomsPerConnection
+            self.closeGrace = closeGrace
+            self.backlog = backlog
+            self.acceptMode = acceptMode
+            self.logger = logger
+        }
+    }
+
+    /// How connections reach the loops.
+    public enum AcceptMode: String, Sendable, CaseIterable {
+        /// A listener per loop on one port (`SO_REUSEPORT`): the kernel spreads connections over the loops.
+        case reusePort
+        /// One listener on the first loop, which hands each connection to the next loop in turn.
+        case handOff
+    }
+
+    /// Creates a server on `group`'s loops; it listens once ``listen(on:)`` is called.
+    public init(group: LibeventLoopGroup, configuration: Configuration) {
+        self.configuration = configuration
+        let hello = ServerHello(
+            dialect: configuration.dialect,
+            heartbeatInterval: configuration.heartbeatInterval ?? .zero,
+            heartbeatTimeout: configuration.timings.heartbeatTimeout
+        )
+        transport = TCPServerTransport(group: group, configuration: configuration, hello: hello)
+        rooms = RoomServer(
+            group: group,
+            transport: transport,
+            timings: configuration.timings,
+            auth: configuration.auth,
+            policy: configuration.policy
+        )
+    }
+
+    /// Starts accepting connections on `address` (port 0: one the system picks), and returns the address bound.
+    ///
+    /// - Throws: ``NetworkError`` when the address does not resolve, cannot be bound, or the server already listens.
+    @discardableResult
+    public func listen(on address: SocketAddress) async throws(NetworkError) -> SocketAddress {
+        guard self.address.withLock({ $0 == nil }) else { throw .misuse("the server is already listening") }
+        let bound = try await transport.listen(on: address)
+        self.address.withLock { $0 = bound }
+        return bound
+    }
+
+    /// The address the server listens on, once it does.
+    public var localAddress: SocketAddress? { address.withLock { $0 } }
+
+    /// What the server has done so far.
+    public var statistics: NetworkServerStatistics { transport.statistics }
+
+    /// Stops accepting, says goodbye (`serverShutdown`) to every client, and waits until each goodbye is written or
+    /// the close grace has passed. Call it before shutting the loop group down.
+    public func shutdown() async {
+        await transport.close()
+    }
+}
+
+extension DialectName {
+    /// The dialect's default engine timings.
+    public var defaultEngineTimings: EngineTimings {
+        switch self {
+        case .zego: ZegoTimings.default.engine
+        case .agora: AgoraTimings.default.engine
+        case .livekit: LiveKitTimings.default.engine
+        }
+    }
+}

@@ -1,0 +1,79 @@
+import Synchronization
+
+/// What a network server has done since it started: counters any thread may read while the loops run.
+public final class NetworkServerStatistics: Sendable {
+    /// One counter of ``NetworkServerStatistics``.
+    public enum Counter: String, Sendable, CaseIterable {
+        /// Connections accepted.
+        case connectionsAccepted
+        /// Connections closed (for any ``CloseReason``).
+        case connectionsClosed
+        case framesReceived, framesSent, bytesReceived, bytesSent
+        /// Login requests received (every kind).
+        case loginRequests
+        case loginsAccepted
+        /// Logins refused for good (bad token, member cap).
+        case loginsRejected
+        /// Logins turned away by admission control (busy, retry after).
+        case loginsBusy
+        case heartbeatsReceived
+        /// Presence changes sent to members (user updates).
+        case presenceChangesSent
+        /// Failed accepts (out of file descriptors, mostly).
+        case acceptFailures
+    }
+
+    private let counters: [Cell] = Counter.allCases.map { _ in Cell() }
+    private let closedBy: [Cell] = CloseReason.allCases.map { _ in Cell() }
+
+    /// An atomic counter in a box: `Atomic` is not copyable, so an array holds boxes.
+    private final class Cell: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    init() {}
+
+    /// The value of `counter` so far.
+    public subscript(_ counter: Counter) -> Int {
+        counters[counter.index].value.load(ordering: .relaxed)
+    }
+
+    /// Connections open now.
+    public var connectionsOpen: Int { self[.connectionsAccepted] - self[.connectionsClosed] }
+
+    /// Connections closed so far for `reason`.
+    public func connectionsClosed(by reason: CloseReason) -> Int {
+        closedBy[reason.index].value.load(ordering: .relaxed)
+    }
+
+    func add(_ counter: Counter, _ amount: Int = 1) {
+        counters[counter.index].value.add(amount, ordering: .relaxed)
+    }
+
+    func count(_ reason: CloseReason) {
+        closedBy[reason.index].value.add(1, ordering: .relaxed)
+        add(.connectionsClosed)
+    }
+}
+
+extension NetworkServerStatistics.Counter {
+    fileprivate var index: Int { Self.allCases.firstIndex(of: self)! }
+}
+
+/// Why a server closed a connection.
+public enum CloseReason: String, Sendable, Hashable, CaseIterable {
+    /// The client closed it, or it was reset.
+    case peerClosed
+    /// A frame too long, malformed, unknown, or not allowed (another user's, out of turn).
+    case protocolError
+    /// No hello and login within the login timeout.
+    case loginTimeout
+    /// The client read too slowly: its output buffer passed the maximum.
+    case slowReader
+    /// The hello's version or dialect is not the server's.
+    case handshakeRefused
+    /// The server shut down.
+    case serverShutdown
+
+    fileprivate var index: Int { Self.allCases.firstIndex(of: self)! }
+}

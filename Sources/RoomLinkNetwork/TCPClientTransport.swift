@@ -1,0 +1,198 @@
+public import RoomLinkEngine
+import RoomLinkLibevent
+public import RoomLinkRuntime
+import RoomLinkWire
+import Synchronization
+
+/// Clients over real sockets: each client keeps one TCP connection to `roomlink serve` (or a ``NetworkServer``) and
+/// multiplexes its rooms over it, as an SDK does; the connection opens at the client's first login and again after
+/// it closed.
+///
+/// ```swift
+/// let transport = try TCPClientTransport(server: SocketAddress(parsing: "127.0.0.1:7000"), dialect: .zego)
+/// let alice = ZegoClient(id: "alice", loop: group.loop(for: "alice"), environment: .init(transport: transport))
+/// await alice.loginRoom("room-1")
+/// ```
+///
+/// The client notices a lost connection as a real SDK does: an end of stream or a reset at once (its rooms
+/// reconnect), silence by missed heartbeat acks. Clients must run on a ``LibeventLoopGroup``'s loops.
+///
+/// It is also the path's fault injector (``NetworkFaults``), at the client's socket: `down` closes the client's
+/// connection and refuses new ones until `up`; `blackhole` keeps it open and drops every frame both ways (the server
+/// hears silence); a partitioned room's frames are dropped both ways; ``Configuration/latency`` and
+/// ``Configuration/jitter`` delay frames at the client's socket, in order.
+public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable {
+    /// How the transport's connections behave.
+    public struct Configuration: Sendable {
+        /// Added to every frame each way, at the client's socket.
+        public var latency: Duration
+        /// Up to this much more, drawn per frame (frames keep their order).
+        public var jitter: Duration
+        /// Seeds the jitter.
+        public var seed: UInt64
+
+        public init(latency: Duration = .zero, jitter: Duration = .zero, seed: UInt64 = 0) {
+            self.latency = latency
+            self.jitter = jitter
+            self.seed = seed
+        }
+    }
+
+    public let server: SocketAddress
+    public let dialect: DialectName
+    public let configuration: Configuration
+    let address: ResolvedAddress
+    private let connections = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
+    private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
+    private let linksNotUp = Atomic<Int>(0)
+    private let partitioned = LockedBox<Set<String>>([])
+    private let partitionCount = Atomic<Int>(0)
+    private let frames = Atomic<Int>(0)
+
+    /// A transport to `server` for clients of `dialect`.
+    ///
+    /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when `server` does not resolve.
+    public init(
+        server: SocketAddress,
+        dialect: DialectName,
+        configuration: Configuration = .init()
+    ) throws(NetworkError) {
+        self.server = server
+        self.dialect = dialect
+        self.configuration = configuration
+        self.address = try server.resolved()
+    }
+
+    // MARK: - ClientTransport
+
+    public func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+        guard link(of: client) != .down, let loop = client.loop as? LibeventLoop else { return nil }
+        let key = ObjectIdentifier(client)
+        let connection =
+            connections.withLock { $0[key] }
+            ?? {
+                let connection = ClientConnection(client: client, loop: loop, transport: self)
+                if connection.isLive { connections.withLock { $0[key] = connection } }
+                return connection
+            }()
+        guard connection.isLive else { return nil }
+        connection.add(room: roomID)
+        return Channel(room: roomID, connection: connection)
+    }
+
+    public func send(
+        _ message: ClientMessage,
+        on channel: any RoomChannel,
+        from client: any ClientEndpoint
+    )
+        -> SendOutcome
+    {
+        guard let channel = channel as? Channel else { return .refused }
+        switch link(of: client) {
+        case .down: return .refused
+        case .blackhole: return .sent
+        case .up: break
+        }
+        guard channel.connection.isLive else { return .refused }
+        if isPartitioned(channel.room) { return .sent }
+        channel.connection.send(ClientFrame.room(channel.room, message).encoded(at: client.loop.now))
+        return .sent
+    }
+
+    /// Nothing to do: over TCP the server hears a connection close from its own socket.
+    public func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {}
+
+    /// One room's channel: the room's name and the client's connection that carries it.
+    final class Channel: RoomChannel {
+        let room: String
+        let connection: ClientConnection
+
+        init(room: String, connection: ClientConnection) {
+            self.room = room
+            self.connection = connection
+        }
+    }
+
+    // MARK: - NetworkFaults
+
+    public func link(of client: any ClientEndpoint) -> LinkState {
+        guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
+        return links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+    }
+
+    /// Sets the link of `client` and tells it, on its loop. `down` also closes its connection there (the server sees
+    /// the socket close).
+    public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
+        let key = ObjectIdentifier(client)
+        let changed = links.withLock { links -> Bool in
+            guard (links[key] ?? .up) != state else { return false }
+            links[key] = state == .up ? nil : state
+            linksNotUp.store(links.count, ordering: .releasing)
+            return true
+        }
+        guard changed else { return }
+        onLoop(of: client) { [self] in
+            if state == .down, let connection = connections.withLock({ $0[key] }) { connection.close() }
+            client.linkChanged(to: state)
+        }
+    }
+
+    public func isPartitioned(_ roomID: String) -> Bool {
+        guard partitionCount.load(ordering: .acquiring) > 0 else { return false }
+        return partitioned.withLock { $0.contains(roomID) }
+    }
+
+    /// Cuts `roomID` off from its clients (`true`) or heals it: its frames are dropped both ways at the clients'
+    /// sockets, and the clients connected to it that watch their data (``RouteObserver``) see it stop or resume.
+    public func setPartitioned(_ cutOff: Bool, room roomID: String) {
+        let changed = partitioned.withLock { rooms -> Bool in
+            let changed = cutOff ? rooms.insert(roomID).inserted : rooms.remove(roomID) != nil
+            partitionCount.store(rooms.count, ordering: .releasing)
+            return changed
+        }
+        guard changed else { return }
+        for connection in connections.withLock({ Array($0.values) }) {
+            connection.loop.execute {
+                guard connection.rooms.contains(roomID), let client = connection.observer else { return }
+                client.routeChanged(toRoom: roomID, reachable: !cutOff)
+            }
+        }
+    }
+
+    /// Frames sent and received by every connection so far.
+    public var deliveredCount: Int { frames.load(ordering: .relaxed) }
+
+    // MARK: - For the connections
+
+    func countFrame() {
+        frames.add(1, ordering: .relaxed)
+    }
+
+    /// Whether frames of `room` cross the client's path now (its link is up and the room is not cut off).
+    func carries(from key: ObjectIdentifier, room: String) -> Bool {
+        if linksNotUp.load(ordering: .acquiring) > 0, links.withLock({ $0[key] }) != nil { return false }
+        return !isPartitioned(room)
+    }
+
+    /// The delay for one frame: the latency plus a draw of the jitter.
+    func delay(using random: inout SeededRandom) -> Duration {
+        let jitter = configuration.jitter
+        guard jitter > .zero else { return configuration.latency }
+        let nanoseconds = jitter.components.seconds * 1_000_000_000 + jitter.components.attoseconds / 1_000_000_000
+        return configuration.latency + .nanoseconds(Int64.random(in: 0...max(0, nanoseconds), using: &random))
+    }
+
+    func forget(_ connection: ClientConnection) {
+        connections.withLock { connections in
+            if connections[connection.key] === connection { connections[connection.key] = nil }
+        }
+    }
+
+    private func onLoop(of client: any ClientEndpoint, _ body: @escaping @Sendable () -> Void) {
+        if client.loop.isInServiceThread {
+            body()
+        } else {
+            _ = try? client.loop.schedule(after: .zero, body)
+        }
+    }
+}

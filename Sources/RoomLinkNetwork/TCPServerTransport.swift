@@ -1,0 +1,266 @@
+internal import CLibevent
+import Logging
+import RoomLinkEngine
+@_spi(RoomLinkInternals) import RoomLinkLibevent
+import RoomLinkRuntime
+import RoomLinkWire
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The server's side of RoomLink over TCP: listeners on the loops, a ``ServerConnection`` per client, and the rooms'
+/// answers written back to the connection they came from.
+final class TCPServerTransport: ServerTransport, @unchecked Sendable {
+    // Safe: `perLoop[i]`'s contents are touched on loop i's thread only; `directory` is behind its lock; the rest is
+    // immutable or atomic.
+
+    let group: LibeventLoopGroup
+    let configuration: NetworkServer.Configuration
+    let statistics = NetworkServerStatistics()
+    let logger: Logger
+    let hello: ServerHello
+    private let directory = LockedBox<(any RoomDirectory)?>(nil)
+    private let nextID = Atomic<UInt64>(1)
+    private let handOffs = Atomic<Int>(0)
+    private let perLoop: [LoopState]
+
+    /// What one loop holds: its listener and its connections.
+    final class LoopState: @unchecked Sendable {
+        // Safe: touched on its loop's thread only (see the transport).
+        let loop: LibeventLoop
+        /// The transport, while a listener is open: the listener's callbacks reach it through here.
+        var transport: TCPServerTransport?
+        var listener: OpaquePointer?
+        var connections: [UInt64: ServerConnection] = [:]
+        /// Called when the last connection is gone, during a shutdown.
+        var whenEmpty: (() -> Void)?
+        /// Resumes an accept paused after a failure (out of file descriptors).
+        var resumeTimer: TimerHandle?
+
+        init(loop: LibeventLoop) {
+            self.loop = loop
+        }
+    }
+
+    init(group: LibeventLoopGroup, configuration: NetworkServer.Configuration, hello: ServerHello) {
+        self.group = group
+        self.configuration = configuration
+        self.logger = configuration.logger
+        self.hello = hello
+        self.perLoop = group.eventLoops.map { LoopState(loop: $0) }
+    }
+
+    // MARK: - ServerTransport
+
+    func serve(_ rooms: any RoomDirectory) {
+        directory.withLock { $0 = rooms }
+    }
+
+    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+        guard let connection = channel as? ServerConnection else { return }
+        switch message {
+        case .loginAccepted: statistics.add(.loginsAccepted)
+        case .loginRejected: statistics.add(.loginsRejected)
+        case .busy: statistics.add(.loginsBusy)
+        case .userUpdate: statistics.add(.presenceChangesSent)
+        default: break
+        }
+        // Encoded on the room's loop, written on the connection's.
+        connection.send(ServerFrame.room(room.roomID, message).encoded())
+    }
+
+    func room(_ roomID: String) -> any RoomEndpoint {
+        guard let directory = directory.withLock({ $0 }) else {
+            preconditionFailure("a TCP server transport received a login before a RoomServer served it")
+        }
+        return directory.room(roomID)
+    }
+
+    // MARK: - Listening
+
+    /// Opens the listeners: one per loop on one port (`SO_REUSEPORT`: the kernel spreads connections), or one on
+    /// the first loop that hands connections to the loops in turn. Returns the address bound (its port, when 0 was
+    /// asked for). Called once.
+    func listen(on address: SocketAddress) async throws(NetworkError) -> SocketAddress {
+        var resolved = try address.resolved()
+        let loops = configuration.acceptMode == .reusePort ? perLoop : [perLoop[0]]
+        var bound: SocketAddress?
+        for state in loops {
+            let target = resolved
+            let result = await onLoop(state.loop) { [self] in openListener(state, at: target, named: "\(address)") }
+            switch result {
+            case .failure(let error):
+                await close(listenersOnly: true)
+                throw error
+            case .success(let local):
+                if bound == nil, address.port == 0 {
+                    // The other loops' listeners share the port the first one got.
+                    resolved = try SocketAddress(host: address.host, port: local.port).resolved()
+                }
+                bound = bound ?? local
+            }
+        }
+        return bound!
+    }
+
+    private func openListener(
+        _ state: LoopState,
+        at address: ResolvedAddress,
+        named name: String
+    ) -> Result<SocketAddress, NetworkError> {
+        var flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC
+        if configuration.acceptMode == .reusePort { flags |= LEV_OPT_REUSEABLE_PORT }
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        let listener = address.withSockaddr { sockaddr, length in
+            evconnlistener_new_bind(
+                state.loop.eventBase,
+                listenerCallback,
+                context,
+                UInt32(flags),
+                configuration.backlog,
+                sockaddr,
+                length
+            )
+        }
+        guard let listener else {
+            return .failure(.cannotListen(address: name, reason: Sockets.errorText(errno)))
+        }
+        evconnlistener_set_error_cb(listener, listenerErrorCallback)
+        state.listener = listener
+        // A cycle while the listener is open, broken in `close`.
+        state.transport = self
+        guard let local = ResolvedAddress.local(of: evconnlistener_get_fd(listener)) else {
+            return .failure(.cannotListen(address: name, reason: "getsockname failed"))
+        }
+        return .success(local)
+    }
+
+    fileprivate func accepted(fd: Int32, peer: SocketAddress?, on state: LoopState) {
+        statistics.add(.connectionsAccepted)
+        let peer = peer.map(\.description) ?? "?"
+        if configuration.acceptMode == .handOff, perLoop.count > 1 {
+            let target = perLoop[handOffs.add(1, ordering: .relaxed).newValue % perLoop.count]
+            if target !== state {
+                let scheduled = try? target.loop.schedule(after: .zero) { [self] in adopt(fd, peer: peer, on: target) }
+                if scheduled == nil { _ = Glibc.close(fd) }
+                return
+            }
+        }
+        adopt(fd, peer: peer, on: state)
+    }
+
+    private func adopt(_ fd: Int32, peer: String, on state: LoopState) {
+        let id = nextID.add(1, ordering: .relaxed).oldValue
+        let connection = ServerConnection(id: id, fd: fd, peer: peer, loop: state.loop, server: self)
+        if connection.isOpen { state.connections[id] = connection } else { statistics.count(.peerClosed) }
+    }
+
+    fileprivate func acceptFailed(on state: LoopState) {
+        let code = errno
+        statistics.add(.acceptFailures)
+        logger.warning("accept failed: \(Sockets.errorText(code)); pausing this loop's listener for 100 ms")
+        // Out of file descriptors, most likely: the pending connection stays in the backlog, and accepting again at
+        // once would spin. Pause, then try again.
+        guard let listener = state.listener, state.resumeTimer == nil else { return }
+        evconnlistener_disable(listener)
+        state.resumeTimer = try? state.loop.schedule(after: .milliseconds(100)) {
+            state.resumeTimer = nil
+            if let listener = state.listener { evconnlistener_enable(listener) }
+        }
+    }
+
+    /// A connection freed itself.
+    func forget(_ connection: ServerConnection) {
+        let state = perLoop[connection.loop.index]
+        state.connections[connection.id] = nil
+        if state.connections.isEmpty, let whenEmpty = state.whenEmpty {
+            state.whenEmpty = nil
+            whenEmpty()
+        }
+    }
+
+    // MARK: - Shutting down
+
+    /// Stops accepting; unless `listenersOnly`, says goodbye to every connection and waits until each is written
+    /// out or the close grace has passed, then frees what is left.
+    func close(listenersOnly: Bool = false) async {
+        for state in perLoop {
+            await onLoop(state.loop) {
+                if let listener = state.listener { evconnlistener_free(listener) }
+                state.listener = nil
+                state.transport = nil
+                if let resumeTimer = state.resumeTimer { state.loop.cancel(resumeTimer) }
+                state.resumeTimer = nil
+            }
+            guard !listenersOnly else { continue }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let resumed = LockedBox(false)
+                let finish: @Sendable () -> Void = {
+                    if resumed.withLock({ old in
+                        defer { old = true }
+                        return !old
+                    }) {
+                        done.resume()
+                    }
+                }
+                let scheduled = try? state.loop.schedule(after: .zero) { [self] in
+                    for connection in Array(state.connections.values) {
+                        connection.close(
+                            .serverShutdown,
+                            goodbye: .serverShutdown,
+                            detail: "the server is shutting down"
+                        )
+                    }
+                    if state.connections.isEmpty {
+                        finish()
+                    } else {
+                        state.whenEmpty = finish
+                        // Whatever is still writing after the grace is freed (its timers fire then too).
+                        _ = try? state.loop.schedule(after: configuration.closeGrace) {
+                            for connection in Array(state.connections.values) { connection.free() }
+                            finish()
+                        }
+                    }
+                }
+                if scheduled == nil { finish() }
+            }
+        }
+    }
+
+    private func onLoop<T: Sendable>(_ loop: LibeventLoop, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            loop.execute { continuation.resume(returning: body()) }
+        }
+    }
+}
+
+// Capture-free C callbacks; the context is the loop's state, unretained: the transport holds it, and frees the
+// listener (on the loop's thread) before it can go.
+
+private func listenerCallback(
+    _ listener: OpaquePointer?,
+    _ fd: Int32,
+    _ address: UnsafeMutablePointer<sockaddr>?,
+    _ length: Int32,
+    _ context: UnsafeMutableRawPointer?
+) {
+    let state = Unmanaged<TCPServerTransport.LoopState>.fromOpaque(context!).takeUnretainedValue()
+    guard let transport = state.transport else {
+        _ = close(fd)
+        return
+    }
+    let peer = address.map { raw in
+        raw.withMemoryRebound(to: sockaddr_storage.self, capacity: 1) { ResolvedAddress.describe($0) }
+    }
+    state.loop.runCallback { transport.accepted(fd: fd, peer: peer ?? nil, on: state) }
+}
+
+private func listenerErrorCallback(_ listener: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
+    let state = Unmanaged<TCPServerTransport.LoopState>.fromOpaque(context!).takeUnretainedValue()
+    guard let transport = state.transport else { return }
+    state.loop.runCallback { transport.acceptFailed(on: state) }
+}

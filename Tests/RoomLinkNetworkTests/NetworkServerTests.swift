@@ -1,0 +1,79 @@
+import RoomLink
+import RoomLinkNetwork
+import RoomLinkWire
+import Testing
+
+/// Clients and `serve`'s server over real loopback sockets: logins, presence and heartbeats cross the wire, a lost
+/// connection is noticed at once, and a restarted server brings every client back. Assertions are about order and
+/// counts, never about how fast a loaded machine runs them.
+@Suite(.timeLimit(.minutes(5)))
+struct NetworkServerTests {
+    static let timings = ZegoTimings(heartbeatInterval: .seconds(2))
+
+    static func client(_ id: String, on group: LibeventLoopGroup, to address: SocketAddress) throws -> ZegoClient {
+        let transport = try TCPClientTransport(server: address, dialect: .zego)
+        return ZegoClient(
+            id: id,
+            loop: group.loop(for: id),
+            environment: ZegoClient.Environment(transport: transport, timings: timings)
+        )
+    }
+
+    @Test func loginsPresenceAndHeartbeatsCrossTheWire() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(on: group)
+            let alice = try Self.client("alice", on: group, to: address)
+            let bob = try Self.client("bob", on: group, to: address)
+            let aliceEvents = await EventLog(alice)
+
+            #expect(await bob.loginRoom("room-1") == .success)
+            try await NetworkTest.until("bob is in") { await server.rooms.serverRoom("room-1").memberIDs == ["bob"] }
+            #expect(await alice.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+            try await NetworkTest.until("alice logs in and sees bob") { aliceEvents.all.count >= 3 }
+            #expect(aliceEvents.reasons.prefix(2) == [.logining, .logined])
+            #expect(aliceEvents.all[2] == .roomUserUpdate(roomID: "room-1", update: .add, users: ["bob"]))
+            #expect(await server.rooms.serverRoom("room-1").memberIDs == ["bob", "alice"])
+
+            // Two clients, one connection each; heartbeats come, and the server acks them (no reconnection).
+            let start = group.now
+            try await NetworkTest.until("four heartbeats") { server.statistics[.heartbeatsReceived] >= 4 }
+            #expect(start.duration(to: group.now) >= .seconds(2), "heartbeats never come early")
+            #expect(server.statistics.connectionsOpen == 2)
+            #expect(aliceEvents.count(of: .reconnecting) == 0)
+
+            // Bob leaves: alice is told, over the wire, with the reason.
+            #expect(await bob.logoutRoom("room-1") == .success)
+            try await NetworkTest.until("alice sees bob leave") { aliceEvents.all.count >= 4 }
+            #expect(aliceEvents.all[3] == .roomUserUpdate(roomID: "room-1", update: .delete, users: ["bob"]))
+            await alice.shutdown()
+            await bob.shutdown()
+            await server.shutdown()
+        }
+    }
+
+    @Test func aRestartedServerBringsEveryClientBack() async throws {
+        try await NetworkTest.withGroup { group in
+            var (server, address) = try await NetworkTest.server(on: group)
+            let clients = try ["alice", "bob", "carol"].map { try Self.client($0, on: group, to: address) }
+            var logs: [EventLog] = []
+            for client in clients {
+                logs.append(await EventLog(client))
+                #expect(await client.loginRoom("room-1") == .success)
+            }
+            try await NetworkTest.until("all logged in") { logs.allSatisfy { $0.count(of: .logined) == 1 } }
+
+            // The server goes away (goodbye, then the sockets close): every client is reconnecting at once.
+            await server.shutdown()
+            try await NetworkTest.until("all reconnecting") { logs.allSatisfy { $0.count(of: .reconnecting) == 1 } }
+            #expect(server.statistics.connectionsClosed(by: .serverShutdown) == 3)
+
+            // A new server on the same port: the clients' retries find it, and their sessions come back.
+            (server, address) = try await NetworkTest.server(on: group, port: address.port)
+            try await NetworkTest.until("all reconnected") { logs.allSatisfy { $0.count(of: .reconnected) == 1 } }
+            for log in logs { #expect(log.reasons == [.logining, .logined, .reconnecting, .reconnected]) }
+            #expect(await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob", "carol"])
+            for client in clients { await client.shutdown() }
+            await server.shutdown()
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import RoomLink
+import RoomLinkNetwork
+import Testing
+
+/// What the network tests share: a server on loopback with an ephemeral port, and waiting without sleeping blind.
+enum NetworkTest {
+    /// 20 times faster than life: ZEGO's 2 s test heartbeat is 100 real milliseconds.
+    static let timeScale = 0.05
+
+    static func withGroup<T: Sendable>(
+        loops: Int = 2,
+        _ body: (LibeventLoopGroup) async throws -> T
+    ) async throws -> T {
+        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: loops, timeScale: timeScale)) {
+            try await body($0)
+        }
+    }
+
+    static func server(
+        on group: LibeventLoopGroup,
+        _ configuration: NetworkServer.Configuration = .init(dialect: .zego),
+        port: UInt16 = 0
+    ) async throws -> (NetworkServer, SocketAddress) {
+        let server = NetworkServer(group: group, configuration: configuration)
+        let address = try await server.listen(on: SocketAddress(host: "127.0.0.1", port: port))
+        return (server, address)
+    }
+
+    /// Waits until `condition` holds, checking every 10 real milliseconds, for at most `limit` of real time (a
+    /// limit for hangs, not a timing: a loaded machine only makes the wait longer).
+    static func until(
+        _ what: String,
+        limit: Duration = .seconds(60),
+        _ condition: () async -> Bool
+    ) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: limit)
+        while !(await condition()) {
+            guard clock.now < deadline else {
+                Issue.record("timed out waiting until \(what)")
+                throw TimedOut()
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    struct TimedOut: Error {}
+}
+
+/// A ZEGO client's events as they arrive, for tests to wait on.
+final class EventLog: Sendable {
+    private let events = LockedBox<[ZegoEvent]>([])
+    private let task: Task<Void, Never>
+
+    init(_ client: ZegoClient) async {
+        let stream = await client.events()
+        let events = self.events
+        task = Task { for await change in stream { events.withLock { $0.append(change.event) } } }
+    }
+
+    var all: [ZegoEvent] { events.withLock { $0 } }
+
+    /// The state reasons seen so far, in order.
+    var reasons: [ZegoRoomStateChangedReason] {
+        all.compactMap {
+            if case .roomStateChanged(_, let reason, _, _) = $0 { return reason }
+            return nil
+        }
+    }
+
+    func count(of reason: ZegoRoomStateChangedReason) -> Int { reasons.filter { $0 == reason }.count }
+
+    deinit { task.cancel() }
+}

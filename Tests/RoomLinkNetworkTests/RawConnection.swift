@@ -1,0 +1,83 @@
+import RoomLinkEngine
+import RoomLinkRuntime
+import RoomLinkWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A client written against the wire protocol alone, on a blocking loopback socket: what a hostile or buggy peer
+/// sends, byte for byte. Every read waits at most `timeout` of real time, so a test never hangs.
+final class RawConnection {
+    let fd: Int32
+    private var reader = FrameReader()
+
+    init(port: UInt16, receiveBuffer: Int32? = nil, timeout: Duration = .seconds(20)) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawError.system("socket", errno) }
+        var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard status == 0 else {
+            Glibc.close(fd)
+            throw RawError.system("connect", errno)
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Writes `bytes`; false once the server has closed the connection.
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    func send(_ frame: ClientFrame) {
+        write(frame.encoded(at: .zero))
+    }
+
+    func hello(dialect: DialectName? = .zego) {
+        send(.hello(ClientHello(dialect: dialect, clientID: "raw")))
+    }
+
+    /// The next frame, or `nil` at the end of the stream (or after the timeout).
+    func next() throws -> ServerFrame? {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            if let body = try reader.next() { return try ServerFrame(body: body) }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return nil }
+            reader.append(buffer[..<count])
+        }
+    }
+
+    /// Every frame until the server closes the connection.
+    func untilClosed() throws -> [ServerFrame] {
+        var frames: [ServerFrame] = []
+        while let frame = try next() { frames.append(frame) }
+        return frames
+    }
+
+    enum RawError: Error {
+        case system(String, Int32)
+    }
+}
