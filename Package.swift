@@ -101,7 +101,10 @@ let package = Package(
         // The umbrella embedders import: every module above, re-exported.
         .target(
             name: "RoomLink",
-            dependencies: ["RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkScenarios"],
+            dependencies: [
+                "RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkScenarios", "RoomLinkWire",
+                "RoomLinkNetwork",
+            ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
@@ -113,6 +116,7 @@ let package = Package(
             dependencies: [
                 "RoomLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings

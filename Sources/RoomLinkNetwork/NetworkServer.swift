@@ -66,7 +66,7 @@ public final class NetworkServer: Sendable {
             logger: Logger = Logger(label: "roomlink.serve")
         ) {
             self.dialect = dialect
-            let engine = dialect.defaultEngineTimings
+            let engine = dialect.engineTimings()
             self.timings = timings ?? engine.server
             self.heartbeatInterval = heartbeatInterval ?? engine.heartbeatInterval
             self.auth = auth
@@ -128,16 +128,5 @@ public final class NetworkServer: Sendable {
     /// the close grace has passed. Call it before shutting the loop group down.
     public func shutdown() async {
         await transport.close()
-    }
-}
-
-extension DialectName {
-    /// The dialect's default engine timings.
-    public var defaultEngineTimings: EngineTimings {
-        switch self {
-        case .zego: ZegoTimings.default.engine
-        case .agora: AgoraTimings.default.engine
-        case .livekit: LiveKitTimings.default.engine
-        }
     }
 }

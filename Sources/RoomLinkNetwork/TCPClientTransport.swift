@@ -1,6 +1,6 @@
 public import RoomLinkEngine
 import RoomLinkLibevent
-public import RoomLinkRuntime
+import RoomLinkRuntime
 import RoomLinkWire
 import Synchronization
 

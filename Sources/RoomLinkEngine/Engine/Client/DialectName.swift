@@ -11,6 +11,19 @@ public enum DialectName: String, Sendable, CaseIterable {
         case .livekit: LiveKit.self
         }
     }
+
+    /// The dialect's timings with `overrides` (by their names in ``DialectTimings/settings``; other names are
+    /// ignored), in the engine's terms.
+    public func engineTimings(overrides: [String: Duration] = [:]) -> EngineTimings {
+        func timings<D: RoomDialect>(_ dialect: D.Type) -> EngineTimings { D.Timings(overrides: overrides).engine }
+        return timings(engine)
+    }
+
+    /// The timing names the dialect takes.
+    public var timingNames: Set<String> {
+        func names<D: RoomDialect>(_ dialect: D.Type) -> Set<String> { D.Timings.names }
+        return names(engine)
+    }
 }
 
 /// Whether a user may be in one room or several at once (ZEGO's multi-room mode).

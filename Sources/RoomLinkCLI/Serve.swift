@@ -1,0 +1,134 @@
+public import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import RoomLink
+
+/// `roomlink serve`: RoomLink's server on a real network — the same rooms and server state machines as a simulated
+/// run, on libevent loops, reached over TCP in RoomLink's wire protocol (docs/protocol.md).
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve rooms over TCP in RoomLink's wire protocol, until SIGTERM or SIGINT.",
+        discussion: """
+            Clients connect with `roomlink run|load --server HOST:PORT`, the embedding API's TCPClientTransport, or \
+            any client generated from docs/roomlink.proto. A --config FILE (JSON) gives any flag's value under its \
+            name without dashes, in camel case ("listen", "dialect", "timings", "auth", "serverCapacity", \
+            "admission", "loginTimeout", …); a flag overrides the file. SIGTERM or SIGINT stops accepting, says \
+            goodbye to every client, and exits 0. Exit status 2 on bad input, 64 on a bad flag, 74 when it cannot \
+            listen.
+            """
+    )
+
+    @Option(help: "Where to accept clients: HOST:PORT (port 0: one the system picks, printed at start).")
+    var listen: String?
+    @Option(help: "zego, agora or livekit: the dialect clients must speak.") var dialect: Scenario.Dialect?
+    @Option(help: "A JSON file of settings (see the discussion); flags override it.") var config: String?
+    @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. serverHeartbeatTimeout=30s (repeatable).")
+    var timing: [String] = []
+    @Option(help: "A JSON file {\"user\": \"token\", …}: logins must present their user's token.") var auth: String?
+    @Option(help: "Close a connection that has not logged in within this time.") var loginTimeout: DurationArgument?
+    @Option(help: "Close a connection whose unread output passes this size (a slow reader).")
+    var maxOutput: ByteCount?
+    @Option(help: "How many rooms one connection may log in to.") var maxRoomsPerConnection: Int?
+    @Option(help: "How connections reach the loops: reusePort (a listener per loop) or handOff (one hands them out).")
+    var accept: NetworkServer.AcceptMode?
+    @Option(help: "libevent loops (threads); default one per core.") var loops: Int?
+    @Option(help: "Real seconds per second of the server's timings (0.05 runs them 20 times faster).")
+    var timeScale: Double?
+    @Option(help: "Log level: trace, debug, info, notice (each closed connection's reason), warning, error.")
+    var logLevel: Logger.Level?
+    @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+
+    func run() async throws {
+        let file = try config.map { try readFile($0, as: "serve configuration") }
+        let settings: ServeSettings
+        do {
+            settings = try ServeSettings(flags: self, file: file)
+        } catch {
+            throw fail(error)
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = settings.logLevel
+            return handler
+        }
+        let openFiles = OpenFileLimit.raiseToHard()
+        let group: LibeventLoopGroup
+        do {
+            group = try LibeventLoopGroup(
+                configuration: .init(
+                    loopCount: settings.loops,
+                    timeScale: settings.timeScale,
+                    usesPreciseTimer: true
+                )
+            )
+        } catch {
+            throw fail(error)
+        }
+        defer { group.shutdown() }
+        let server = NetworkServer(group: group, configuration: settings.server)
+        let address: SocketAddress
+        do {
+            address = try await server.listen(on: settings.listen)
+        } catch {
+            await server.shutdown()
+            throw fail(RoomLinkError(code: .ioFailure, message: error.description))
+        }
+        let connections = OpenFileLimit.connections(loops: settings.loops)
+        say(
+            "roomlink serve: \(settings.server.dialect.rawValue) on \(address) — \(settings.loops) loops "
+                + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "
+                + "connections"
+        )
+
+        let signal = await ShutdownSignal.wait()
+        say("roomlink serve: \(signal): stopping (goodbye to \(server.statistics.connectionsOpen) connections)")
+        await server.shutdown()
+        let statistics = server.statistics
+        say(
+            "roomlink serve: stopped — \(statistics[.connectionsAccepted]) connections, "
+                + "\(statistics[.loginRequests]) logins (\(statistics[.loginsAccepted]) accepted, "
+                + "\(statistics[.loginsRejected]) rejected, \(statistics[.loginsBusy]) busy), "
+                + "\(statistics[.heartbeatsReceived]) heartbeats, "
+                + "\(statistics.connectionsClosed(by: .protocolError)) protocol errors"
+        )
+    }
+
+    /// One line on standard output, written at once (a script waits for the first to learn the port).
+    private func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+extension NetworkServer.AcceptMode: ExpressibleByArgument {}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// Waits for SIGTERM or SIGINT, once.
+enum ShutdownSignal {
+    static func wait() async -> String {
+        await withCheckedContinuation { continuation in
+            let queue = DispatchQueue(label: "roomlink.serve.signals")
+            let fired = LockedBox(false)
+            // The sources must outlive this call: they are kept by the box their handlers capture.
+            let sources = LockedBox<[any DispatchSourceSignal]>([])
+            Foundation.signal(SIGPIPE, SIG_IGN)
+            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                Foundation.signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler {
+                    guard
+                        fired.withLock({ old in
+                            defer { old = true }
+                            return !old
+                        })
+                    else { _exit(128 + number) }
+                    _ = sources.withLock { $0 }
+                    continuation.resume(returning: name)
+                }
+                source.resume()
+                sources.withLock { $0.append(source) }
+            }
+        }
+    }
+}

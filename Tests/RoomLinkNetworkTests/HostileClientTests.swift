@@ -1,0 +1,167 @@
+import RoomLink
+import RoomLinkNetwork
+import RoomLinkWire
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Bad input on the wire: each offence closes the offender's connection with a logged reason (and a goodbye that
+/// names it), and a well-behaved client logged in beside it never notices.
+@Suite(.timeLimit(.minutes(5)))
+struct HostileClientTests {
+    static let session = SessionID(rawValue: 42)
+
+    static func login(_ user: String, room: String = "room-1", kind: LoginRequest.Kind = .join) -> ClientFrame {
+        .room(room, .login(LoginRequest(userID: user, session: session, kind: kind)))
+    }
+
+    /// Runs `body` against a server with a well-behaved client in room-1, then checks that the client never lost its
+    /// connection and the server still accepts a new login.
+    static func withBystander(
+        _ configuration: NetworkServer.Configuration = .init(dialect: .zego, loginTimeout: .seconds(5)),
+        _ body: (NetworkServer, UInt16) async throws -> Void
+    ) async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(on: group, configuration)
+            let bystander = try NetworkServerTests.client("bystander", on: group, to: address)
+            let log = await EventLog(bystander)
+            #expect(await bystander.loginRoom("room-1") == .success)
+            try await NetworkTest.until("the bystander is in") { log.count(of: .logined) == 1 }
+
+            try await body(server, address.port)
+
+            let late = try NetworkServerTests.client("late", on: group, to: address)
+            let lateLog = await EventLog(late)
+            #expect(await late.loginRoom("room-1") == .success)
+            try await NetworkTest.until("a new client still logs in") { lateLog.count(of: .logined) == 1 }
+            #expect(log.reasons == [.logining, .logined], "the bystander never noticed")
+            #expect(await server.rooms.serverRoom("room-1").memberIDs.contains("bystander"))
+            await bystander.shutdown()
+            await late.shutdown()
+            await server.shutdown()
+        }
+    }
+
+    /// The goodbye a closed connection got, if any, and that the stream then ended.
+    static func goodbye(_ connection: RawConnection) throws -> GoodbyeReason? {
+        for frame in try connection.untilClosed() {
+            if case .goodbye(let reason, _) = frame { return reason }
+        }
+        return nil
+    }
+
+    @Test func eachOffenceClosesOnlyItsConnection() async throws {
+        try await Self.withBystander { server, port in
+            // A length prefix over the maximum: refused before a byte of the body is read.
+            let tooLong = try RawConnection(port: port)
+            tooLong.hello()
+            tooLong.write([0x00, 0x10, 0x00, 0x01])
+            #expect(try Self.goodbye(tooLong) == .protocolError)
+
+            // Bytes that are not a frame.
+            let garbage = try RawConnection(port: port)
+            garbage.write([0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff])
+            #expect(try Self.goodbye(garbage) == .protocolError)
+
+            // A message type this version does not know (field 15).
+            let unknown = try RawConnection(port: port)
+            unknown.hello()
+            unknown.write([0, 0, 0, 2, 0x7a, 0x00])
+            #expect(try Self.goodbye(unknown) == .protocolError)
+
+            // A login before the hello.
+            let noHello = try RawConnection(port: port)
+            noHello.send(Self.login("mallory"))
+            #expect(try Self.goodbye(noHello) == .protocolError)
+
+            // Another version, another dialect.
+            let oldVersion = try RawConnection(port: port)
+            oldVersion.send(.hello(ClientHello(protocolVersion: 99, dialect: .zego, clientID: "old")))
+            #expect(try Self.goodbye(oldVersion) == .unsupportedVersion)
+            let agora = try RawConnection(port: port)
+            agora.hello(dialect: .agora)
+            #expect(try Self.goodbye(agora) == .wrongDialect)
+
+            // A heartbeat for a room the connection never logged in to: someone else's session.
+            let stranger = try RawConnection(port: port)
+            stranger.hello()
+            stranger.send(.room("room-1", .heartbeat(userID: "bystander", session: Self.session)))
+            #expect(try Self.goodbye(stranger) == .protocolError)
+
+            // A second user on one connection: a logout of the bystander's session by mallory's connection.
+            let impostor = try RawConnection(port: port)
+            impostor.hello()
+            impostor.send(Self.login("mallory"))
+            impostor.send(.room("room-1", .logout(userID: "bystander", session: Self.session)))
+            #expect(try Self.goodbye(impostor) == .protocolError)
+
+            #expect(server.statistics.connectionsClosed(by: .protocolError) == 6)
+            #expect(server.statistics.connectionsClosed(by: .handshakeRefused) == 2)
+        }
+    }
+
+    @Test func aConnectionThatNeverLogsInIsClosedAfterTheLoginTimeout() async throws {
+        try await Self.withBystander { server, port in
+            let idle = try RawConnection(port: port)
+            idle.hello()
+            #expect(try Self.goodbye(idle) == .loginTimeout)
+            #expect(server.statistics.connectionsClosed(by: .loginTimeout) == 1)
+        }
+    }
+
+    /// A client that sends and never reads: the server's buffer for it is bounded, and then the connection is
+    /// closed — the server's memory does not grow with the client's backlog.
+    @Test func aSlowReaderIsClosedWhenItsBufferFills() async throws {
+        let configuration = NetworkServer.Configuration(dialect: .zego, maximumOutputBuffer: 16 * 1024)
+        try await Self.withBystander(configuration) { server, port in
+            let slow = try RawConnection(port: port, receiveBuffer: 4096)
+            slow.hello()
+            slow.send(Self.login("slow"))
+            let heartbeat = ClientFrame.room("room-1", .heartbeat(userID: "slow", session: Self.session))
+                .encoded(at: .zero)
+            let batch = Array([[UInt8]](repeating: heartbeat, count: 1_000).joined())
+            // Each heartbeat earns an ack it never reads; the server gives up long before 20 MB of them.
+            var rounds = 0
+            while slow.write(batch), rounds < 20_000, server.statistics.connectionsClosed(by: .slowReader) == 0 {
+                rounds += 1
+            }
+            try await NetworkTest.until("the slow reader is closed") {
+                server.statistics.connectionsClosed(by: .slowReader) == 1
+            }
+        }
+    }
+
+    /// Thousands of seeded hostile frames over many connections: every connection that sent one is closed or
+    /// ignored as the protocol says, and the server keeps serving.
+    @Test func seededFuzzLeavesTheServerServing() async throws {
+        try await Self.withBystander { server, port in
+            var random = SeededRandom(seed: 7)
+            let valid = [
+                Self.login("fuzz"),
+                .room("room-1", .heartbeat(userID: "fuzz", session: Self.session)),
+                .room("room-2", .renewToken(userID: "fuzz", session: Self.session, token: "t")),
+            ].map { Array($0.encoded(at: .zero).dropFirst(4)) }
+            var sent = 0
+            for _ in 0..<40 {
+                let connection = try RawConnection(port: port, timeout: .seconds(5))
+                connection.hello()
+                for _ in 0..<60 {
+                    var body = valid[Int(random.next() % UInt64(valid.count))]
+                    for _ in 0..<Int(random.next() % 4) where !body.isEmpty {
+                        body[Int(random.next() % UInt64(body.count))] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+                    }
+                    var frame: [UInt8] = []
+                    let length = random.next() % 50 == 0 ? UInt32(random.next() % 0x10_0000) : UInt32(body.count)
+                    frame.append(contentsOf: withUnsafeBytes(of: length.bigEndian, Array.init))
+                    frame.append(contentsOf: body)
+                    sent += 1
+                    guard connection.write(frame) else { break }
+                }
+            }
+            #expect(sent >= 40)
+            #expect(server.statistics[.connectionsAccepted] >= 41)
+        }
+    }
+}
