@@ -24,6 +24,8 @@ let package = Package(
         // The wire protocol's messages: code generated from docs/roomlink.proto and committed.
         .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // `roomlink serve`'s /metrics, in Prometheus's text format.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Documentation only (`swift package generate-documentation`); a plugin is built when it is run, so
         // `swift build` and `swift test` do not pay for it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -94,6 +96,7 @@ let package = Package(
             dependencies: [
                 "CLibevent", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkWire",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings

@@ -35,6 +35,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "libevent loops (threads); default one per core.") var loops: Int?
     @Option(help: "Real seconds per second of the server's timings (0.05 runs them 20 times faster).")
     var timeScale: Double?
+    @Option(help: "Serve the admin API (kicks, token expiry, members, /healthz, /metrics) on HTTP at HOST:PORT.")
+    var admin: String?
+    @Option(help: "The admin API's bearer token; without one (or --admin-token-file) it listens on loopback only.")
+    var adminToken: String?
+    @Option(help: "A file whose first line is the admin API's bearer token.") var adminTokenFile: String?
     @Option(help: "Log level: trace, debug, info, notice (each closed connection's reason), warning, error.")
     var logLevel: Logger.Level?
     @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
@@ -73,6 +78,17 @@ struct Serve: AsyncParsableCommand {
         } catch {
             await server.shutdown()
             throw fail(RoomLinkError(code: .ioFailure, message: error.description))
+        }
+        if let admin = settings.admin {
+            do {
+                let bound = try await server.startAdmin(on: admin, token: settings.adminToken)
+                say(
+                    "roomlink serve: admin API on http://\(bound)\(settings.adminToken == nil ? " (no token: loopback only)" : "")"
+                )
+            } catch {
+                await server.shutdown()
+                throw fail(RoomLinkError(code: .ioFailure, message: "--admin: \(error.description)"))
+            }
         }
         let connections = OpenFileLimit.connections(loops: settings.loops)
         say(

@@ -9,6 +9,8 @@ struct ServeSettings {
     var loops: Int
     var timeScale: Double
     var logLevel: Logger.Level
+    var admin: SocketAddress?
+    var adminToken: String?
 
     /// A configuration file: each flag's value under the flag's name in camel case.
     struct File: Decodable {
@@ -29,6 +31,9 @@ struct ServeSettings {
         var admission: String?
         var maxQueue: String?
         var shedExpired: Bool?
+        var admin: String?
+        var adminToken: String?
+        var adminTokenFile: String?
 
         enum Auth: Decodable {
             case path(String)
@@ -47,6 +52,7 @@ struct ServeSettings {
         static let keys: Set<String> = [
             "listen", "dialect", "timings", "auth", "loginTimeout", "maxOutput", "maxRoomsPerConnection", "accept",
             "loops", "timeScale", "logLevel", "serverNodes", "serverCapacity", "admission", "maxQueue", "shedExpired",
+            "admin", "adminToken", "adminTokenFile",
         ]
 
         /// Decodes a configuration file, refusing keys it does not know (a typo must not pass unseen).
@@ -188,6 +194,38 @@ struct ServeSettings {
         }
         server.logger.logLevel = logLevel
         self.server = server
+
+        if let text = flags.admin ?? file.admin {
+            do {
+                admin = try SocketAddress(parsing: text)
+            } catch {
+                throw RoomLinkError(code: .invalidInput, field: "--admin", message: "--admin: \(error.description)")
+            }
+        }
+        if let token = flags.adminToken ?? file.adminToken {
+            adminToken = token
+        } else if let path = flags.adminTokenFile ?? file.adminTokenFile {
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw RoomLinkError(code: .ioFailure, message: "\(path): cannot read the admin token")
+            }
+            adminToken = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init)
+        }
+        if let adminToken, adminToken.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw Self.invalid("adminToken", "a non-empty token")
+        }
+        if let admin, adminToken == nil, !admin.isLoopback {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--admin",
+                message:
+                    "--admin: \(admin) is not loopback; give --admin-token (or --admin-token-file) to serve the admin "
+                    + "API beyond this machine"
+            )
+        }
+        if admin == nil, adminToken != nil { throw Self.invalid("adminToken", "--admin too (a token for which API?)") }
     }
 
     private static func authTable(at path: String) throws(RoomLinkError) -> [String: String] {

@@ -22,7 +22,9 @@ public final class NetworkServer: Sendable {
     public let rooms: RoomServer
     public let configuration: Configuration
     let transport: TCPServerTransport
+    let group: LibeventLoopGroup
     private let address = LockedBox<SocketAddress?>(nil)
+    private let admin = LockedBox<AdminServer?>(nil)
 
     /// How a network server runs.
     public struct Configuration: Sendable {
@@ -92,6 +94,7 @@ public final class NetworkServer: Sendable {
     /// Creates a server on `group`'s loops; it listens once ``listen(on:)`` is called.
     public init(group: LibeventLoopGroup, configuration: Configuration) {
         self.configuration = configuration
+        self.group = group
         let hello = ServerHello(
             dialect: configuration.dialect,
             heartbeatInterval: configuration.heartbeatInterval ?? .zero,
@@ -105,6 +108,7 @@ public final class NetworkServer: Sendable {
             auth: configuration.auth,
             policy: configuration.policy
         )
+        rooms.nodes?.start(at: group.now)
     }
 
     /// Starts accepting connections on `address` (port 0: one the system picks), and returns the address bound.
@@ -124,9 +128,30 @@ public final class NetworkServer: Sendable {
     /// What the server has done so far.
     public var statistics: NetworkServerStatistics { transport.statistics }
 
+    /// Opens the admin API on HTTP at `address` (see `docs/protocol.md`, "Admin API"): kicks, token expiry,
+    /// reconnect requests, members, `/healthz` and `/metrics`. With a `token`, every path but `/healthz` needs
+    /// `Authorization: Bearer <token>`; without one, `address` must be on loopback. Returns the address bound.
+    ///
+    /// - Throws: ``NetworkError`` when the address cannot be bound, needs a token, or an admin API is already open.
+    @discardableResult
+    public func startAdmin(on address: SocketAddress, token: String?) async throws(NetworkError) -> SocketAddress {
+        guard admin.withLock({ $0 == nil }) else { throw .misuse("the admin API is already open") }
+        let (server, bound) = try await AdminServer.start(
+            on: group.eventLoops[0],
+            at: address,
+            token: token,
+            server: self,
+            metrics: ServerMetrics(server: self, group: group)
+        )
+        admin.withLock { $0 = server }
+        return bound
+    }
+
     /// Stops accepting, says goodbye (`serverShutdown`) to every client, and waits until each goodbye is written or
-    /// the close grace has passed. Call it before shutting the loop group down.
+    /// the close grace has passed; closes the admin API. Call it before shutting the loop group down.
     public func shutdown() async {
         await transport.close()
+        if let admin = admin.withLock({ $0 }) { await admin.stop() }
+        admin.withLock { $0 = nil }
     }
 }

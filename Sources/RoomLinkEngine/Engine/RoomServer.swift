@@ -105,6 +105,14 @@ public final class RoomServer: RoomDirectory {
     /// The rooms created so far.
     public var roomCount: Int { rooms.withLock { $0.count } }
 
+    /// The room called `roomID` if it exists (unlike ``serverRoom(_:)``, which creates it).
+    public func existingRoom(_ roomID: String) -> ServerRoom? {
+        rooms.withLock { $0[roomID] }
+    }
+
+    /// The IDs of the rooms created so far, sorted.
+    public var roomIDs: [String] { rooms.withLock { $0.keys.sorted() } }
+
     /// Kicks users out of a room (the business server's kick API); their clients are told why and do not reconnect,
     /// and the room's other members see them leave.
     public func kickOut(roomID: String, userIDs: [String]) {

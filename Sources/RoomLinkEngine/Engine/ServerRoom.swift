@@ -148,13 +148,14 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         }
     }
 
-    /// Kicks `userID` out on behalf of the business server.
-    func kick(_ userID: String, reason: KickReason) {
+    /// Kicks `userID` out on behalf of the business server (its client is told `reason` and does not reconnect;
+    /// the other members see it leave). Does nothing when `userID` is not a member.
+    public func kick(_ userID: String, reason: KickReason) {
         apply(state.kick(userID: userID, reason: reason, now: loop.now))
     }
 
-    /// Asks `userID` to reconnect.
-    func requestReconnect(_ userID: String) {
+    /// Asks `userID` to reconnect now, as a server node going away does.
+    public func requestReconnect(_ userID: String) {
         apply(state.requestReconnect(userID: userID))
     }
 
