@@ -53,6 +53,7 @@ struct Load: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var clockOptions: ClockOptions
     @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+    @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
 
     func validate() throws {
         guard loss.isFinite, (0...1).contains(loss) else {
@@ -115,6 +116,18 @@ struct Load: AsyncParsableCommand {
             collectsLoadStatistics: true
         )
         playback.logsAttempts = output.attempts
+        do {
+            if let server = try remoteOptions.address() {
+                try RemoteOptions.check(
+                    scenario,
+                    hasAdmin: remoteOptions.serverAdmin != nil,
+                    capacityFlags: serverOptions
+                )
+                playback.remote = (server, try remoteOptions.adminAddress(), remoteOptions.serverAdminToken)
+            }
+        } catch {
+            throw fail(error)
+        }
         playback.defaultShards = LibeventLoopGroup.coreCount
         playback.afterRun = { [plot, timeseries] result in
             guard let load = result.load else { return }

@@ -19,6 +19,8 @@ struct Playback {
     var defaultShards = 1
     /// Whether the event log carries `attempt` lines (`--attempts`).
     var logsAttempts = false
+    /// A server in another process to play against (`--server`), and its admin API.
+    var remote: (server: SocketAddress, admin: SocketAddress?, token: String?)?
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -61,12 +63,67 @@ struct Playback {
         }
         var options = clockOptions
         options.seed = scenario.seed
+        var transport: TCPClientTransport?
+        if let remote {
+            // A real server runs on the real clock.
+            guard options.clock == .real else {
+                throw fail(
+                    RoomLinkError(
+                        code: .invalidInput,
+                        field: "--server",
+                        message: "--server plays against a real server on the real clock: add --clock real"
+                    )
+                )
+            }
+            do {
+                transport = try TCPClientTransport(
+                    server: remote.server,
+                    dialect: scenario.dialect,
+                    configuration: .init(
+                        latency: scenario.network.latency,
+                        jitter: scenario.network.jitter,
+                        seed: scenario.seed
+                    )
+                )
+            } catch {
+                throw fail(
+                    RoomLinkError(code: .invalidInput, field: "--server", message: "--server: \(error.description)")
+                )
+            }
+            let needed = (scenario.population?.clients ?? 0) + scenario.users.count
+            let possible = OpenFileLimit.connections(loops: options.loops)
+            if needed > possible {
+                throw fail(
+                    RoomLinkError(
+                        code: .invalidInput,
+                        field: "--server",
+                        message: "--server: \(needed) clients need \(needed) connections, and this process may open "
+                            + "\(possible) (its open-file limit); split the population over several processes"
+                    )
+                )
+            }
+        }
         let result: RunReport
         let trap = SignalTrap(stopping: interruption)
         defer { trap.release() }
         do {
-            result = try await options.withRuntime { [runner, progress, progressInterval] in
-                try await runner.run(on: $0, events: writer, progress: progress, progressInterval: progressInterval)
+            result = try await options.withRuntime { [runner, progress, progressInterval, remote, transport] group in
+                var runner = runner
+                if let remote, let transport, let loops = group as? LibeventLoopGroup {
+                    let administration: any RoomAdministration =
+                        remote.admin.map { AdminClient(address: $0, token: remote.token, loop: loops.eventLoops[0]) }
+                        ?? NoAdministration()
+                    runner.remote = ScenarioRunner.RemoteServer(
+                        network: { _ in transport },
+                        administration: administration
+                    )
+                }
+                return try await runner.run(
+                    on: group,
+                    events: writer,
+                    progress: progress,
+                    progressInterval: progressInterval
+                )
             }
         } catch {
             // Keep every event already produced: write what is buffered before reporting the failure.

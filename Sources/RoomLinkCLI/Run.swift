@@ -22,6 +22,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var clockOptions: ClockOptions
 
     @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+    @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
 
     func run() async throws {
         var scenario = try load()
@@ -33,6 +34,18 @@ struct Run: AsyncParsableCommand {
         }
         var playback = Playback(events: output.events, report: output.report, clockOptions: clockOptions)
         playback.logsAttempts = output.attempts
+        do {
+            if let server = try remoteOptions.address() {
+                try RemoteOptions.check(
+                    scenario,
+                    hasAdmin: remoteOptions.serverAdmin != nil,
+                    capacityFlags: serverOptions
+                )
+                playback.remote = (server, try remoteOptions.adminAddress(), remoteOptions.serverAdminToken)
+            }
+        } catch {
+            throw fail(error)
+        }
         try await playback.play(scenario, name: self.scenario)
     }
 

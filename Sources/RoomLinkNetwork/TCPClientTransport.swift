@@ -66,6 +66,12 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     // MARK: - ClientTransport
 
     public func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+        guard let connection = connection(for: client, room: roomID) else { return nil }
+        return Channel(room: roomID, connection: connection)
+    }
+
+    /// The client's live connection, opened if it has none, carrying `room`; `nil` while its link is down.
+    private func connection(for client: any ClientEndpoint, room: String) -> ClientConnection? {
         guard link(of: client) != .down, let loop = client.loop as? LibeventLoop else { return nil }
         let key = ObjectIdentifier(client)
         let connection =
@@ -76,8 +82,8 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
                 return connection
             }()
         guard connection.isLive else { return nil }
-        connection.add(room: roomID)
-        return Channel(room: roomID, connection: connection)
+        connection.add(room: room)
+        return connection
     }
 
     public func send(
@@ -93,7 +99,12 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         case .blackhole: return .sent
         case .up: break
         }
-        guard channel.connection.isLive else { return .refused }
+        if !channel.connection.isLive {
+            // Closed under the client while its link was down (the client heard of the link, not of this socket):
+            // the room's next message opens a new connection.
+            guard let connection = connection(for: client, room: channel.room) else { return .refused }
+            channel.connection = connection
+        }
         if isPartitioned(channel.room) { return .sent }
         channel.connection.send(ClientFrame.room(channel.room, message).encoded(at: client.loop.now))
         return .sent
@@ -103,9 +114,11 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     public func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {}
 
     /// One room's channel: the room's name and the client's connection that carries it.
-    final class Channel: RoomChannel {
+    final class Channel: RoomChannel, @unchecked Sendable {
+        // Safe: `connection` is read and replaced in `send`, on the client's loop only (a client calls its transport
+        // from its actor, which runs there).
         let room: String
-        let connection: ClientConnection
+        var connection: ClientConnection
 
         init(room: String, connection: ClientConnection) {
             self.room = room

@@ -38,6 +38,29 @@ public struct ScenarioRunner: Sendable {
     /// ``simulatedNetwork(_:)``, the scenario's conditions on a `SimulatedNetwork`.
     public var network: @Sendable (NetworkPlan) -> any RoomTransport & NetworkFaults = Self.simulatedNetwork
 
+    /// A server in another process to run against instead of the in-process one (`roomlink run --server`): clients
+    /// reach it through `network`, and the scenario's server actions (kicks, reconnect requests, token expiry) go to
+    /// `administration`. The scenario's `server` capacity and `auth` table are the remote server's business; its
+    /// timings must match the scenario's for the oracle's verdict to hold. Runs on the real clock only.
+    public var remote: RemoteServer?
+
+    /// How a run reaches a server in another process.
+    public struct RemoteServer: Sendable {
+        /// Makes the client transport to the server, which also injects the scenario's faults (at the clients'
+        /// sockets).
+        public var network: @Sendable (NetworkPlan) -> any ClientTransport & NetworkFaults
+        /// The server's admin API.
+        public var administration: any RoomAdministration
+
+        public init(
+            network: @escaping @Sendable (NetworkPlan) -> any ClientTransport & NetworkFaults,
+            administration: any RoomAdministration
+        ) {
+            self.network = network
+            self.administration = administration
+        }
+    }
+
     /// What a run asks of its network: the scenario's conditions and seed, on the loops of one share.
     public struct NetworkPlan: Sendable {
         /// The scenario's `network`.
@@ -96,6 +119,9 @@ public struct ScenarioRunner: Sendable {
     {
         if let population = scenario.population {
             try ScenarioLimits.checkMemory(clients: population.clients, limit: memoryLimit, field: "population.clients")
+        }
+        if remote != nil, group is SimulationRuntime {
+            throw RoomLinkError(code: .invalidInput, message: "a run against a remote server needs the real clock")
         }
         return try await run(
             scenario.dialect.engine,
@@ -254,6 +280,7 @@ public struct ScenarioRunner: Sendable {
             statistics: statistics,
             logsAttempts: logsAttempts,
             network: network,
+            remote: remote,
             shard: index,
             of: count
         )
@@ -267,7 +294,7 @@ public struct ScenarioRunner: Sendable {
         }
         let origin = shard.origin
         statistics?.start(at: origin)
-        world.server.nodes?.start(at: origin)
+        world.server?.nodes?.start(at: origin)
         shard.world = world
         world.recorder.start(at: origin)
         var faults = FaultSpan()
@@ -374,7 +401,7 @@ public struct ScenarioRunner: Sendable {
             clock: group is SimulationRuntime ? "virtual" : "real",
             seed: scenario.seed,
             clients: clients,
-            rooms: worlds.reduce(0) { $0 + $1.server.roomCount },
+            rooms: worlds.reduce(0) { $0 + ($1.server?.roomCount ?? $1.remoteRoomCount) },
             events: summary.events,
             eventsPerPeer: summary.eventsPerPeer,
             eventsByType: summary.byType,
@@ -421,7 +448,7 @@ public struct ScenarioRunner: Sendable {
         guard scenario.server.isModelled else { return nil }
         var nodes = Array(repeating: ServerNodeStatistics(origin: .zero), count: scenario.server.nodes)
         for world in worlds {
-            for (index, statistics) in (world.server.nodes?.statistics ?? []).enumerated() {
+            for (index, statistics) in (world.server?.nodes?.statistics ?? []).enumerated() {
                 nodes[index].merge(statistics)
             }
         }
@@ -486,8 +513,13 @@ public struct ScenarioRunner: Sendable {
     /// Everything a run's timers touch, immutable once built.
     private final class World<Dialect: RoomDialect>: Sendable {
         let recorder: ScenarioRecorder<Dialect.Event>
-        let network: any RoomTransport & NetworkFaults
-        let server: RoomServer
+        let network: any ClientTransport & NetworkFaults
+        /// The server, when it runs in this process; `nil` against a remote one.
+        let server: RoomServer?
+        /// Where the scenario's kicks, reconnect requests and token expiries go: the server, or a remote one's admin
+        /// API.
+        let administration: any RoomAdministration
+        let group: any RuntimeLoopGroup
         /// Named users first, in the scenario's order, then the population (`u0`, `u1`, …); `nil` for users of
         /// another shard.
         let clients: [RoomClient<Dialect>?]
@@ -519,6 +551,7 @@ public struct ScenarioRunner: Sendable {
             statistics: LoadStatistics?,
             logsAttempts: Bool = false,
             network makeNetwork: (ScenarioRunner.NetworkPlan) -> any RoomTransport & NetworkFaults,
+            remote: ScenarioRunner.RemoteServer? = nil,
             shard: Int = 0,
             of shards: Int = 1
         ) {
@@ -530,17 +563,26 @@ public struct ScenarioRunner: Sendable {
                 forward: forward,
                 users: scenario.users.count + (scenario.population?.clients ?? 0) / max(1, shards)
             )
-            network = makeNetwork(
-                ScenarioRunner.NetworkPlan(conditions: scenario.network, seed: scenario.seed, group: group)
-            )
+            self.group = group
+            let plan = ScenarioRunner.NetworkPlan(conditions: scenario.network, seed: scenario.seed, group: group)
             let timings = Dialect.Timings(overrides: scenario.timings)
-            server = RoomServer(
-                group: group,
-                transport: network,
-                timings: timings.engine.server,
-                auth: scenario.auth,
-                policy: scenario.server
-            )
+            if let remote {
+                network = remote.network(plan)
+                server = nil
+                administration = remote.administration
+            } else {
+                let local = makeNetwork(plan)
+                let server = RoomServer(
+                    group: group,
+                    transport: local,
+                    timings: timings.engine.server,
+                    auth: scenario.auth,
+                    policy: scenario.server
+                )
+                network = local
+                self.server = server
+                administration = server
+            }
             let environment = RoomClient<Dialect>.Environment(
                 transport: network,
                 timings: timings,
@@ -607,12 +649,15 @@ public struct ScenarioRunner: Sendable {
             self.named = named
         }
 
+        /// The rooms a remote server was asked to hold: the population's.
+        var remoteRoomCount: Int { population?.rooms ?? 0 }
+
         /// Whether this world's shard runs the room `roomID` (population rooms are `room-<index>`; any other room
         /// belongs to shard 0).
         func owns(room roomID: String) -> Bool {
             guard shards > 1 else { return true }
             guard roomID.hasPrefix("room-"), let index = Int(roomID.dropFirst(5)) else { return shard == 0 }
-            return ScenarioRunner.shard(ofRoom: index, server: server.nodes?.policy ?? .unlimited, shards: shards)
+            return ScenarioRunner.shard(ofRoom: index, server: server?.nodes?.policy ?? .unlimited, shards: shards)
                 == shard
         }
 
@@ -650,13 +695,15 @@ public struct ScenarioRunner: Sendable {
             position: Int,
             origin: RuntimeInstant
         ) throws -> RuntimeInstant? {
-            let room = server.serverRoom(roomID)
+            let room = server?.serverRoom(roomID)
+            let loop = room?.loop ?? group.loop(for: roomID)
             let (network, statistics) = (network, statistics)
             let cutOff = entry.action == .partition
             let deadline = origin.advanced(by: entry.at)
-            _ = try room.loop.schedule(at: deadline) {
+            _ = try loop.schedule(at: deadline) {
                 network.setPartitioned(cutOff, room: roomID)
-                guard cutOff, let statistics else { return }
+                // A remote server's members are its own: the statistics hear of outages its clients see.
+                guard cutOff, let statistics, let room else { return }
                 // Every member's connection to the room goes now.
                 let now = room.loop.now
                 for user in room.assumeIsolated({ $0.memberIDs }) { statistics.outageBegan(user: user, at: now) }
@@ -668,7 +715,7 @@ public struct ScenarioRunner: Sendable {
             )
             let healed = deadline.advanced(by: length.draw(using: &random))
             guard healed < origin.advanced(by: end) else { return nil }
-            _ = try room.loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
+            _ = try loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
             return healed
         }
 
@@ -709,11 +756,11 @@ public struct ScenarioRunner: Sendable {
             case .kick(let room):
                 // A population entry without a room kicks each user out of its own room.
                 guard let room = room ?? population?.room(ofUser: index - namedOptions.count) else { return }
-                server.kickOut(roomID: room, userIDs: [client.userID])
+                administration.kickOut(roomID: room, userIDs: [client.userID])
             case .requestReconnect(let room):
-                server.requestReconnect(roomID: room, userIDs: [client.userID])
+                administration.requestReconnect(roomID: room, userIDs: [client.userID])
             case .expireToken:
-                server.expireToken(userID: client.userID, inRooms: client.roomIDs)
+                administration.expireToken(userID: client.userID, inRooms: client.roomIDs)
             case .renewToken(let token):
                 Dialect.apply(.renewToken(token), on: client)
             case .vendor(let call):

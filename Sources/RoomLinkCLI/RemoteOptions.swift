@@ -1,0 +1,79 @@
+import ArgumentParser
+import RoomLink
+
+/// `--server`: play against `roomlink serve` over TCP instead of an in-process server, for `run` and `load`.
+struct RemoteOptions: ParsableArguments {
+    @Option(
+        help: """
+            Play against `roomlink serve` at HOST:PORT over TCP, on the real clock (scaled by --time-scale; the server \
+            needs the same scale and timings), instead of an in-process server.
+            """
+    )
+    var server: String?
+
+    @Option(
+        help: "The server's admin API, HOST:PORT: where the scenario's kicks, reconnect requests and token expiries go."
+    )
+    var serverAdmin: String?
+
+    @Option(help: "The admin API's bearer token.") var serverAdminToken: String?
+
+    /// The server's address, checked; `nil` without `--server`.
+    func address() throws(RoomLinkError) -> SocketAddress? {
+        for (flag, value) in [("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken)]
+        where value != nil && server == nil {
+            throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag) needs --server")
+        }
+        guard let server else { return nil }
+        return try Self.parse(server, flag: "--server")
+    }
+
+    /// The admin API's address, checked.
+    func adminAddress() throws(RoomLinkError) -> SocketAddress? {
+        try serverAdmin.map { text throws(RoomLinkError) in try Self.parse(text, flag: "--server-admin") }
+    }
+
+    private static func parse(_ text: String, flag: String) throws(RoomLinkError) -> SocketAddress {
+        do {
+            return try SocketAddress(parsing: text)
+        } catch {
+            throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag): \(error.description)")
+        }
+    }
+
+    /// Checks that `scenario` can run against a remote server: what it does from the server's side needs the admin
+    /// API, and a server's capacity is the server's own (`roomlink serve --server-capacity`).
+    static func check(_ scenario: Scenario, hasAdmin: Bool, capacityFlags: ServerOptions) throws(RoomLinkError) {
+        let administered = scenario.timeline.first { entry in
+            switch entry.action {
+            case .kick, .expireToken, .requestReconnect: true
+            default: false
+            }
+        }
+        if let entry = administered, !hasAdmin {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--server-admin",
+                message: "the scenario's \(entry.action) at \(entry.at.roomLinkText) acts from the server's side: give "
+                    + "--server-admin HOST:PORT (roomlink serve --admin)"
+            )
+        }
+        let flags = capacityFlags
+        if flags.serverNodes != nil || flags.serverCapacity != nil || flags.admission != nil || flags.maxQueue != nil
+            || flags.shedExpired
+        {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--server",
+                message: "--server: the remote server's capacity is its own; give these flags to roomlink serve"
+            )
+        }
+    }
+}
+
+/// A remote server without an admin API: nothing in the scenario calls it (``RemoteOptions/check(_:hasAdmin:capacityFlags:)``).
+final class NoAdministration: RoomAdministration {
+    func kickOut(roomID: String, userIDs: [String]) {}
+    func requestReconnect(roomID: String, userIDs: [String]) {}
+    func expireToken(userID: String, inRooms roomIDs: [String]?) {}
+}
