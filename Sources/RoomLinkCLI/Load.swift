@@ -124,6 +124,14 @@ struct Load: AsyncParsableCommand {
                     capacityFlags: serverOptions
                 )
                 playback.remote = (server, try remoteOptions.adminAddress(), remoteOptions.serverAdminToken)
+                if remoteOptions.compareWithVirtual {
+                    throw RoomLinkError(
+                        code: .invalidInput,
+                        field: "--compare-with-virtual",
+                        message:
+                            "--compare-with-virtual is for roomlink run (a load's event log is too large to compare)"
+                    )
+                }
             }
         } catch {
             throw fail(error)

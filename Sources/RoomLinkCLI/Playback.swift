@@ -21,6 +21,8 @@ struct Playback {
     var logsAttempts = false
     /// A server in another process to play against (`--server`), and its admin API.
     var remote: (server: SocketAddress, admin: SocketAddress?, token: String?)?
+    /// With ``remote``: play the scenario in virtual time too, and compare the two runs within this tolerance.
+    var compareWithin: Duration?
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -103,11 +105,29 @@ struct Playback {
                 )
             }
         }
+        // The same scenario in virtual time first (instant), to compare the real run with.
+        var virtualEvents: [LoggedEvent]?
+        if compareWithin != nil {
+            let collector = EventCollector()
+            do {
+                var virtual = runner
+                virtual.shards = 1
+                _ = try await SimulationRuntime.withSimulation(seed: scenario.seed) {
+                    try await virtual.run(on: $0, events: collector)
+                }
+            } catch {
+                throw fail(error, in: "the virtual run")
+            }
+            virtualEvents = collector.all
+        }
+        let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
+        let sink: (any EventSink<EventLogLine>)? = realEvents ?? writer
         let result: RunReport
         let trap = SignalTrap(stopping: interruption)
         defer { trap.release() }
         do {
-            result = try await options.withRuntime { [runner, progress, progressInterval, remote, transport] group in
+            result = try await options.withRuntime {
+                [runner, progress, progressInterval, remote, transport, sink] group in
                 var runner = runner
                 if let remote, let transport, let loops = group as? LibeventLoopGroup {
                     let administration: any RoomAdministration =
@@ -120,7 +140,7 @@ struct Playback {
                 }
                 return try await runner.run(
                     on: group,
-                    events: writer,
+                    events: sink,
                     progress: progress,
                     progressInterval: progressInterval
                 )
@@ -168,6 +188,11 @@ struct Playback {
         case .requested:
             throw ExitCode(1)
         }
+        if let tolerance = compareWithin, let virtualEvents, let realEvents {
+            let comparison = RunComparison(virtual: virtualEvents, real: realEvents.all)
+            FileHandle.standardError.write(Data(Self.describe(comparison, tolerance: tolerance).utf8))
+            guard comparison.agrees(tolerance: tolerance) else { throw ExitCode(1) }
+        }
         if result.keptUp == false, let lateness = result.timerLateness {
             FileHandle.standardError.write(
                 Data(
@@ -191,6 +216,22 @@ struct Playback {
             )
             throw ExitCode(1)
         }
+    }
+
+    /// The comparison of a real run with its virtual one, for standard error.
+    static func describe(_ comparison: RunComparison, tolerance: Duration) -> String {
+        func ms(_ value: Double) -> String { String(format: "%+.0f ms", value) }
+        var text = "compare with virtual time: \(comparison.users) users, \(comparison.matched) events matched in order"
+        if comparison.sameSequences {
+            text += "; the same sequence for every user\n"
+        } else {
+            text += "; the sequences differ:\n"
+            for mismatch in comparison.mismatches { text += "  \(mismatch)\n" }
+        }
+        text += "  real − virtual: median \(ms(comparison.medianOffsetMs)), earliest \(ms(comparison.minOffsetMs)), "
+        text += "latest \(ms(comparison.maxLateMs)) (tolerance \(tolerance.roomLinkText))"
+        text += comparison.agrees(tolerance: tolerance) ? " — agrees\n" : " — does NOT agree\n"
+        return text
     }
 
     private func summary(_ report: RunReport) -> String {

@@ -18,11 +18,29 @@ struct RemoteOptions: ParsableArguments {
 
     @Option(help: "The admin API's bearer token.") var serverAdminToken: String?
 
+    @Flag(
+        help: """
+            `run` only: also play the scenario in virtual time, and compare: each user must be told the same things in \
+            the same order, each within --tolerance of virtual time and never early (docs/protocol.md).
+            """
+    )
+    var compareWithVirtual = false
+
+    @Option(help: "How much later than in virtual time the real run may tell a user anything (--compare-with-virtual).")
+    var tolerance = DurationArgument("2s")
+
     /// The server's address, checked; `nil` without `--server`.
     func address() throws(RoomLinkError) -> SocketAddress? {
         for (flag, value) in [("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken)]
         where value != nil && server == nil {
             throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag) needs --server")
+        }
+        if compareWithVirtual, server == nil {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--compare-with-virtual",
+                message: "--compare-with-virtual needs --server"
+            )
         }
         guard let server else { return nil }
         return try Self.parse(server, flag: "--server")

@@ -42,6 +42,7 @@ struct Run: AsyncParsableCommand {
                     capacityFlags: serverOptions
                 )
                 playback.remote = (server, try remoteOptions.adminAddress(), remoteOptions.serverAdminToken)
+                if remoteOptions.compareWithVirtual { playback.compareWithin = remoteOptions.tolerance.duration }
             }
         } catch {
             throw fail(error)

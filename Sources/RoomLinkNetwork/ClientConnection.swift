@@ -27,6 +27,8 @@ final class ClientConnection: @unchecked Sendable {
     private var lastOutgoingDue = RuntimeInstant.zero
     private var lastIncomingDue = RuntimeInstant.zero
     private var random: SeededRandom
+    /// Sends the rooms' media every media interval, for a dialect whose media flows continuously.
+    private var mediaTimer: TimerHandle?
 
     private enum Phase { case connecting, open, closed }
 
@@ -84,6 +86,21 @@ final class ClientConnection: @unchecked Sendable {
         transport.countFrame()
     }
 
+    /// Sends a media frame for each room whose path carries it now (a black hole or a partition stops the media, and
+    /// the server notices).
+    fileprivate func sendMedia() {
+        guard phase == .open else { return }
+        for room in rooms where transport.carries(from: key, room: room) {
+            send(ClientFrame.media(room: room).encoded(at: loop.now))
+        }
+    }
+
+    /// The media timer's handler.
+    private struct MediaSender: TimerHandler {
+        let connection: ClientConnection
+        func timerFired(_ timer: TimerHandle) { connection.sendMedia() }
+    }
+
     // MARK: - Receiving
 
     fileprivate func readable() {
@@ -114,6 +131,9 @@ final class ClientConnection: @unchecked Sendable {
         switch frame {
         case .helloAck(let hello):
             serverHello = hello
+            if let interval = hello.mediaInterval, interval > .zero, mediaTimer == nil {
+                mediaTimer = try? loop.schedulePeriodic(every: interval, handler: MediaSender(connection: self))
+            }
         case .goodbye(let reason, _):
             goodbye = reason
             let cause: ConnectionCloseCause = reason == .serverShutdown ? .serverShutdown : .protocolError
@@ -163,6 +183,8 @@ final class ClientConnection: @unchecked Sendable {
     func close() {
         guard phase != .closed else { return }
         phase = .closed
+        if let mediaTimer { loop.cancel(mediaTimer) }
+        mediaTimer = nil
         if let bufferEvent { bufferevent_free(bufferEvent) }
         bufferEvent = nil
         transport.forget(self)

@@ -24,6 +24,12 @@ enum Sockets {
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Sets the kernel's send buffer of `fd` (`SO_SNDBUF`).
+    static func setSendBuffer(_ fd: Int32, bytes: Int) {
+        var size = Int32(clamping: bytes)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// The input buffer's high watermark: libevent stops reading a connection whose unread bytes reach it. Two
     /// maximal frames: a complete frame always fits, and a peer cannot make the process buffer more.
     static let inputHighWatermark = 2 * (4 + 65_536)

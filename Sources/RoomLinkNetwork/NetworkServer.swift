@@ -45,6 +45,12 @@ public final class NetworkServer: Sendable {
         public var maximumOutputBuffer: Int
         /// How many rooms one connection may log in to.
         public var maximumRoomsPerConnection: Int
+        /// For a dialect whose media flows continuously (Agora): how often clients send media frames; three intervals
+        /// without one is the member's data stopping. The dialect's by default (500 ms for Agora, `nil` otherwise).
+        public var mediaInterval: Duration?
+        /// The kernel's send buffer for each connection (`SO_SNDBUF`), when set; the system's (autotuned) otherwise.
+        /// Smaller holds less memory per slow client.
+        public var socketSendBuffer: Int?
         /// How long a closing connection has to write its goodbye.
         public var closeGrace: Duration
         /// The listen backlog (the kernel caps it at `net.core.somaxconn`).
@@ -71,6 +77,7 @@ public final class NetworkServer: Sendable {
             let engine = dialect.engineTimings()
             self.timings = timings ?? engine.server
             self.heartbeatInterval = heartbeatInterval ?? engine.heartbeatInterval
+            self.mediaInterval = self.timings.continuousData ? .milliseconds(500) : nil
             self.auth = auth
             self.policy = policy
             self.loginTimeout = loginTimeout
@@ -98,7 +105,8 @@ public final class NetworkServer: Sendable {
         let hello = ServerHello(
             dialect: configuration.dialect,
             heartbeatInterval: configuration.heartbeatInterval ?? .zero,
-            heartbeatTimeout: configuration.timings.heartbeatTimeout
+            heartbeatTimeout: configuration.timings.heartbeatTimeout,
+            mediaInterval: configuration.mediaInterval
         )
         transport = TCPServerTransport(group: group, configuration: configuration, hello: hello)
         rooms = RoomServer(

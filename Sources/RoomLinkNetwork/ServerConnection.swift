@@ -37,6 +37,10 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         let room: any RoomEndpoint
         var session: SessionID
         var isIn: Bool
+        /// For a dialect whose media flows continuously: when the member's media last arrived, and whether the
+        /// server has treated it as stopped (and told the room).
+        var lastMedia: RuntimeInstant
+        var mediaStopped = false
     }
 
     init(id: UInt64, fd: Int32, peer: String, loop: LibeventLoop, server: TCPServerTransport) {
@@ -45,6 +49,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         self.loop = loop
         self.server = server
         Sockets.setNoDelay(fd)
+        if let size = server.configuration.socketSendBuffer { Sockets.setSendBuffer(fd, bytes: size) }
         bufferEvent = bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
         guard let bufferEvent else {
             server.logger.error("cannot make a bufferevent for a connection", metadata: ["peer": "\(peer)"])
@@ -124,6 +129,8 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
             close(.protocolError, goodbye: .protocolError, detail: "a second hello")
         case (_, .room(let roomID, let message)):
             route(message, to: roomID)
+        case (_, .media(let roomID)):
+            mediaArrived(for: roomID)
         }
     }
 
@@ -138,7 +145,19 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
             return
         }
         let room: any RoomEndpoint
-        if case .login(let request) = message {
+        let session: SessionID?
+        switch message {
+        case .login(let request):
+            session = request.session
+            server.statistics.add(.loginRequests)
+        case .connectionResumed(_, let resumed) where rooms[roomID] == nil:
+            // The member's data flows again over a connection it did not log in on (its old one closed during a short
+            // outage): the room checks the session before it sends the member anything here.
+            session = resumed
+        default:
+            session = nil
+        }
+        if let session {
             if rooms[roomID] == nil, rooms.count >= server.configuration.maximumRoomsPerConnection {
                 close(
                     .protocolError,
@@ -153,8 +172,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
                 timer = nil
             }
             room = rooms[roomID]?.room ?? server.room(roomID)
-            rooms[roomID] = Membership(room: room, session: request.session, isIn: true)
-            server.statistics.add(.loginRequests)
+            rooms[roomID] = Membership(room: room, session: session, isIn: true, lastMedia: loop.now)
         } else {
             guard let membership = rooms[roomID] else {
                 close(
@@ -171,6 +189,38 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
             default: break
             }
         }
+        deliver(message, to: room)
+    }
+
+    // MARK: - Media (a dialect whose media flows continuously)
+
+    private func mediaArrived(for roomID: String) {
+        // Media for a room the connection is not (or no longer) in is harmless: ignored.
+        guard let membership = rooms[roomID], membership.isIn, let userID else { return }
+        rooms[roomID]?.lastMedia = loop.now
+        guard membership.mediaStopped else { return }
+        rooms[roomID]?.mediaStopped = false
+        // The server hears the member again: as when its client says so (`connectionResumed`).
+        deliver(.connectionResumed(userID: userID, session: membership.session), to: membership.room)
+    }
+
+    /// Treats the media of every member whose media has not arrived for `timeout` as stopped: each room hears that
+    /// the member's data stopped, and times it out from now unless it flows again.
+    func checkMedia(now: RuntimeInstant, timeout: Duration) {
+        guard isOpen, let userID else { return }
+        for (roomID, membership) in rooms
+        where membership.isIn && !membership.mediaStopped && membership.lastMedia.duration(to: now) > timeout {
+            rooms[roomID]?.mediaStopped = true
+            let (room, session) = (membership.room, membership.session)
+            if room.loop.isInServiceThread {
+                room.connectionClosed(userID: userID, session: session)
+            } else {
+                _ = try? room.loop.schedule(after: .zero) { room.connectionClosed(userID: userID, session: session) }
+            }
+        }
+    }
+
+    private func deliver(_ message: ClientMessage, to room: any RoomEndpoint) {
         if room.loop.isInServiceThread {
             room.deliver(message, on: self)
         } else {
@@ -232,7 +282,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         server.statistics.count(reason)
         if let timer { loop.cancel(timer) }
         timer = nil
-        for membership in rooms.values where membership.isIn {
+        for membership in rooms.values where membership.isIn && !membership.mediaStopped {
             let (room, userID, session) = (membership.room, userID ?? "", membership.session)
             if room.loop.isInServiceThread {
                 room.connectionClosed(userID: userID, session: session)

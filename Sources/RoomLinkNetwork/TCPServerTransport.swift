@@ -40,6 +40,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         var whenEmpty: (() -> Void)?
         /// Resumes an accept paused after a failure (out of file descriptors).
         var resumeTimer: TimerHandle?
+        /// Checks the connections' media every media interval (a dialect whose media flows continuously).
+        var mediaTimer: TimerHandle?
 
         init(loop: LibeventLoop) {
             self.loop = loop
@@ -131,6 +133,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         }
         evconnlistener_set_error_cb(listener, listenerErrorCallback)
         state.listener = listener
+        startMediaChecks(on: state)
         // A cycle while the listener is open, broken in `close`.
         state.transport = self
         guard let local = ResolvedAddress.local(of: evconnlistener_get_fd(listener)) else {
@@ -173,6 +176,27 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         }
     }
 
+    /// Every media interval, each connection of the loop checks its members' media (see
+    /// ``ServerConnection/checkMedia(now:timeout:)``). One timer per loop, not per connection.
+    private func startMediaChecks(on state: LoopState) {
+        guard let interval = configuration.mediaInterval, interval > .zero, state.mediaTimer == nil else { return }
+        state.mediaTimer = try? state.loop.schedulePeriodic(
+            every: interval,
+            handler: MediaCheck(state: state, timeout: interval * 3)
+        )
+    }
+
+    /// The periodic media check of one loop.
+    private struct MediaCheck: TimerHandler {
+        let state: LoopState
+        let timeout: Duration
+
+        func timerFired(_ timer: TimerHandle) {
+            let now = state.loop.now
+            for connection in state.connections.values { connection.checkMedia(now: now, timeout: timeout) }
+        }
+    }
+
     /// A connection freed itself.
     func forget(_ connection: ServerConnection) {
         let state = perLoop[connection.loop.index]
@@ -195,6 +219,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
                 state.transport = nil
                 if let resumeTimer = state.resumeTimer { state.loop.cancel(resumeTimer) }
                 state.resumeTimer = nil
+                if let mediaTimer = state.mediaTimer { state.loop.cancel(mediaTimer) }
+                state.mediaTimer = nil
             }
             guard !listenersOnly else { continue }
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in

@@ -7,6 +7,9 @@ public enum ClientFrame: Sendable, Equatable {
     case hello(ClientHello)
     /// A message for the server of `room`.
     case room(String, ClientMessage)
+    /// The client's media for `room` flows (a dialect whose media flows continuously): a transport's liveness
+    /// signal, not a message of the engine.
+    case media(room: String)
 
     /// The frame on the wire, length prefix included. `now` turns a login's answer deadline into the relative
     /// timeout the wire carries.
@@ -21,6 +24,8 @@ public enum ClientFrame: Sendable, Equatable {
             }
         case .room(let room, let message):
             frame.message = Self.wire(message, room: room, now: now)
+        case .media(let room):
+            frame.media = .with { $0.room = room }
         }
         // Encoding a message built from valid Swift values cannot fail (no required fields, no Any).
         let body: [UInt8] = (try? frame.serializedBytes()) ?? []
@@ -54,8 +59,10 @@ public enum ClientFrame: Sendable, Equatable {
 
     /// The room this frame's message is for, if it is one.
     public var room: String? {
-        if case .room(let room, _) = self { return room }
-        return nil
+        switch self {
+        case .hello: nil
+        case .room(let room, _), .media(let room): room
+        }
     }
 
     // MARK: - To the wire
@@ -188,6 +195,8 @@ public enum ClientFrame: Sendable, Equatable {
                 room,
                 .setHidden(userID: userID, session: SessionID(rawValue: message.session), hidden: message.hidden)
             )
+        case .media(let message)?:
+            return .media(room: try WireCheck.identifier(message.room, field: "media.room"))
         case .connectionResumed(let message)?:
             let (room, userID) = try WireCheck.roomAndUser(message.room, message.userID, in: "connection_resumed")
             return .room(room, .connectionResumed(userID: userID, session: SessionID(rawValue: message.session)))

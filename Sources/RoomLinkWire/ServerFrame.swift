@@ -20,6 +20,7 @@ public enum ServerFrame: Sendable, Equatable {
                 $0.dialect = WireDialect.wire(hello.dialect)
                 $0.heartbeatIntervalMs = UInt64(clamping: WireDuration.milliseconds(hello.heartbeatInterval))
                 $0.heartbeatTimeoutMs = UInt64(clamping: WireDuration.milliseconds(hello.heartbeatTimeout))
+                $0.mediaIntervalMs = UInt64(clamping: WireDuration.milliseconds(hello.mediaInterval ?? .zero))
             }
         case .room(let room, let message):
             frame.message = Self.wire(message, room: room)
@@ -170,7 +171,9 @@ public enum ServerFrame: Sendable, Equatable {
                     protocolVersion: hello.protocolVersion,
                     dialect: dialect,
                     heartbeatInterval: WireDuration.duration(milliseconds: hello.heartbeatIntervalMs),
-                    heartbeatTimeout: WireDuration.duration(milliseconds: hello.heartbeatTimeoutMs)
+                    heartbeatTimeout: WireDuration.duration(milliseconds: hello.heartbeatTimeoutMs),
+                    mediaInterval: hello.mediaIntervalMs == 0
+                        ? nil : WireDuration.duration(milliseconds: hello.mediaIntervalMs)
                 )
             )
         case .loginAccepted(let message)?:
@@ -281,17 +284,22 @@ public struct ServerHello: Sendable, Hashable {
     public var heartbeatInterval: Duration
     /// How long the server keeps a member it does not hear from.
     public var heartbeatTimeout: Duration
+    /// For a dialect whose media flows continuously: how often a client sends ``ClientFrame/media(room:)`` for each
+    /// of its rooms (the server treats three intervals of none as the data stopping); `nil` otherwise.
+    public var mediaInterval: Duration?
 
     public init(
         protocolVersion: UInt32 = WireProtocol.version,
         dialect: DialectName,
         heartbeatInterval: Duration,
-        heartbeatTimeout: Duration
+        heartbeatTimeout: Duration,
+        mediaInterval: Duration? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.dialect = dialect
         self.heartbeatInterval = heartbeatInterval
         self.heartbeatTimeout = heartbeatTimeout
+        self.mediaInterval = mediaInterval
     }
 }
 

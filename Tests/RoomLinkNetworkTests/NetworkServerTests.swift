@@ -8,7 +8,13 @@ import Testing
 /// counts, never about how fast a loaded machine runs them.
 @Suite(.timeLimit(.minutes(5)))
 struct NetworkServerTests {
-    static let timings = ZegoTimings(heartbeatInterval: .seconds(2))
+    /// Frequent heartbeats; timeouts a loaded machine cannot reach (these tests are about what crosses the wire).
+    static let timings = ZegoTimings(
+        heartbeatInterval: .seconds(2),
+        blackholeDetection: .seconds(600),
+        attemptTimeout: .seconds(60),
+        loginTimeout: .seconds(600)
+    )
 
     static func client(_ id: String, on group: LibeventLoopGroup, to address: SocketAddress) throws -> ZegoClient {
         let transport = try TCPClientTransport(server: address, dialect: .zego)

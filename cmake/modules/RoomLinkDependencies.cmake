@@ -40,6 +40,28 @@ if(NOT SwiftProtobuf_FOUND)
   roomlink_fetch(swift-protobuf https://github.com/apple/swift-protobuf 1.39.0)
 endif()
 
+find_package(Logging CONFIG QUIET)
+if(NOT Logging_FOUND)
+  roomlink_fetch(swift-log https://github.com/apple/swift-log 1.16.2)
+endif()
+
+find_package(SwiftMetrics CONFIG QUIET)
+if(NOT SwiftMetrics_FOUND)
+  roomlink_fetch(swift-metrics https://github.com/apple/swift-metrics 2.13.0)
+endif()
+
+find_package(SwiftAtomics CONFIG QUIET)
+if(NOT SwiftAtomics_FOUND)
+  roomlink_fetch(swift-atomics https://github.com/apple/swift-atomics 1.3.0)
+endif()
+
+# swift-prometheus ships no CMake build: compile its sources here.
+roomlink_fetch(swift-prometheus https://github.com/swift-server/swift-prometheus 2.4.1)
+file(GLOB ROOMLINK_PROMETHEUS_SOURCES ${swift-prometheus_SOURCE_DIR}/Sources/Prometheus/*.swift)
+add_library(Prometheus ${ROOMLINK_PROMETHEUS_SOURCES})
+target_link_libraries(Prometheus PUBLIC Atomics CoreMetrics)
+set_target_properties(Prometheus PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${CMAKE_Swift_MODULE_DIRECTORY})
+
 # hdrhistogram-swift ships no CMake build: compile its one source file here.
 roomlink_fetch(hdrhistogram-swift https://github.com/HdrHistogram/hdrhistogram-swift 0.2.0)
 add_library(Histogram ${hdrhistogram-swift_SOURCE_DIR}/Sources/Histogram/Histogram.swift)

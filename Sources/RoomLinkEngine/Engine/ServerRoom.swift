@@ -141,7 +141,11 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             if server.renewToken(token, for: userID) { state.tokenRenewed(userID: userID, session: session) }
         case .connectionResumed(let userID, let session):
             let (reply, _, arm) = state.heartbeat(userID: userID, session: session, now: now)
-            if case .heartbeatAck = reply {} else { server.transport?.send(reply, on: channel, from: self) }
+            if case .heartbeatAck = reply {
+                state.rebind(userID: userID, session: session, to: channel)
+            } else {
+                server.transport?.send(reply, on: channel, from: self)
+            }
             if let arm { apply([arm]) }
         case .setHidden(let userID, let session, let hidden):
             apply(state.setHidden(userID: userID, session: session, hidden: hidden, now: now))

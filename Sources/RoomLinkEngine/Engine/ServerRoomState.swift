@@ -237,6 +237,15 @@ public struct ServerRoomState {
         )
     }
 
+    /// The member's messages go to `channel` from now on, if `session` is its session: its data flows again over
+    /// a connection it did not log in on (a socket transport's new connection after a short outage).
+    public mutating func rebind(userID: String, session: SessionID, to channel: any ClientChannel) {
+        guard let index = members.index(forKey: userID), members.values[index].session == session,
+            members.values[index].channel !== channel
+        else { return }
+        members.values[index].channel = channel
+    }
+
     /// The member's connection closed (or, with continuous data, its data stopped): its timeout runs from now, and
     /// it stays a member meanwhile.
     public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {

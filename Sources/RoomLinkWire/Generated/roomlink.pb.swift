@@ -139,6 +139,16 @@ nonisolated struct Roomlink_V1_ClientFrame: Sendable {
     set {message = .connectionResumed(newValue)}
   }
 
+  /// The client's media for a room flows (a dialect whose media flows continuously, Agora): sent every
+  /// `HelloAck.media_interval_ms` for each room it is in.
+  var media: Roomlink_V1_Media {
+    get {
+      if case .media(let v)? = message {return v}
+      return Roomlink_V1_Media()
+    }
+    set {message = .media(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Message: Equatable, Sendable {
@@ -150,6 +160,9 @@ nonisolated struct Roomlink_V1_ClientFrame: Sendable {
     case setHidden(Roomlink_V1_SetHidden)
     /// The client's media flows again after a short outage it did not reconnect from (Agora's continuous data).
     case connectionResumed(Roomlink_V1_ConnectionResumed)
+    /// The client's media for a room flows (a dialect whose media flows continuously, Agora): sent every
+    /// `HelloAck.media_interval_ms` for each room it is in.
+    case media(Roomlink_V1_Media)
 
   }
 
@@ -305,6 +318,11 @@ nonisolated struct Roomlink_V1_HelloAck: Sendable {
   var heartbeatIntervalMs: UInt64 = 0
 
   var heartbeatTimeoutMs: UInt64 = 0
+
+  /// For a dialect whose media flows continuously (Agora), how often a client sends `Media` for each of its rooms; a
+  /// server that hears none for three intervals treats the member's data as stopped (its timeout runs from then) until
+  /// it flows again. 0: the dialect has heartbeats instead.
+  var mediaIntervalMs: UInt64 = 0
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -579,6 +597,18 @@ nonisolated struct Roomlink_V1_SetHidden: Sendable {
   var session: UInt64 = 0
 
   var hidden: Bool = false
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+nonisolated struct Roomlink_V1_Media: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  var room: String = String()
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -880,7 +910,7 @@ nonisolated extension Roomlink_V1_Dialect: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Roomlink_V1_ClientFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".ClientFrame"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}login\0\u{1}heartbeat\0\u{1}logout\0\u{3}renew_token\0\u{3}set_hidden\0\u{3}connection_resumed\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hello\0\u{1}login\0\u{1}heartbeat\0\u{1}logout\0\u{3}renew_token\0\u{3}set_hidden\0\u{3}connection_resumed\0\u{1}media\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -979,6 +1009,19 @@ nonisolated extension Roomlink_V1_ClientFrame: SwiftProtobuf.Message, SwiftProto
           self.message = .connectionResumed(v)
         }
       }()
+      case 8: try {
+        var v: Roomlink_V1_Media?
+        var hadOneofValue = false
+        if let current = self.message {
+          hadOneofValue = true
+          if case .media(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.message = .media(v)
+        }
+      }()
       default: break
       }
     }
@@ -1017,6 +1060,10 @@ nonisolated extension Roomlink_V1_ClientFrame: SwiftProtobuf.Message, SwiftProto
     case .connectionResumed?: try {
       guard case .connectionResumed(let v)? = self.message else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    }()
+    case .media?: try {
+      guard case .media(let v)? = self.message else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
     }()
     case nil: break
     }
@@ -1292,7 +1339,7 @@ nonisolated extension Roomlink_V1_Hello: SwiftProtobuf.Message, SwiftProtobuf._M
 
 nonisolated extension Roomlink_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".HelloAck"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{1}dialect\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}protocol_version\0\u{1}dialect\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0\u{3}media_interval_ms\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1304,6 +1351,7 @@ nonisolated extension Roomlink_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf
       case 2: try { try decoder.decodeSingularEnumField(value: &self.dialect) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.heartbeatIntervalMs) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.heartbeatTimeoutMs) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.mediaIntervalMs) }()
       default: break
       }
     }
@@ -1322,6 +1370,9 @@ nonisolated extension Roomlink_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf
     if self.heartbeatTimeoutMs != 0 {
       try visitor.visitSingularUInt64Field(value: self.heartbeatTimeoutMs, fieldNumber: 4)
     }
+    if self.mediaIntervalMs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.mediaIntervalMs, fieldNumber: 5)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1330,6 +1381,7 @@ nonisolated extension Roomlink_V1_HelloAck: SwiftProtobuf.Message, SwiftProtobuf
     if lhs.dialect != rhs.dialect {return false}
     if lhs.heartbeatIntervalMs != rhs.heartbeatIntervalMs {return false}
     if lhs.heartbeatTimeoutMs != rhs.heartbeatTimeoutMs {return false}
+    if lhs.mediaIntervalMs != rhs.mediaIntervalMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1793,6 +1845,36 @@ nonisolated extension Roomlink_V1_SetHidden: SwiftProtobuf.Message, SwiftProtobu
     if lhs.userID != rhs.userID {return false}
     if lhs.session != rhs.session {return false}
     if lhs.hidden != rhs.hidden {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Roomlink_V1_Media: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".Media"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}room\0")
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.room) }()
+      default: break
+      }
+    }
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.room.isEmpty {
+      try visitor.visitSingularStringField(value: self.room, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Roomlink_V1_Media, rhs: Roomlink_V1_Media) -> Bool {
+    if lhs.room != rhs.room {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

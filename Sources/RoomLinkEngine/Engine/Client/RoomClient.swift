@@ -358,6 +358,11 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
 
     /// Reports a transition of `room` as the dialect's events.
     func report(_ transition: RoomTransition, room: String) {
+        // Every callback of one transition carries one time, on the real clock too — also outside a step (an app's
+        // call: LiveKit's `disconnect()` reports `connectionState disconnected` and `disconnected` together).
+        let outside = !inStep && stepTime == nil
+        if outside { stepTime = loop.now }
+        defer { if outside { stepTime = nil } }
         guard let observer = environment.observer else {
             Dialect.report(transition, room: room) { publish($0) }
             return

@@ -1,0 +1,108 @@
+import Foundation
+import RoomLink
+import RoomLinkNetwork
+import RoomLinkTestSupport
+import Testing
+
+/// The same scenario in virtual time and against a real server over loopback tells every user the same things in
+/// the same order (`roomlink run --compare-with-virtual`): ZEGO's three situations, Agora's 4/10/20 s marks,
+/// LiveKit's quick and full reconnections.
+///
+/// What a loaded machine cannot shift is asserted always: the real run never tells anything earlier than virtual
+/// time. The sequences are compared exactly when no loop stalled for long enough to change the story (a stall of
+/// real time is a stall of scenario time: a loop held up past a timeout lets it expire); see `StallWatch`.
+@Suite(.timeLimit(.minutes(10)))
+struct SimulationAgreesWithRealityTests {
+    static let scale = 0.02
+
+    static func example(_ name: String) throws -> Scenario {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("examples/\(name).json")
+        return try Scenario(json: Data(contentsOf: url))
+    }
+
+    /// The scenarios, cut to what they show (a shorter end; ZEGO's 20-minute give-up made 3 minutes).
+    static func scenarios() throws -> [(String, Scenario)] {
+        var situation1 = try example("situation-1-short-outage")
+        situation1.end = .seconds(120)
+        var situation2 = try example("situation-2-long-outage")
+        situation2.end = .seconds(330)
+        var situation3 = try example("situation-3-no-recovery")
+        situation3.timings["retryTimeout"] = .seconds(180)
+        situation3.timeline = situation3.timeline.map { entry in
+            var entry = entry
+            if entry.at == .seconds(25 * 60) { entry.at = .seconds(200) }
+            if entry.at == .seconds(26 * 60) { entry.at = .seconds(210) }
+            return entry
+        }
+        situation3.end = .seconds(240)
+        var agora = try example("agora-timeline")
+        agora.timeline.removeAll { $0.at > .seconds(200) }
+        agora.end = .seconds(200)
+        var livekit = try example("livekit-reconnect")
+        livekit.end = .seconds(200)
+        livekit.timeline.removeAll { $0.at > .seconds(150) }
+        return [
+            ("zego situation 1", situation1), ("zego situation 2", situation2), ("zego situation 3", situation3),
+            ("agora 4/10/20 s", agora), ("livekit quick and full", livekit),
+        ]
+    }
+
+    @Test(arguments: 0..<5)
+    func theRealServerTellsTheSameStory(_ index: Int) async throws {
+        let (name, scenario) = try Self.scenarios()[index]
+        let virtual = EventCollector()
+        _ = try await SimulationRuntime.withSimulation(seed: scenario.seed) {
+            try await ScenarioRunner(scenario: scenario).run(on: $0, events: virtual)
+        }
+
+        let configuration = LibeventLoopGroup.Configuration(loopCount: 2, timeScale: Self.scale)
+        let serverGroup = try LibeventLoopGroup(configuration: configuration)
+        defer { serverGroup.shutdown() }
+        let timings = scenario.dialect.engineTimings(overrides: scenario.timings)
+        let server = NetworkServer(
+            group: serverGroup,
+            configuration: .init(
+                dialect: scenario.dialect,
+                timings: timings.server,
+                heartbeatInterval: timings.heartbeatInterval,
+                auth: scenario.auth
+            )
+        )
+        let address = try await server.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
+        let admin = try await server.startAdmin(on: SocketAddress(host: "127.0.0.1", port: 0), token: nil)
+        try StallWatch.start(on: serverGroup, every: .milliseconds(500))
+
+        let real = EventCollector()
+        let transport = try TCPClientTransport(
+            server: address,
+            dialect: scenario.dialect,
+            configuration: .init(latency: scenario.network.latency, jitter: scenario.network.jitter)
+        )
+        let (stall, violations) = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
+            try StallWatch.start(on: group, every: .milliseconds(500))
+            var runner = try ScenarioRunner(scenario: scenario)
+            runner.remote = ScenarioRunner.RemoteServer(
+                network: { _ in transport },
+                administration: AdminClient(address: admin, token: nil, loop: group.eventLoops[0])
+            )
+            let report = try await runner.run(on: group, events: real)
+            // The longest any loop of either side stalled, in scenario time.
+            let stall = max(group.timerLateness.maxMs, serverGroup.timerLateness.maxMs) / Self.scale + 500
+            return (stall, report.violations)
+        }
+        await server.shutdown()
+
+        let comparison = RunComparison(virtual: virtual.all, real: real.all)
+        #expect(comparison.matched > 0)
+        #expect(comparison.minOffsetMs > -5, "\(name): never earlier than in virtual time")
+        // The scenarios' closest calls are seconds apart (an outage against a timeout): a stall under a second
+        // cannot change them.
+        if stall < 1_000 {
+            #expect(comparison.sameSequences, "\(name): \(comparison.mismatches)")
+            #expect(violations == 0, "\(name): the oracle checks a real run as it checks a simulated one")
+        } else {
+            print("\(name): a loop stalled \(Int(stall)) ms of scenario time; sequences not compared exactly")
+        }
+    }
+}

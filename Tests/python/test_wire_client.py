@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The Python client from the schema against a real `roomlink serve`: it logs in, heartbeats, sees a Swift-side peer
+through the admin API, is kicked, and hears the server's goodbye on SIGTERM.
+
+Usage: Tests/python/test_wire_client.py PATH/TO/roomlink   (needs protoc, and Python's protobuf 4.21)
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOMLINK = None
+
+
+def generate(directory):
+    """roomlink_pb2 from docs/roomlink.proto, generated now: the schema is the only thing shared with Swift."""
+    subprocess.run(
+        ["protoc", f"--python_out={directory}", "-I", os.path.join(ROOT, "docs"), "roomlink.proto"], check=True
+    )
+    sys.path.insert(0, directory)
+    import roomlink_pb2  # noqa: E402
+
+    return roomlink_pb2
+
+
+class Server:
+    """`roomlink serve` on ephemeral ports, its addresses read from its first lines."""
+
+    def __init__(self, *flags):
+        self.process = subprocess.Popen(
+            [ROOMLINK, "serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--time-scale", "0.05", *flags],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.port = self.admin = None
+        self.signalled = False
+        deadline = time.monotonic() + 60
+        while self.port is None or self.admin is None:
+            line = self.process.stdout.readline()
+            if not line or time.monotonic() > deadline:
+                raise RuntimeError("roomlink serve did not start")
+            if "admin API on http://" in line:
+                self.admin = line.split("http://")[1].split()[0]
+            elif " on 127.0.0.1:" in line:
+                self.port = int(line.split(" on 127.0.0.1:")[1].split()[0])
+
+    def get(self, path):
+        with urllib.request.urlopen(f"http://{self.admin}{path}", timeout=20) as response:
+            return response.read().decode()
+
+    def post(self, path, body):
+        request = urllib.request.Request(
+            f"http://{self.admin}{path}", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=20) as response:
+            return json.loads(response.read())
+
+    def terminate(self):
+        """SIGTERM, once: a second one makes the server exit at once."""
+        if not self.signalled and self.process.poll() is None:
+            self.signalled = True
+            self.process.send_signal(signal.SIGTERM)
+
+    def stop(self):
+        self.terminate()
+        status = self.process.wait(timeout=60)
+        self.process.stdout.close()
+        return status
+
+
+class WireClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.directory = tempfile.TemporaryDirectory()
+        cls.pb = generate(cls.directory.name)
+        from wire_client import WireClient
+
+        cls.WireClient = WireClient
+
+    def test_login_heartbeat_presence_kick_and_goodbye(self):
+        pb = self.pb
+        server = Server("--dialect", "zego")
+        try:
+            alice = self.WireClient(pb, "127.0.0.1", server.port)
+            ack = alice.hello(pb.DIALECT_ZEGO, "python-alice")
+            self.assertEqual(ack.hello_ack.protocol_version, 1)
+            self.assertEqual(ack.hello_ack.dialect, pb.DIALECT_ZEGO)
+            self.assertEqual(ack.hello_ack.heartbeat_timeout_ms, 90000)
+
+            alice.login("room-py", "alice", 0xA11CE, notify=True, attempt=1)
+            accepted = alice.receive_kind("login_accepted")
+            self.assertEqual(accepted.login_accepted.room, "room-py")
+            self.assertEqual(accepted.login_accepted.session, 0xA11CE)
+            self.assertEqual(accepted.login_accepted.attempt, 1)
+
+            # Heartbeats, each acknowledged, in order.
+            for _ in range(3):
+                alice.heartbeat("room-py", "alice", 0xA11CE)
+                ack = alice.receive_kind("heartbeat_ack")
+                self.assertEqual(ack.heartbeat_ack.session, 0xA11CE)
+
+            # A second client: alice hears it join (a user update), and the admin API lists both.
+            bob = self.WireClient(pb, "127.0.0.1", server.port)
+            bob.hello(pb.DIALECT_ZEGO, "python-bob")
+            bob.login("room-py", "bob", 0xB0B)
+            self.assertIsNotNone(bob.receive_kind("login_accepted"))
+            update = alice.receive_kind("user_update")
+            self.assertEqual(update.user_update.change, pb.UserUpdate.CHANGE_ADD)
+            self.assertEqual(list(update.user_update.users), ["bob"])
+            members = json.loads(server.get("/rooms/room-py/members"))["members"]
+            self.assertEqual(members, ["alice", "bob"])
+
+            # The business server kicks bob; alice sees him leave.
+            self.assertEqual(server.post("/rooms/room-py/kick", {"users": ["bob"]})["kicked"], ["bob"])
+            kicked = bob.receive_kind("kicked")
+            self.assertEqual(kicked.kicked.reason, pb.Kicked.REASON_ADMIN)
+            left = alice.receive_kind("user_update")
+            self.assertEqual(left.user_update.change, pb.UserUpdate.CHANGE_DELETE)
+
+            metrics = server.get("/metrics")
+            self.assertIn('roomlink_heartbeats_total{dialect="zego"} 3', metrics)
+
+            # SIGTERM: every client is told why the connection closes, and the server exits 0.
+            server.terminate()
+            goodbye = alice.receive_kind("goodbye")
+            self.assertEqual(goodbye.goodbye.reason, pb.Goodbye.REASON_SERVER_SHUTDOWN)
+            self.assertIsNone(alice.receive())
+            alice.close()
+            bob.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+    def test_a_malformed_frame_closes_only_its_connection(self):
+        pb = self.pb
+        server = Server("--dialect", "livekit")
+        try:
+            good = self.WireClient(pb, "127.0.0.1", server.port)
+            good.hello(pb.DIALECT_LIVEKIT, "good")
+            good.login("r", "good", 1)
+            self.assertIsNotNone(good.receive_kind("login_accepted"))
+
+            bad = self.WireClient(pb, "127.0.0.1", server.port)
+            bad.hello(pb.DIALECT_LIVEKIT, "bad")
+            bad.sock.sendall(b"\x00\x00\x00\x03\xff\xff\xff")
+            goodbye = bad.receive_kind("goodbye")
+            self.assertEqual(goodbye.goodbye.reason, pb.Goodbye.REASON_PROTOCOL_ERROR)
+            self.assertIsNone(bad.receive())
+
+            good.heartbeat("r", "good", 1)
+            self.assertIsNotNone(good.receive_kind("heartbeat_ack"))
+            good.close()
+            bad.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    ROOMLINK = os.path.abspath(sys.argv.pop(1))
+    sys.path.insert(0, HERE)
+    unittest.main(verbosity=2)
