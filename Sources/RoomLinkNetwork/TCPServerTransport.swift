@@ -212,6 +212,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     /// Stops accepting; unless `listenersOnly`, says goodbye to every connection and waits until each is written
     /// out or the close grace has passed, then frees what is left.
     func close(listenersOnly: Bool = false) async {
+        // Every listener first: a client told goodbye reconnects at once, and must not find another loop's listener
+        // of this server still open.
         for state in perLoop {
             await onLoop(state.loop) {
                 if let listener = state.listener { evconnlistener_free(listener) }
@@ -222,7 +224,9 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
                 if let mediaTimer = state.mediaTimer { state.loop.cancel(mediaTimer) }
                 state.mediaTimer = nil
             }
-            guard !listenersOnly else { continue }
+        }
+        guard !listenersOnly else { return }
+        for state in perLoop {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let resumed = LockedBox(false)
                 let finish: @Sendable () -> Void = {

@@ -20,10 +20,11 @@ enum NetworkTest {
     static func server(
         on group: LibeventLoopGroup,
         _ configuration: NetworkServer.Configuration = .init(dialect: .zego),
+        host: String = "127.0.0.1",
         port: UInt16 = 0
     ) async throws -> (NetworkServer, SocketAddress) {
         let server = NetworkServer(group: group, configuration: configuration)
-        let address = try await server.listen(on: SocketAddress(host: "127.0.0.1", port: port))
+        let address = try await server.listen(on: SocketAddress(host: host, port: port))
         return (server, address)
     }
 
