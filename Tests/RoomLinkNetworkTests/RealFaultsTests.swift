@@ -1,0 +1,122 @@
+import RoomLink
+import RoomLinkNetwork
+import Testing
+
+/// A scenario's faults played on real sockets, at the client's side (`TCPClientTransport` is the fault injector):
+/// `networkDown` closes the connection and refuses new ones until `networkUp`, a black hole keeps the socket and
+/// drops every frame (the server hears silence), and latency delays frames at the client's socket.
+@Suite(.timeLimit(.minutes(5)))
+struct RealFaultsTests {
+    static let timings = ZegoTimings(
+        server: {
+            var server = ServerTimings.zego
+            server.heartbeatTimeout = .seconds(12)
+            return server
+        }(),
+        heartbeatInterval: .seconds(2),
+        blackholeDetection: .seconds(6),
+        attemptTimeout: .seconds(60),
+        loginTimeout: .seconds(600)
+    )
+
+    static func client(
+        _ id: String,
+        _ transport: TCPClientTransport,
+        on group: LibeventLoopGroup
+    ) -> ZegoClient {
+        ZegoClient(
+            id: id,
+            loop: group.loop(for: id),
+            environment: ZegoClient.Environment(transport: transport, timings: timings)
+        )
+    }
+
+    @Test func networkDownClosesTheSocketAndRefusesNewOnesUntilUp() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(
+                on: group,
+                .init(dialect: .zego, timings: Self.timings.server)
+            )
+            let transport = try TCPClientTransport(server: address, dialect: .zego)
+            let alice = Self.client("alice", transport, on: group)
+            let log = await EventLog(alice)
+            #expect(await alice.loginRoom("room-1") == .success)
+            try await NetworkTest.until("alice is in") { log.count(of: .logined) == 1 }
+
+            transport.setLink(.down, for: alice)
+            try await NetworkTest.until("the server sees the socket close") {
+                server.statistics.connectionsClosed(by: .peerClosed) == 1
+            }
+            #expect(log.reasons.last == .reconnecting)
+            // While the link is down, the client's retries open no socket.
+            try await group.loops[0].sleep(for: .seconds(8))
+            #expect(server.statistics[.connectionsAccepted] == 1)
+
+            transport.setLink(.up, for: alice)
+            try await NetworkTest.until("alice reconnected") { log.count(of: .reconnected) == 1 }
+            #expect(server.statistics[.connectionsAccepted] == 2)
+            #expect(await server.rooms.serverRoom("room-1").memberIDs == ["alice"])
+            await alice.shutdown()
+            await server.shutdown()
+        }
+    }
+
+    @Test func aBlackholeKeepsTheSocketAndTheServerHearsSilence() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(
+                on: group,
+                .init(dialect: .zego, timings: Self.timings.server)
+            )
+            let transport = try TCPClientTransport(server: address, dialect: .zego)
+            let alice = Self.client("alice", transport, on: group)
+            let bob = Self.client("bob", transport, on: group)
+            let aliceLog = await EventLog(alice)
+            let bobLog = await EventLog(bob)
+            #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+            #expect(await alice.loginRoom("room-1") == .success)
+            try await NetworkTest.until("both in") { aliceLog.count(of: .logined) == 1 && bobLog.all.count >= 3 }
+
+            transport.setLink(.blackhole, for: alice)
+            // Alice notices by missed acks; the server by missed heartbeats, and drops her (bob sees it). Her socket
+            // stays open all along: a black hole sends no FIN.
+            try await NetworkTest.until("alice is reconnecting") { aliceLog.count(of: .reconnecting) == 1 }
+            try await NetworkTest.until("bob sees alice dropped") {
+                bobLog.all.contains(.roomUserUpdate(roomID: "room-1", update: .delete, users: ["alice"]))
+            }
+            #expect(server.statistics.connectionsClosed(by: .peerClosed) == 0)
+            #expect(server.statistics.connectionsOpen == 2)
+
+            transport.setLink(.up, for: alice)
+            try await NetworkTest.until("alice reconnected") { aliceLog.count(of: .reconnected) == 1 }
+            try await NetworkTest.until("bob sees alice back") {
+                bobLog.all.filter { $0 == .roomUserUpdate(roomID: "room-1", update: .add, users: ["alice"]) }.count == 2
+            }
+            await alice.shutdown()
+            await bob.shutdown()
+            await server.shutdown()
+        }
+    }
+
+    @Test func latencyDelaysEveryFrameAtTheClientsSocket() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(on: group)
+            let transport = try TCPClientTransport(
+                server: address,
+                dialect: .zego,
+                configuration: .init(latency: .milliseconds(400), jitter: .milliseconds(100), seed: 3)
+            )
+            let alice = Self.client("alice", transport, on: group)
+            let events = await alice.events()
+            #expect(await alice.loginRoom("room-1") == .success)
+            var times: [RuntimeInstant] = []
+            for await change in events {
+                times.append(change.time)
+                if times.count == 2 { break }
+            }
+            // Up 400 ms, the server's 20 ms, down 400 ms: never sooner.
+            #expect(times[0].duration(to: times[1]) >= .milliseconds(820))
+            await alice.shutdown()
+            await server.shutdown()
+        }
+    }
+}
