@@ -16,7 +16,7 @@ import RoomLinkWire
 ///
 /// Each loop accepts connections on the one port (`SO_REUSEPORT`), or the first loop accepts and hands them to the
 /// loops in turn (``AcceptMode``); a connection is served on its loop, and a frame for a room on another loop hops
-/// there. Rooms are placed as ``RoomServer`` places them. Shut the server down before its loop group.
+/// there. Rooms are placed as `RoomServer` places them. Shut the server down before its loop group.
 public final class NetworkServer: Sendable {
     /// The rooms: kick users, expire tokens, read members.
     public let rooms: RoomServer

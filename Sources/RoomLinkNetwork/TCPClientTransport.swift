@@ -15,9 +15,9 @@ import Synchronization
 /// ```
 ///
 /// The client notices a lost connection as a real SDK does: an end of stream or a reset at once (its rooms
-/// reconnect), silence by missed heartbeat acks. Clients must run on a ``LibeventLoopGroup``'s loops.
+/// reconnect), silence by missed heartbeat acks. Clients must run on a `LibeventLoopGroup`'s loops.
 ///
-/// It is also the path's fault injector (``NetworkFaults``), at the client's socket: `down` closes the client's
+/// It is also the path's fault injector (`NetworkFaults`), at the client's socket: `down` closes the client's
 /// connection and refuses new ones until `up`; `blackhole` keeps it open and drops every frame both ways (the server
 /// hears silence); a partitioned room's frames are dropped both ways; ``Configuration/latency`` and
 /// ``Configuration/jitter`` delay frames at the client's socket, in order.
@@ -156,7 +156,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     }
 
     /// Cuts `roomID` off from its clients (`true`) or heals it: its frames are dropped both ways at the clients'
-    /// sockets, and the clients connected to it that watch their data (``RouteObserver``) see it stop or resume.
+    /// sockets, and the clients connected to it that watch their data (`RouteObserver`) see it stop or resume.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
         let changed = partitioned.withLock { rooms -> Bool in
             let changed = cutOff ? rooms.insert(roomID).inserted : rooms.remove(roomID) != nil

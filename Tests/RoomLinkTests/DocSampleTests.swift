@@ -30,6 +30,16 @@ struct DocSampleTests {
             heading: "## Overview",
             test: "Tests/RoomLinkLibeventTests/RuntimeGuideSampleTests.swift"
         ),
+        Pair(
+            page: "Sources/RoomLinkNetwork/Docs.docc/NetworkGuide.md",
+            heading: "## Overview",
+            test: "Tests/RoomLinkNetworkTests/NetworkGuideSampleTests.swift",
+            // The test's function returns the members the page prints, and the page's last lines call it.
+            exempt: [
+                "func aliceOverTCP(on group: LibeventLoopGroup) async throws -> [ZegoEvent] {", "return told",
+                "try await LibeventLoopGroup.withLoopGroup { group in", "_ = try await aliceOverTCP(on: group)", "}",
+            ]
+        ),
     ]
 
     /// The package's root, from this file's path.
