@@ -26,12 +26,19 @@ let package = Package(
             linkerSettings: [.linkedLibrary("event")]
         ),
 
+        /// Raw C libevent sockets (an echo server, a login storm, ping-pong), the baseline of the network benchmarks.
+        .target(
+            name: "CRawNet",
+            linkerSettings: [.linkedLibrary("event"), .linkedLibrary("pthread")]
+        ),
+
         // MARK: - Executables
 
         .executableTarget(
             name: "RoomLinkBench",
             dependencies: [
                 "CRawLibevent",
+                "CRawNet",
                 .product(name: "RoomLink", package: "RoomLink"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

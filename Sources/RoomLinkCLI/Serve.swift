@@ -46,17 +46,20 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let file = try config.map { try readFile($0, as: "serve configuration") }
-        let settings: ServeSettings
+        var settings: ServeSettings
         do {
             settings = try ServeSettings(flags: self, file: file)
         } catch {
             throw fail(error)
         }
+        let level = settings.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = settings.logLevel
+            handler.logLevel = level
             return handler
         }
+        // Made after the bootstrap, so that it logs through the bootstrapped handler.
+        settings.server.logger = Logger(label: "roomlink.serve")
         let openFiles = OpenFileLimit.raiseToHard()
         let group: LibeventLoopGroup
         do {

@@ -192,7 +192,6 @@ struct ServeSettings {
         } else {
             logLevel = .notice
         }
-        server.logger.logLevel = logLevel
         self.server = server
 
         if let text = flags.admin ?? file.admin {

@@ -34,6 +34,13 @@ enum Sockets {
     /// maximal frames: a complete frame always fits, and a peer cannot make the process buffer more.
     static let inputHighWatermark = 2 * (4 + 65_536)
 
+    /// `duration` of scenario time as a libevent timeout in real time (`scale` real seconds per scenario second).
+    static func timeval(_ duration: Duration, scale: Double) -> timeval {
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let micros = Int(min(seconds * scale, 86_400 * 365) * 1e6)
+        return Glibc.timeval(tv_sec: micros / 1_000_000, tv_usec: micros % 1_000_000)
+    }
+
     /// `errno` as text.
     static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 }

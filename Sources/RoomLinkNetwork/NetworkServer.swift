@@ -4,6 +4,10 @@ public import RoomLinkLibevent
 import RoomLinkRuntime
 import RoomLinkWire
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// RoomLink's server on a real network: the same room actors and server state machines as in one process, reached
 /// by clients over TCP in RoomLink's wire protocol (`docs/protocol.md`), on the libevent loops that run the rooms.
 ///
@@ -15,8 +19,11 @@ import RoomLinkWire
 /// ```
 ///
 /// Each loop accepts connections on the one port (`SO_REUSEPORT`), or the first loop accepts and hands them to the
-/// loops in turn (``AcceptMode``); a connection is served on its loop, and a frame for a room on another loop hops
-/// there. Rooms are placed as `RoomServer` places them. Shut the server down before its loop group.
+/// loops in turn (``AcceptMode``). A new connection waits (peeking) for its hello and first login, and is then served
+/// on the loop of that login's room (``Configuration/servesOnRoomLoop``), so that its frames and the room's answers
+/// cross no thread; a frame for a room on another loop hops there. Rooms are placed as `RoomServer` places them.
+/// Shut the server down before its loop group. Creating a server ignores SIGPIPE in the process (a write to a closed
+/// socket fails instead).
 public final class NetworkServer: Sendable {
     /// The rooms: kick users, expire tokens, read members.
     public let rooms: RoomServer
@@ -56,6 +63,10 @@ public final class NetworkServer: Sendable {
         /// The listen backlog (the kernel caps it at `net.core.somaxconn`).
         public var backlog: Int32
         public var acceptMode: AcceptMode
+        /// Whether a new connection waits (peeking) for its first login, to be served on the loop of that login's
+        /// room: its frames and the room's answers then cross no thread. On by default; off, a connection is served
+        /// where it was accepted (``AcceptMode``), and a frame for a room on another loop hops there.
+        public var servesOnRoomLoop: Bool
         /// Where connections' closes and the server's troubles are logged.
         public var logger: Logger
 
@@ -86,6 +97,7 @@ public final class NetworkServer: Sendable {
             self.closeGrace = closeGrace
             self.backlog = backlog
             self.acceptMode = acceptMode
+            self.servesOnRoomLoop = true
             self.logger = logger
         }
     }
@@ -102,6 +114,9 @@ public final class NetworkServer: Sendable {
     public init(group: LibeventLoopGroup, configuration: Configuration) {
         self.configuration = configuration
         self.group = group
+        // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is
+        // handled instead.
+        signal(SIGPIPE, SIG_IGN)
         let hello = ServerHello(
             dialect: configuration.dialect,
             heartbeatInterval: configuration.heartbeatInterval ?? .zero,

@@ -43,8 +43,13 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         var mediaStopped = false
     }
 
-    init(id: UInt64, fd: Int32, peer: String, loop: LibeventLoop, server: TCPServerTransport) {
+    /// Serves the connection on `fd`; `greeted` is the client's ID when its hello was already taken and answered.
+    init(id: UInt64, fd: Int32, peer: String, loop: LibeventLoop, server: TCPServerTransport, greeted: String? = nil) {
         self.id = id
+        if let greeted {
+            phase = .open
+            clientID = greeted
+        }
         self.peer = peer
         self.loop = loop
         self.server = server

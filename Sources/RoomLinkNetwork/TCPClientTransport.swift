@@ -4,6 +4,10 @@ import RoomLinkRuntime
 import RoomLinkWire
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Clients over real sockets: each client keeps one TCP connection to `roomlink serve` (or a ``NetworkServer``) and
 /// multiplexes its rooms over it, as an SDK does; the connection opens at the client's first login and again after
 /// it closed.
@@ -59,6 +63,9 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     ) throws(NetworkError) {
         self.server = server
         self.dialect = dialect
+        // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is
+        // handled instead.
+        signal(SIGPIPE, SIG_IGN)
         self.configuration = configuration
         self.address = try server.resolved()
     }
@@ -174,6 +181,20 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
 
     /// Frames sent and received by every connection so far.
     public var deliveredCount: Int { frames.load(ordering: .relaxed) }
+
+    /// Closes every connection, each on its client's loop, without telling the clients (shut them down first), and
+    /// waits until they are closed. Call it before the clients' loop group shuts down: a connection lives on its
+    /// client's loop.
+    public func close() async {
+        for connection in connections.withLock({ Array($0.values) }) {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                connection.loop.execute {
+                    connection.close()
+                    done.resume()
+                }
+            }
+        }
+    }
 
     // MARK: - For the connections
 

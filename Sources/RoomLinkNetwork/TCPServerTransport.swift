@@ -36,6 +36,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         var transport: TCPServerTransport?
         var listener: OpaquePointer?
         var connections: [UInt64: ServerConnection] = [:]
+        /// Connections accepted here and waiting for their first login, to be served on their room's loop.
+        var pending: [ObjectIdentifier: PendingConnection] = [:]
         /// Called when the last connection is gone, during a shutdown.
         var whenEmpty: (() -> Void)?
         /// Resumes an accept paused after a failure (out of file descriptors).
@@ -145,6 +147,18 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     fileprivate func accepted(fd: Int32, peer: SocketAddress?, on state: LoopState) {
         statistics.add(.connectionsAccepted)
         let peer = peer.map(\.description) ?? "?"
+        if configuration.servesOnRoomLoop, perLoop.count > 1 {
+            let pending = PendingConnection(
+                fd: fd,
+                peer: peer,
+                state: state,
+                transport: self,
+                timeout: configuration.loginTimeout
+            )
+            // It may have been served at once (its event could not be added).
+            if pending.isWaiting { state.pending[ObjectIdentifier(pending)] = pending }
+            return
+        }
         if configuration.acceptMode == .handOff, perLoop.count > 1 {
             let target = perLoop[handOffs.add(1, ordering: .relaxed).newValue % perLoop.count]
             if target !== state {
@@ -156,10 +170,43 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         adopt(fd, peer: peer, on: state)
     }
 
-    private func adopt(_ fd: Int32, peer: String, on state: LoopState) {
+    /// A pending connection found its loop: it is served there from now on.
+    func placed(_ pending: PendingConnection, on target: LoopState, timedOut: Bool = false) {
+        pending.state.pending[ObjectIdentifier(pending)] = nil
+        let (fd, peer, client) = (pending.fd, pending.peer, pending.greetedClient)
+        guard target !== pending.state else {
+            return adopt(fd, peer: peer, on: target, greeted: client, loginTimedOut: timedOut)
+        }
+        let scheduled = try? target.loop.schedule(after: .zero) { [self] in
+            adopt(fd, peer: peer, on: target, greeted: client)
+        }
+        if scheduled == nil { _ = Glibc.close(fd) }
+    }
+
+    /// The state of `loop`.
+    func state(of loop: LibeventLoop) -> LoopState {
+        perLoop[loop.index]
+    }
+
+    private func adopt(
+        _ fd: Int32,
+        peer: String,
+        on state: LoopState,
+        greeted client: String? = nil,
+        loginTimedOut: Bool = false
+    ) {
         let id = nextID.add(1, ordering: .relaxed).oldValue
-        let connection = ServerConnection(id: id, fd: fd, peer: peer, loop: state.loop, server: self)
-        if connection.isOpen { state.connections[id] = connection } else { statistics.count(.peerClosed) }
+        let connection = ServerConnection(id: id, fd: fd, peer: peer, loop: state.loop, server: self, greeted: client)
+        guard connection.isOpen else { return statistics.count(.peerClosed) }
+        state.connections[id] = connection
+        // Its login timeout already ran while it waited to be placed.
+        if loginTimedOut {
+            connection.close(
+                .loginTimeout,
+                goodbye: .loginTimeout,
+                detail: "no hello and login within the login timeout"
+            )
+        }
     }
 
     fileprivate func acceptFailed(on state: LoopState) {
@@ -219,6 +266,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
                 if let listener = state.listener { evconnlistener_free(listener) }
                 state.listener = nil
                 state.transport = nil
+                for pending in Array(state.pending.values) { pending.abandon() }
+                state.pending.removeAll()
                 if let resumeTimer = state.resumeTimer { state.loop.cancel(resumeTimer) }
                 state.resumeTimer = nil
                 if let mediaTimer = state.mediaTimer { state.loop.cancel(mediaTimer) }

@@ -25,6 +25,7 @@ func aliceOverTCP(on group: LibeventLoopGroup) async throws -> ([ZegoEvent], [St
     let members = await server.rooms.serverRoom("room-1").memberIDs  // article: print(…)
     await alice.shutdown()
     await bob.shutdown()
+    await transport.close()  // the clients' sockets, before their loops go
     await server.shutdown()  // goodbye to every client, then close
     return (told, members)
 }

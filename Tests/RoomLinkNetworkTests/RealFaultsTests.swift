@@ -47,7 +47,7 @@ struct RealFaultsTests {
             try await NetworkTest.until("the server sees the socket close") {
                 server.statistics.connectionsClosed(by: .peerClosed) == 1
             }
-            #expect(log.reasons.last == .reconnecting)
+            try await NetworkTest.until("alice is reconnecting") { log.reasons.last == .reconnecting }
             // While the link is down, the client's retries open no socket.
             try await group.loops[0].sleep(for: .seconds(8))
             #expect(server.statistics[.connectionsAccepted] == 1)
