@@ -117,22 +117,7 @@ struct Load: AsyncParsableCommand {
         )
         playback.logsAttempts = output.attempts
         do {
-            if let server = try remoteOptions.address() {
-                try RemoteOptions.check(
-                    scenario,
-                    hasAdmin: remoteOptions.serverAdmin != nil,
-                    capacityFlags: serverOptions
-                )
-                playback.remote = (server, try remoteOptions.adminAddress(), remoteOptions.serverAdminToken)
-                if remoteOptions.compareWithVirtual {
-                    throw RoomLinkError(
-                        code: .invalidInput,
-                        field: "--compare-with-virtual",
-                        message:
-                            "--compare-with-virtual is for roomlink run (a load's event log is too large to compare)"
-                    )
-                }
-            }
+            try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions, comparing: false)
         } catch {
             throw fail(error)
         }

@@ -59,6 +59,28 @@ struct RemoteOptions: ParsableArguments {
         }
     }
 
+    /// Points `playback` at the server, when `--server` is given, after checking that `scenario` can play against
+    /// it; `comparing` says whether the command compares with virtual time (`run`) or refuses to (`load`).
+    func configure(
+        _ playback: inout Playback,
+        for scenario: Scenario,
+        capacityFlags: ServerOptions,
+        comparing: Bool
+    ) throws(RoomLinkError) {
+        guard let server = try address() else { return }
+        try Self.check(scenario, hasAdmin: serverAdmin != nil, capacityFlags: capacityFlags)
+        playback.remote = (server, try adminAddress(), serverAdminToken)
+        guard compareWithVirtual else { return }
+        guard comparing else {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--compare-with-virtual",
+                message: "--compare-with-virtual is for roomlink run (a load's event log is too large to compare)"
+            )
+        }
+        playback.compareWithin = tolerance.duration
+    }
+
     /// Checks that `scenario` can run against a remote server: what it does from the server's side needs the admin
     /// API, and a server's capacity is the server's own (`roomlink serve --server-capacity`).
     static func check(_ scenario: Scenario, hasAdmin: Bool, capacityFlags: ServerOptions) throws(RoomLinkError) {

@@ -35,15 +35,7 @@ struct Run: AsyncParsableCommand {
         var playback = Playback(events: output.events, report: output.report, clockOptions: clockOptions)
         playback.logsAttempts = output.attempts
         do {
-            if let server = try remoteOptions.address() {
-                try RemoteOptions.check(
-                    scenario,
-                    hasAdmin: remoteOptions.serverAdmin != nil,
-                    capacityFlags: serverOptions
-                )
-                playback.remote = (server, try remoteOptions.adminAddress(), remoteOptions.serverAdminToken)
-                if remoteOptions.compareWithVirtual { playback.compareWithin = remoteOptions.tolerance.duration }
-            }
+            try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions, comparing: true)
         } catch {
             throw fail(error)
         }
