@@ -84,17 +84,18 @@ struct RemoteOptions: ParsableArguments {
     /// Checks that `scenario` can run against a remote server: what it does from the server's side needs the admin
     /// API, and a server's capacity is the server's own (`roomlink serve --server-capacity`).
     static func check(_ scenario: Scenario, hasAdmin: Bool, capacityFlags: ServerOptions) throws(RoomLinkError) {
-        let administered = scenario.timeline.first { entry in
+        for entry in scenario.timeline where !hasAdmin {
+            let action: String
             switch entry.action {
-            case .kick, .expireToken, .requestReconnect: true
-            default: false
+            case .kick: action = "kick"
+            case .expireToken: action = "expireToken"
+            case .requestReconnect: action = "requestReconnect"
+            default: continue
             }
-        }
-        if let entry = administered, !hasAdmin {
             throw RoomLinkError(
                 code: .invalidInput,
                 field: "--server-admin",
-                message: "the scenario's \(entry.action) at \(entry.at.roomLinkText) acts from the server's side: give "
+                message: "the scenario's \(action) at \(entry.at.roomLinkText) acts from the server's side: give "
                     + "--server-admin HOST:PORT (roomlink serve --admin)"
             )
         }
