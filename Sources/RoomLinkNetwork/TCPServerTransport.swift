@@ -74,7 +74,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         default: break
         }
         // Encoded on the room's loop, written on the connection's.
-        connection.send(ServerFrame.room(room.roomID, message).encoded())
+        connection.send(ServerFrame.room(room.roomID, message).encoded(server: hello))
     }
 
     func room(_ roomID: String) -> any RoomEndpoint {

@@ -10,8 +10,9 @@ public enum ServerFrame: Sendable, Equatable {
     /// The server closes the connection on purpose, for `reason`; `detail` says more, for the client's logs.
     case goodbye(GoodbyeReason, detail: String)
 
-    /// The frame on the wire, length prefix included.
-    public func encoded() -> [UInt8] {
+    /// The frame on the wire, length prefix included. A login's acceptance carries `server`'s heartbeat interval and
+    /// timeout when given.
+    public func encoded(server: ServerHello? = nil) -> [UInt8] {
         var frame = Roomlink_V1_ServerFrame()
         switch self {
         case .helloAck(let hello):
@@ -24,6 +25,14 @@ public enum ServerFrame: Sendable, Equatable {
             }
         case .room(let room, let message):
             frame.message = Self.wire(message, room: room)
+            if let server, case .loginAccepted = message {
+                frame.loginAccepted.heartbeatIntervalMs = UInt64(
+                    clamping: WireDuration.milliseconds(server.heartbeatInterval)
+                )
+                frame.loginAccepted.heartbeatTimeoutMs = UInt64(
+                    clamping: WireDuration.milliseconds(server.heartbeatTimeout)
+                )
+            }
         case .goodbye(let reason, let detail):
             frame.goodbye = .with {
                 $0.reason = reason.wire

@@ -61,6 +61,36 @@ struct NetworkServerTests {
         }
     }
 
+    /// The token is checked at login, over the wire: a wrong one is refused for good (ZEGO 1002033), the right one
+    /// logs in.
+    @Test func theTokenIsCheckedAtLogin() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(
+                on: group,
+                .init(dialect: .zego, auth: ["alice": "right", "bob": "his"])
+            )
+            let alice = try Self.client("alice", on: group, to: address)
+            let bob = try Self.client("bob", on: group, to: address)
+            let aliceLog = await EventLog(alice)
+            let bobLog = await EventLog(bob)
+            #expect(await alice.loginRoom("room-1", config: ZegoRoomConfig(token: "wrong")) == .success)
+            #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(token: "his")) == .success)
+            try await NetworkTest.until("alice is refused and bob is in") {
+                aliceLog.count(of: .loginFailed) == 1 && bobLog.count(of: .logined) == 1
+            }
+            guard case .roomStateChanged(_, .loginFailed, let code, _)? = aliceLog.all.last else {
+                Issue.record("no loginFailed: \(aliceLog.all)")
+                return
+            }
+            #expect(code == .tokenInvalid)
+            #expect(server.statistics[.loginsRejected] == 1)
+            #expect(await server.rooms.serverRoom("room-1").memberIDs == ["bob"])
+            await alice.shutdown()
+            await bob.shutdown()
+            await server.shutdown()
+        }
+    }
+
     @Test func aRestartedServerBringsEveryClientBack() async throws {
         try await NetworkTest.withGroup { group in
             // An address of its own on loopback: between the two servers its port is free, and another test's server

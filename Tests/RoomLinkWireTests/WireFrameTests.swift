@@ -84,6 +84,18 @@ import Testing
         }
     }
 
+    /// A login's acceptance carries the server's heartbeat interval and timeout, as its hello does.
+    @Test func theLoginAnswerCarriesTheServersTimings() throws {
+        let hello = ServerHello(dialect: .zego, heartbeatInterval: .seconds(30), heartbeatTimeout: .seconds(90))
+        let frame = ServerFrame.room(
+            "r",
+            .loginAccepted(session: Self.session, attempt: 1, roomSessionID: "x", present: [])
+        )
+        let decoded = try Roomlink_V1_ServerFrame(serializedBytes: Self.body(of: frame.encoded(server: hello)))
+        #expect(decoded.loginAccepted.heartbeatIntervalMs == 30_000)
+        #expect(decoded.loginAccepted.heartbeatTimeoutMs == 90_000)
+    }
+
     /// The wire carries a login's answer deadline as a relative timeout: the receiver's clock starts it again.
     @Test func answerDeadlineTravelsAsATimeout() throws {
         let request = LoginRequest(

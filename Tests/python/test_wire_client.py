@@ -100,6 +100,8 @@ class WireClientTest(unittest.TestCase):
             self.assertEqual(accepted.login_accepted.room, "room-py")
             self.assertEqual(accepted.login_accepted.session, 0xA11CE)
             self.assertEqual(accepted.login_accepted.attempt, 1)
+            self.assertEqual(accepted.login_accepted.heartbeat_interval_ms, 30000)
+            self.assertEqual(accepted.login_accepted.heartbeat_timeout_ms, 90000)
 
             # Heartbeats, each acknowledged, in order.
             for _ in range(3):
@@ -137,6 +139,25 @@ class WireClientTest(unittest.TestCase):
             bob.close()
         finally:
             self.assertEqual(server.stop(), 0)
+
+    def test_the_token_is_checked_at_login(self):
+        pb = self.pb
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as auth:
+            json.dump({"alice": "right"}, auth)
+            auth.flush()
+            server = Server("--dialect", "zego", "--auth", auth.name)
+            try:
+                client = self.WireClient(pb, "127.0.0.1", server.port)
+                client.hello(pb.DIALECT_ZEGO, "python")
+                client.login("r", "alice", 7, token="wrong", attempt=3)
+                rejected = client.receive_kind("login_rejected")
+                self.assertEqual(rejected.login_rejected.reason, pb.LoginRejected.REASON_TOKEN_INVALID)
+                self.assertEqual(rejected.login_rejected.attempt, 3)
+                client.login("r", "alice", 7, token="right", attempt=4)
+                self.assertEqual(client.receive_kind("login_accepted").login_accepted.attempt, 4)
+                client.close()
+            finally:
+                self.assertEqual(server.stop(), 0)
 
     def test_a_malformed_frame_closes_only_its_connection(self):
         pb = self.pb

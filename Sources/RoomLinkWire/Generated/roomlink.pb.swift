@@ -426,6 +426,12 @@ nonisolated struct Roomlink_V1_LoginAccepted: Sendable {
   /// The other users already in the room, when the member asked to hear of peers.
   var present: [String] = []
 
+  /// The server's heartbeat interval (0: the dialect has none) and how long it keeps a member it does not hear from,
+  /// as in `HelloAck`: the answer to a login carries them too.
+  var heartbeatIntervalMs: UInt64 = 0
+
+  var heartbeatTimeoutMs: UInt64 = 0
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   init() {}
@@ -1468,7 +1474,7 @@ nonisolated extension Roomlink_V1_Login.Kind: SwiftProtobuf._ProtoNameProviding 
 
 nonisolated extension Roomlink_V1_LoginAccepted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".LoginAccepted"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}room\0\u{1}session\0\u{1}attempt\0\u{3}room_session_id\0\u{1}present\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}room\0\u{1}session\0\u{1}attempt\0\u{3}room_session_id\0\u{1}present\0\u{3}heartbeat_interval_ms\0\u{3}heartbeat_timeout_ms\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1481,6 +1487,8 @@ nonisolated extension Roomlink_V1_LoginAccepted: SwiftProtobuf.Message, SwiftPro
       case 3: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.roomSessionID) }()
       case 5: try { try decoder.decodeRepeatedStringField(value: &self.present) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.heartbeatIntervalMs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.heartbeatTimeoutMs) }()
       default: break
       }
     }
@@ -1502,6 +1510,12 @@ nonisolated extension Roomlink_V1_LoginAccepted: SwiftProtobuf.Message, SwiftPro
     if !self.present.isEmpty {
       try visitor.visitRepeatedStringField(value: self.present, fieldNumber: 5)
     }
+    if self.heartbeatIntervalMs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heartbeatIntervalMs, fieldNumber: 6)
+    }
+    if self.heartbeatTimeoutMs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heartbeatTimeoutMs, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1511,6 +1525,8 @@ nonisolated extension Roomlink_V1_LoginAccepted: SwiftProtobuf.Message, SwiftPro
     if lhs.attempt != rhs.attempt {return false}
     if lhs.roomSessionID != rhs.roomSessionID {return false}
     if lhs.present != rhs.present {return false}
+    if lhs.heartbeatIntervalMs != rhs.heartbeatIntervalMs {return false}
+    if lhs.heartbeatTimeoutMs != rhs.heartbeatTimeoutMs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
