@@ -117,7 +117,7 @@ public final class AdminClient: RoomAdministration, @unchecked Sendable {
             // On failure libevent has freed the request and called back (with no answer).
             _ = evhttp_make_request(connection, request, command, path)
         }
-        if loop.isInServiceThread { work() } else { _ = try? loop.schedule(after: .zero, work) }
+        loop.runSoon(work)
     }
 
     /// `text` escaped for a path segment.

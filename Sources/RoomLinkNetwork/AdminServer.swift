@@ -183,11 +183,7 @@ final class AdminServer: @unchecked Sendable {
     }
 
     private func onRoomLoop(_ room: ServerRoom, _ body: @escaping @Sendable (isolated ServerRoom) -> Void) {
-        if room.loop.isInServiceThread {
-            room.assumeIsolated { body($0) }
-        } else {
-            _ = try? room.loop.schedule(after: .zero) { room.assumeIsolated { body($0) } }
-        }
+        room.loop.runSoon { room.assumeIsolated { body($0) } }
     }
 
     private static func body(of request: OpaquePointer) -> Data {
@@ -232,7 +228,7 @@ final class AdminServer: @unchecked Sendable {
                 evhttp_send_reply(reply.request, status, Self.reason(status), buffer)
                 evbuffer_free(buffer)
             }
-            if loop.isInServiceThread { write() } else { _ = try? loop.schedule(after: .zero, write) }
+            loop.runSoon(write)
         }
 
         static func reason(_ status: Int32) -> String {

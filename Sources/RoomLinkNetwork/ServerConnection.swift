@@ -216,14 +216,18 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         for (roomID, membership) in rooms
         where membership.isIn && !membership.mediaStopped && membership.lastMedia.duration(to: now) > timeout {
             rooms[roomID]?.mediaStopped = true
-            let (room, session) = (membership.room, membership.session)
-            if room.loop.isInServiceThread {
-                room.connectionClosed(userID: userID, session: session)
-            } else {
-                _ = try? room.loop.schedule(after: .zero) { room.connectionClosed(userID: userID, session: session) }
-            }
+            tellClosed(membership, userID: userID)
         }
     }
+
+    /// Tells the room of `membership` that its member's connection closed (or its data stopped), on the room's loop.
+    private func tellClosed(_ membership: Membership, userID: String) {
+        let (room, session) = (membership.room, membership.session)
+        room.loop.runSoon { room.connectionClosed(userID: userID, session: session) }
+    }
+
+    // The two hops below run for every frame: written out, so that a frame for a room on this loop allocates no
+    // closure (`runSoon` takes an escaping one).
 
     private func deliver(_ message: ClientMessage, to room: any RoomEndpoint) {
         if room.loop.isInServiceThread {
@@ -288,12 +292,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         if let timer { loop.cancel(timer) }
         timer = nil
         for membership in rooms.values where membership.isIn && !membership.mediaStopped {
-            let (room, userID, session) = (membership.room, userID ?? "", membership.session)
-            if room.loop.isInServiceThread {
-                room.connectionClosed(userID: userID, session: session)
-            } else {
-                _ = try? room.loop.schedule(after: .zero) { room.connectionClosed(userID: userID, session: session) }
-            }
+            tellClosed(membership, userID: userID ?? "")
         }
         rooms.removeAll()
         guard let goodbye, let bufferEvent else {

@@ -47,10 +47,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     public let configuration: Configuration
     let address: ResolvedAddress
     private let connections = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
-    private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
-    private let linksNotUp = Atomic<Int>(0)
-    private let partitioned = LockedBox<Set<String>>([])
-    private let partitionCount = Atomic<Int>(0)
+    private let paths = PathStates()
     private let frames = Atomic<Int>(0)
 
     /// A transport to `server` for clients of `dialect`.
@@ -136,41 +133,28 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     // MARK: - NetworkFaults
 
     public func link(of client: any ClientEndpoint) -> LinkState {
-        guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
-        return links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+        paths.link(of: ObjectIdentifier(client))
     }
 
     /// Sets the link of `client` and tells it, on its loop. `down` also closes its connection there (the server sees
     /// the socket close).
     public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
         let key = ObjectIdentifier(client)
-        let changed = links.withLock { links -> Bool in
-            guard (links[key] ?? .up) != state else { return false }
-            links[key] = state == .up ? nil : state
-            linksNotUp.store(links.count, ordering: .releasing)
-            return true
-        }
-        guard changed else { return }
-        onLoop(of: client) { [self] in
+        guard paths.setLink(state, for: key) else { return }
+        client.loop.runSoon { [self] in
             if state == .down, let connection = connections.withLock({ $0[key] }) { connection.close() }
             client.linkChanged(to: state)
         }
     }
 
     public func isPartitioned(_ roomID: String) -> Bool {
-        guard partitionCount.load(ordering: .acquiring) > 0 else { return false }
-        return partitioned.withLock { $0.contains(roomID) }
+        paths.isPartitioned(roomID)
     }
 
     /// Cuts `roomID` off from its clients (`true`) or heals it: its frames are dropped both ways at the clients'
     /// sockets, and the clients connected to it that watch their data (`RouteObserver`) see it stop or resume.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
-        let changed = partitioned.withLock { rooms -> Bool in
-            let changed = cutOff ? rooms.insert(roomID).inserted : rooms.remove(roomID) != nil
-            partitionCount.store(rooms.count, ordering: .releasing)
-            return changed
-        }
-        guard changed else { return }
+        guard paths.setPartitioned(cutOff, room: roomID) else { return }
         for connection in connections.withLock({ Array($0.values) }) {
             connection.loop.execute {
                 guard connection.rooms.contains(roomID), let client = connection.observer else { return }
@@ -204,8 +188,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
 
     /// Whether frames of `room` cross the client's path now (its link is up and the room is not cut off).
     func carries(from key: ObjectIdentifier, room: String) -> Bool {
-        if linksNotUp.load(ordering: .acquiring) > 0, links.withLock({ $0[key] }) != nil { return false }
-        return !isPartitioned(room)
+        paths.link(of: key) == .up && !paths.isPartitioned(room)
     }
 
     /// The delay for one frame: the latency plus a draw of the jitter.
@@ -219,14 +202,6 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     func forget(_ connection: ClientConnection) {
         connections.withLock { connections in
             if connections[connection.key] === connection { connections[connection.key] = nil }
-        }
-    }
-
-    private func onLoop(of client: any ClientEndpoint, _ body: @escaping @Sendable () -> Void) {
-        if client.loop.isInServiceThread {
-            body()
-        } else {
-            _ = try? client.loop.schedule(after: .zero, body)
         }
     }
 }

@@ -19,12 +19,8 @@ import Synchronization
 /// carry them all with no allocation per message.
 public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFaults {
     private let model: NetworkModel
-    private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
-    /// How many links are not up: while none is, sending needs no lock (the common case).
-    private let linksNotUp = Atomic<Int>(0)
-    /// The rooms cut off from their clients, and how many (read without the lock while none is).
-    private let partitioned = LockedBox<Set<String>>([])
-    private let partitionCount = Atomic<Int>(0)
+    /// Links not up and rooms cut off (read without a lock while there are none).
+    private let paths = PathStates()
     private let delivered = StripedCounter()
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
     /// One line per loop given at creation (none with jitter): same-loop messages in flight.
@@ -64,28 +60,19 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
-        return links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+        paths.link(of: ObjectIdentifier(client))
     }
 
     /// Sets the link of `client` and tells the client (at once when called on its loop, otherwise as soon as its
     /// loop runs). Setting the state it already has does nothing.
     public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
-        let changed = links.withLock { links -> Bool in
-            let key = ObjectIdentifier(client)
-            guard (links[key] ?? .up) != state else { return false }
-            links[key] = state == .up ? nil : state
-            linksNotUp.store(links.count, ordering: .releasing)
-            return true
-        }
-        guard changed else { return }
+        guard paths.setLink(state, for: ObjectIdentifier(client)) else { return }
         client.loop.runSoon { client.linkChanged(to: state) }
     }
 
     /// Whether `roomID` is cut off from its clients.
     public func isPartitioned(_ roomID: String) -> Bool {
-        guard partitionCount.load(ordering: .acquiring) > 0 else { return false }
-        return partitioned.withLock { $0.contains(roomID) }
+        paths.isPartitioned(roomID)
     }
 
     /// Cuts `roomID` off from every client (`true`) or heals it (`false`): while cut off, every message between the
@@ -94,12 +81,9 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     /// stop or resume (``RouteObserver/routeChanged(toRoom:reachable:)``), which dialects that watch their media
     /// (Agora) notice after their detection time. Setting the state the room already has does nothing.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
-        let changed = partitioned.withLock { rooms -> Bool in
-            let changed = cutOff ? rooms.insert(roomID).inserted : rooms.remove(roomID) != nil
-            partitionCount.store(rooms.count, ordering: .releasing)
-            return changed
+        guard paths.setPartitioned(cutOff, room: roomID), let room = directory.withLock({ $0 })?.room(roomID) else {
+            return
         }
-        guard changed, let room = directory.withLock({ $0 })?.room(roomID) else { return }
         // The members' data stops or resumes; each client's own loop hears of it.
         room.withMemberChannels { channels in
             for channel in channels {
