@@ -267,4 +267,26 @@ struct ServerRoomStateTests {
             #expect(room.memberIDs.isEmpty)
         }
     }
+
+    /// A member whose data flows again over a connection it did not log in on is answered there from then on; a
+    /// session that is not the member's moves nothing.
+    @Test
+    func aResumedMemberIsAnsweredOnItsNewConnection() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            let old = Endpoint("A-old", loop: loop)
+            let new = Endpoint("A-new", loop: loop)
+            let stranger = Endpoint("M", loop: loop)
+            _ = room.login(Self.login("A", session: 1), from: old, tokenValid: true, now: Self.at(0))
+            room.rebind(userID: "A", session: SessionID(rawValue: 7), to: stranger)
+            #expect(
+                Self.messages(room.kick(userID: "A", reason: .admin, now: Self.at(1))).first?.hasPrefix("A-old") == true
+            )
+            _ = room.login(Self.login("A", session: 2), from: old, tokenValid: true, now: Self.at(2))
+            room.rebind(userID: "A", session: SessionID(rawValue: 2), to: new)
+            #expect(
+                Self.messages(room.kick(userID: "A", reason: .admin, now: Self.at(3))).first?.hasPrefix("A-new") == true
+            )
+        }
+    }
 }

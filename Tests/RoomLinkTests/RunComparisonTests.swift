@@ -1,0 +1,55 @@
+import Testing
+
+@testable import RoomLinkScenarios
+
+/// Comparing a real run's event log with its virtual one, on hand-written logs.
+struct RunComparisonTests {
+    static func event(_ user: String, _ time: Double, _ reason: String, users: [String]? = nil) -> LoggedEvent {
+        LoggedEvent(
+            time: time,
+            user: user,
+            room: "r1",
+            type: users == nil ? "roomState" : "userUpdate",
+            strings: users == nil ? ["reason": reason] : ["update": reason],
+            lists: users.map { ["users": $0] } ?? [:]
+        )
+    }
+
+    @Test func theSameStoryLaterAgreesWithinTheTolerance() {
+        let virtual = [Self.event("A", 0, "logining"), Self.event("A", 120, "logined"), Self.event("B", 0, "logining")]
+        let real = [Self.event("B", 3, "logining"), Self.event("A", 2, "logining"), Self.event("A", 300, "logined")]
+        let comparison = RunComparison(virtual: virtual, real: real)
+        #expect(comparison.sameSequences)
+        #expect(comparison.matched == 3)
+        #expect(comparison.maxLateMs == 180)
+        #expect(comparison.agrees(tolerance: .milliseconds(200)))
+        #expect(!comparison.agrees(tolerance: .milliseconds(100)))
+    }
+
+    @Test func anEarlyEventOrAnotherStoryDoesNotAgree() {
+        let virtual = [Self.event("A", 100, "logined")]
+        #expect(!RunComparison(virtual: virtual, real: [Self.event("A", 50, "logined")]).agrees(tolerance: .seconds(2)))
+        let other = RunComparison(virtual: virtual, real: [Self.event("A", 100, "loginFailed")])
+        #expect(
+            other.mismatches == [
+                .init(
+                    user: "A",
+                    index: 0,
+                    virtual: "roomState room=r1 reason=logined",
+                    real: "roomState room=r1 reason=loginFailed"
+                )
+            ]
+        )
+        let missing = RunComparison(virtual: virtual + [Self.event("A", 200, "reconnecting")], real: virtual)
+        #expect(missing.mismatches.first?.real == nil)
+    }
+
+    /// Two events the virtual run gave one user at one instant may come in either order.
+    @Test func simultaneousEventsMayComeInEitherOrder() {
+        let virtual = [Self.event("A", 10, "add", users: ["B"]), Self.event("A", 10, "add", users: ["C"])]
+        let swapped = [Self.event("A", 12, "add", users: ["C"]), Self.event("A", 11, "add", users: ["B"])]
+        #expect(RunComparison(virtual: virtual, real: swapped).sameSequences)
+        let apart = [Self.event("A", 10, "add", users: ["B"]), Self.event("A", 20, "add", users: ["C"])]
+        #expect(!RunComparison(virtual: apart, real: Array(apart.reversed())).sameSequences)
+    }
+}
