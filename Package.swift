@@ -101,6 +101,17 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
+        // hiredis, with its libevent adapter: Redis I/O on the loops that run the rooms. Linked by name, not through
+        // pkg-config, whose flags for hiredis (-D_FILE_OFFSET_BITS) SwiftPM refuses.
+        .systemLibrary(name: "CHiredis", providers: [.apt(["libhiredis-dev"])]),
+        // Presence shared by several `roomlink serve` nodes in Redis. Only the CLI links it: an embedder's RoomLink
+        // does not need hiredis.
+        .target(
+            name: "RoomLinkRedis",
+            dependencies: ["CHiredis", "CLibevent", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkRuntime"],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
         // The umbrella embedders import: every module above, re-exported.
         .target(
             name: "RoomLink",
@@ -117,7 +128,7 @@ let package = Package(
         .executableTarget(
             name: "RoomLinkCLI",
             dependencies: [
-                "RoomLink",
+                "RoomLink", "RoomLinkRedis",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -156,6 +167,11 @@ let package = Package(
         .testTarget(
             name: "RoomLinkNetworkTests",
             dependencies: ["RoomLink", "RoomLinkNetwork", "RoomLinkWire", "RoomLinkTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoomLinkRedisTests",
+            dependencies: ["RoomLink", "RoomLinkRedis", "RoomLinkNetwork", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import RoomLink
+import RoomLinkRedis
 
 /// `roomlink serve`: RoomLink's server on a real network — the same rooms and server state machines as a simulated
 /// run, on libevent loops, reached over TCP in RoomLink's wire protocol (docs/protocol.md).
@@ -42,6 +43,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A file whose first line is the admin API's bearer token.") var adminTokenFile: String?
     @Option(help: "Log level: trace, debug, info, notice (each closed connection's reason), warning, error.")
     var logLevel: Logger.Level?
+    @Option(
+        help: """
+            Share presence with other nodes in Redis at redis://HOST:PORT[/DB]: several serve processes (one port \
+            with SO_REUSEPORT, or several machines) act as one server (docs/redis.md).
+            """
+    )
+    var redis: String?
+    @Option(help: "This node's name in the cluster (letters, digits, -, _, .); default HOST-PID.") var nodeID: String?
+    @Option(help: "How often the node refreshes its members' leases in Redis (default 2s).")
+    var leasePeriod: DurationArgument?
     @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
 
     func run() async throws {
@@ -74,6 +85,15 @@ struct Serve: AsyncParsableCommand {
             throw fail(error)
         }
         defer { group.shutdown() }
+        var presence: RedisPresence?
+        if let configuration = settings.presence {
+            do {
+                presence = try RedisPresence(group: group, configuration: configuration)
+            } catch {
+                throw fail(RoomLinkError(code: .invalidInput, field: "--redis", message: "--redis: \(error)"))
+            }
+            settings.server.cluster = presence
+        }
         let server = NetworkServer(group: group, configuration: settings.server)
         let address: SocketAddress
         do {
@@ -93,6 +113,18 @@ struct Serve: AsyncParsableCommand {
                 throw fail(RoomLinkError(code: .ioFailure, message: "--admin: \(error.description)"))
             }
         }
+        if let presence {
+            // The first connections take a moment; a node whose Redis is away still serves, answering logins busy.
+            var reachable = await presence.isConnected
+            for _ in 0..<20 where !reachable {
+                try? await Task.sleep(for: .milliseconds(50))
+                reachable = await presence.isConnected
+            }
+            say(
+                "roomlink serve: node \(presence.nodeID), presence in \(presence.configuration.endpoint)"
+                    + (reachable ? "" : " (not reachable yet: logins are answered busy until it is)")
+            )
+        }
         let connections = OpenFileLimit.connections(loops: settings.loops)
         say(
             "roomlink serve: \(settings.server.dialect.rawValue) on \(address) — \(settings.loops) loops "
@@ -103,6 +135,7 @@ struct Serve: AsyncParsableCommand {
         let signal = await ShutdownSignal.wait()
         say("roomlink serve: \(signal): stopping (goodbye to \(server.statistics.connectionsOpen) connections)")
         await server.shutdown()
+        await presence?.shutdown()
         let statistics = server.statistics
         say(
             "roomlink serve: stopped — \(statistics[.connectionsAccepted]) connections, "

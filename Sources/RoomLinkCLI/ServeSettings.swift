@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RoomLink
+import RoomLinkRedis
 
 /// `roomlink serve`'s settings: a configuration file's, with the flags given over them, checked.
 struct ServeSettings {
@@ -11,6 +12,8 @@ struct ServeSettings {
     var logLevel: Logger.Level
     var admin: SocketAddress?
     var adminToken: String?
+    /// Presence shared with other nodes in Redis, when `--redis` is given.
+    var presence: RedisPresence.Configuration?
 
     /// A configuration file: each flag's value under the flag's name in camel case.
     struct File: Decodable {
@@ -34,6 +37,9 @@ struct ServeSettings {
         var admin: String?
         var adminToken: String?
         var adminTokenFile: String?
+        var redis: String?
+        var nodeID: String?
+        var leasePeriod: String?
 
         enum Auth: Decodable {
             case path(String)
@@ -52,7 +58,7 @@ struct ServeSettings {
         static let keys: Set<String> = [
             "listen", "dialect", "timings", "auth", "loginTimeout", "maxOutput", "maxRoomsPerConnection", "accept",
             "loops", "timeScale", "logLevel", "serverNodes", "serverCapacity", "admission", "maxQueue", "shedExpired",
-            "admin", "adminToken", "adminTokenFile",
+            "admin", "adminToken", "adminTokenFile", "redis", "nodeID", "leasePeriod",
         ]
 
         /// Decodes a configuration file, refusing keys it does not know (a typo must not pass unseen).
@@ -225,6 +231,41 @@ struct ServeSettings {
             )
         }
         if admin == nil, adminToken != nil { throw Self.invalid("adminToken", "--admin too (a token for which API?)") }
+        try readPresence(flags: flags, file: file)
+    }
+
+    /// `--redis`, `--node-id` and `--lease-period`.
+    private mutating func readPresence(flags: Serve, file: File) throws(RoomLinkError) {
+        let nodeID = flags.nodeID ?? file.nodeID
+        var leasePeriod = flags.leasePeriod?.duration
+        if leasePeriod == nil, let text = file.leasePeriod {
+            guard let value = Duration(roomLinkText: text) else { throw Self.invalid("leasePeriod", "a duration") }
+            leasePeriod = value
+        }
+        guard let text = flags.redis ?? file.redis else {
+            if nodeID != nil { throw Self.invalid("nodeID", "--redis too (a node of which cluster?)") }
+            if leasePeriod != nil { throw Self.invalid("leasePeriod", "--redis too") }
+            return
+        }
+        do {
+            var presence = RedisPresence.Configuration(
+                endpoint: try RedisEndpoint(parsing: text),
+                nodeID: nodeID ?? Self.defaultNodeID()
+            )
+            if let leasePeriod { presence.leasePeriod = leasePeriod }
+            try presence.validate()
+            self.presence = presence
+        } catch {
+            throw RoomLinkError(code: .invalidInput, field: "--redis", message: "--redis: \(error.description)")
+        }
+    }
+
+    /// This host's name and the process's ID: unique among the nodes of one machine and, with distinct host names,
+    /// of several.
+    private static func defaultNodeID() -> String {
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "node"
+        let allowed = host.filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+        return "\(allowed.isEmpty ? "node" : String(allowed.prefix(40)))-\(ProcessInfo.processInfo.processIdentifier)"
     }
 
     private static func authTable(at path: String) throws(RoomLinkError) -> [String: String] {

@@ -29,6 +29,8 @@ final class ClientConnection: @unchecked Sendable {
     private var random: SeededRandom
     /// Sends the rooms' media every media interval, for a dialect whose media flows continuously.
     private var mediaTimer: TimerHandle?
+    /// Which of the transport's servers the connection goes to.
+    private var serverIndex = 0
 
     private enum Phase { case connecting, open, closed }
 
@@ -47,7 +49,9 @@ final class ClientConnection: @unchecked Sendable {
         bufferevent_setcb(bufferEvent, clientReadCallback, nil, clientEventCallback, context)
         bufferevent_setwatermark(bufferEvent, Sockets.read, 0, Sockets.inputHighWatermark)
         bufferevent_enable(bufferEvent, Sockets.readWrite)
-        let status = transport.address.withSockaddr { bufferevent_socket_connect(bufferEvent, $0, $1) }
+        let (address, serverIndex) = transport.address(for: key, spread: client.endpointHash)
+        self.serverIndex = serverIndex
+        let status = address.withSockaddr { bufferevent_socket_connect(bufferEvent, $0, $1) }
         if status != 0 {
             // Failed at once (no route, out of descriptors): tell the client as soon as its loop runs.
             _ = try? loop.schedule(after: .zero) { [self] in finish(.refused) }
@@ -176,6 +180,8 @@ final class ClientConnection: @unchecked Sendable {
     private func finish(_ event: ConnectionEvent) {
         guard phase != .closed else { return }
         close()
+        // The next connection tries the next server (a cluster's other node), if there is one.
+        transport.moveOn(key, from: serverIndex)
         for room in rooms.sorted() { client?.connectionChanged(event, room: room) }
     }
 

@@ -69,6 +69,8 @@ public final class NetworkServer: Sendable {
         public var servesOnRoomLoop: Bool
         /// Where connections' closes and the server's troubles are logged.
         public var logger: Logger
+        /// The cluster the server is one node of (`roomlink serve --redis`: `RedisPresence`), if any.
+        public var cluster: (any RoomCluster)?
 
         public init(
             dialect: DialectName,
@@ -129,7 +131,8 @@ public final class NetworkServer: Sendable {
             transport: transport,
             timings: configuration.timings,
             auth: configuration.auth,
-            policy: configuration.policy
+            policy: configuration.policy,
+            cluster: configuration.cluster
         )
         rooms.nodes?.start(at: group.now)
     }
@@ -174,6 +177,14 @@ public final class NetworkServer: Sendable {
     /// the close grace has passed; closes the admin API. Call it before shutting the loop group down.
     public func shutdown() async {
         await transport.close()
+        if let admin = admin.withLock({ $0 }) { await admin.stop() }
+        admin.withLock { $0 = nil }
+    }
+
+    /// Stops at once, as a killed process does: closes the listeners and every connection without a goodbye (clients
+    /// see their connections drop), and the admin API. For tests and drills of a node's death.
+    public func abandon() async {
+        await transport.close(abandoning: true)
         if let admin = admin.withLock({ $0 }) { await admin.stop() }
         admin.withLock { $0 = nil }
     }

@@ -42,10 +42,17 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         }
     }
 
-    public let server: SocketAddress
+    /// The first of ``servers``.
+    public var server: SocketAddress { servers[0] }
+    /// The servers a client may connect to: the nodes of one cluster (`roomlink serve --redis`). A client starts on
+    /// one picked by its ID (so that clients spread over them) and moves to the next whenever its connection fails
+    /// or drops; its dialect's retry policy paces the attempts, whichever server they go to.
+    public let servers: [SocketAddress]
     public let dialect: DialectName
     public let configuration: Configuration
-    let address: ResolvedAddress
+    private let addresses: [ResolvedAddress]
+    /// The server each client uses now (an index into `addresses`), once it has moved from the one its ID picked.
+    private let chosen = LockedBox<[ObjectIdentifier: Int]>([:])
     private let connections = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
     private let paths = PathStates()
     private let frames = Atomic<Int>(0)
@@ -53,18 +60,33 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     /// A transport to `server` for clients of `dialect`.
     ///
     /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when `server` does not resolve.
-    public init(
+    public convenience init(
         server: SocketAddress,
         dialect: DialectName,
         configuration: Configuration = .init()
     ) throws(NetworkError) {
-        self.server = server
+        try self.init(servers: [server], dialect: dialect, configuration: configuration)
+    }
+
+    /// A transport to the nodes `servers` of one cluster, for clients of `dialect`.
+    ///
+    /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when a server does not resolve;
+    ///   ``NetworkError/misuse(_:)`` for an empty list.
+    public init(
+        servers: [SocketAddress],
+        dialect: DialectName,
+        configuration: Configuration = .init()
+    ) throws(NetworkError) {
+        guard !servers.isEmpty else { throw .misuse("a client transport needs at least one server") }
+        self.servers = servers
         self.dialect = dialect
         // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is
         // handled instead.
         signal(SIGPIPE, SIG_IGN)
         self.configuration = configuration
-        self.address = try server.resolved()
+        var addresses: [ResolvedAddress] = []
+        for server in servers { addresses.append(try server.resolved()) }
+        self.addresses = addresses
     }
 
     // MARK: - ClientTransport
@@ -197,6 +219,18 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         guard jitter > .zero else { return configuration.latency }
         let nanoseconds = jitter.components.seconds * 1_000_000_000 + jitter.components.attoseconds / 1_000_000_000
         return configuration.latency + .nanoseconds(Int64.random(in: 0...max(0, nanoseconds), using: &random))
+    }
+
+    /// The server a new connection of the client `key` goes to, and its index.
+    func address(for key: ObjectIdentifier, spread: UInt64) -> (ResolvedAddress, Int) {
+        let index = chosen.withLock { $0[key] } ?? Int(spread % UInt64(addresses.count))
+        return (addresses[index], index)
+    }
+
+    /// The client's connection to server `index` failed or dropped: its next one goes to the next server.
+    func moveOn(_ key: ObjectIdentifier, from index: Int) {
+        guard addresses.count > 1 else { return }
+        chosen.withLock { $0[key] = (index + 1) % addresses.count }
     }
 
     func forget(_ connection: ClientConnection) {

@@ -258,7 +258,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
 
     /// Stops accepting; unless `listenersOnly`, says goodbye to every connection and waits until each is written
     /// out or the close grace has passed, then frees what is left.
-    func close(listenersOnly: Bool = false) async {
+    func close(listenersOnly: Bool = false, abandoning: Bool = false) async {
         // Every listener first: a client told goodbye reconnects at once, and must not find another loop's listener
         // of this server still open.
         for state in perLoop {
@@ -287,6 +287,11 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
                     }
                 }
                 let scheduled = try? state.loop.schedule(after: .zero) { [self] in
+                    if abandoning {
+                        // As a killed process: every socket closes at once, and nobody is told why.
+                        for connection in Array(state.connections.values) { connection.free() }
+                        return finish()
+                    }
                     for connection in Array(state.connections.values) {
                         connection.close(
                             .serverShutdown,

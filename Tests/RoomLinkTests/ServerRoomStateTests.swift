@@ -41,6 +41,7 @@ struct ServerRoomStateTests {
             case .armDeadline(let at): "deadline \(at.milliseconds)"
             case .armTokenDeadline(let user, let at): "token \(user) \(at.milliseconds)"
             case .armFlush(let at): "flush \(at.milliseconds)"
+            case .announce(let announcement): "announce \(announcement)"
             }
         }
     }

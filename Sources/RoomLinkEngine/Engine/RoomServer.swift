@@ -20,6 +20,8 @@ public final class RoomServer: RoomDirectory {
         weak let transport: (any ServerTransport)?
         /// The nodes, when their capacity is modelled.
         let nodes: ServerNodes?
+        /// The cluster this server is a node of, if any.
+        let cluster: (any RoomCluster)?
         private let tokens: LockedBox<TokenTable>
 
         private struct TokenTable {
@@ -29,8 +31,15 @@ public final class RoomServer: RoomDirectory {
             var expired: [String: Set<String>] = [:]
         }
 
-        init(timings: ServerTimings, transport: any ServerTransport, auth: [String: String]?, policy: ServerPolicy) {
+        init(
+            timings: ServerTimings,
+            transport: any ServerTransport,
+            auth: [String: String]?,
+            policy: ServerPolicy,
+            cluster: (any RoomCluster)?
+        ) {
             self.timings = timings
+            self.cluster = cluster
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
             self.transport = transport
             self.tokens = LockedBox(TokenTable(auth: auth))
@@ -73,17 +82,24 @@ public final class RoomServer: RoomDirectory {
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
     ///   - policy: The nodes' capacity and admission control (SPEC §9); unlimited by default.
+    ///   - cluster: The cluster this server is one node of (``RoomCluster``), if any: rooms then share their members
+    ///     with the other nodes, and the business server's calls reach the node that holds the users.
     public init(
         group: any RuntimeLoopGroup,
         transport: any ServerTransport,
         timings: ServerTimings = .zego,
         auth: [String: String]? = nil,
-        policy: ServerPolicy = .unlimited
+        policy: ServerPolicy = .unlimited,
+        cluster: (any RoomCluster)? = nil
     ) {
         self.group = group
-        self.shared = Shared(timings: timings, transport: transport, auth: auth, policy: policy)
+        self.shared = Shared(timings: timings, transport: transport, auth: auth, policy: policy, cluster: cluster)
         transport.serve(self)
+        cluster?.start(serving: self)
     }
+
+    /// The cluster this server is a node of, if any.
+    public var cluster: (any RoomCluster)? { shared.cluster }
 
     public func room(_ roomID: String) -> any RoomEndpoint {
         serverRoom(roomID)
@@ -115,14 +131,37 @@ public final class RoomServer: RoomDirectory {
 
     /// Kicks users out of a room (the business server's kick API); their clients are told why and do not reconnect,
     /// and the room's other members see them leave.
+    ///
+    /// In a cluster, the call reaches whichever node holds each user.
     public func kickOut(roomID: String, userIDs: [String]) {
+        if let cluster = shared.cluster { return cluster.kickOut(roomID: roomID, userIDs: userIDs, reason: .admin) }
         let room = serverRoom(roomID)
         onLoop(of: room) { room in for userID in userIDs { room.kick(userID, reason: .admin) } }
+    }
+
+    /// Kicks users out of a room if this node holds them: what a cluster calls on each node.
+    public func kickOutOnThisNode(roomID: String, userIDs: [String], reason: KickReason) {
+        guard let room = existingRoom(roomID) else { return }
+        onLoop(of: room) { room in for userID in userIDs { room.kick(userID, reason: reason) } }
+    }
+
+    /// Asks users of a room to reconnect if this node holds them: what a cluster calls on each node.
+    public func requestReconnectOnThisNode(roomID: String, userIDs: [String]) {
+        guard let room = existingRoom(roomID) else { return }
+        onLoop(of: room) { room in for userID in userIDs { room.requestReconnect(userID) } }
+    }
+
+    /// Expires the current token of `userID` on this node: what a cluster calls on each node.
+    public func expireTokenOnThisNode(userID: String, inRooms roomIDs: [String]?) {
+        shared.expire(userID)
+        let targets = (roomIDs ?? self.roomIDs).compactMap(existingRoom)
+        for room in targets { onLoop(of: room) { $0.tokenExpired(userID) } }
     }
 
     /// Asks users of a room to reconnect now, as a server node going away does (LiveKit's `LeaveRequest` with a
     /// reconnect action): a LiveKit client reconnects in full, with a new session; ZEGO and Agora clients resume.
     public func requestReconnect(roomID: String, userIDs: [String]) {
+        if let cluster = shared.cluster { return cluster.requestReconnect(roomID: roomID, userIDs: userIDs) }
         let room = serverRoom(roomID)
         onLoop(of: room) { room in for userID in userIDs { room.requestReconnect(userID) } }
     }
@@ -130,6 +169,7 @@ public final class RoomServer: RoomDirectory {
     /// Expires the current token of `userID`: later logins with it are refused, and the user's members in `roomIDs`
     /// (every room when `nil`) are warned and kicked out after the renewal grace unless they renew.
     public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {
+        if let cluster = shared.cluster { return cluster.expireToken(userID: userID, inRooms: roomIDs) }
         shared.expire(userID)
         let targets =
             roomIDs.map { $0.map(serverRoom) } ?? rooms.withLock { $0.keys.sorted() }.map(serverRoom)

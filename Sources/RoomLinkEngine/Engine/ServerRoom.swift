@@ -26,7 +26,7 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         self.roomHash = StableHash.fnv1a(roomID)
         self.loop = loop
         self.server = server
-        self.state = ServerRoomState(roomID: roomID, timings: server.timings)
+        self.state = ServerRoomState(roomID: roomID, timings: server.timings, clustered: server.cluster != nil)
         self.node = server.nodes?.node(of: roomID)
     }
 
@@ -111,8 +111,74 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     private func login(_ request: LoginRequest, on channel: any ClientChannel) {
         let valid = server.tokenIsValid(request.token, for: request.userID)
         if node != nil { droppedAt[request.session] = nil }
-        apply(state.login(request, from: channel, tokenValid: valid, now: loop.now))
+        guard valid, let cluster = server.cluster else {
+            apply(state.login(request, from: channel, tokenValid: valid, now: loop.now))
+            return
+        }
+        let claim = ClusterClaim(
+            roomID: roomID,
+            userID: request.userID,
+            session: request.session,
+            kind: request.kind,
+            hidden: request.hidden,
+            maxMemberCount: request.maxMemberCount
+        )
+        cluster.admit(claim, to: self) { [self] verdict in
+            onLoop(call: Self.admittedOnLoop, with: (request, channel, verdict))
+        }
     }
+
+    private static let admittedOnLoop:
+        @Sendable (isolated ServerRoom, (LoginRequest, any ClientChannel, ClusterVerdict)) -> Void = {
+            $0.admitted($1.0, on: $1.1, verdict: $1.2)
+        }
+
+    /// The cluster's answer to a login: the room lets it in, or answers as the cluster says.
+    private func admitted(_ request: LoginRequest, on channel: any ClientChannel, verdict: ClusterVerdict) {
+        let session = request.session
+        let answer: ServerMessage
+        switch verdict {
+        case .admitted(let life, let sequence):
+            apply(state.login(request, from: channel, tokenValid: true, admitted: (life, sequence), now: loop.now))
+            return
+        case .kicked(let reason): answer = .kicked(session: session, reason: reason)
+        case .sessionUnknown: answer = .sessionUnknown(session: session)
+        case .memberCapReached:
+            answer = .loginRejected(session: session, attempt: request.attempt, reason: .memberCapReached)
+        case .unavailable(let retryAfter):
+            answer = .busy(session: session, attempt: request.attempt, retryAfter: retryAfter)
+        }
+        server.transport?.send(answer, on: channel, from: self)
+        if !state.hasLocalMembers { server.cluster?.release(self) }
+    }
+
+    /// A change another node of the room's cluster made to the room's members, in the cluster's order. Called on the
+    /// room's loop.
+    public nonisolated func clusterChanged(_ change: ClusterChange) {
+        onLoop(call: Self.clusterChangedOnLoop, with: change)
+    }
+
+    private static let clusterChangedOnLoop: @Sendable (isolated ServerRoom, ClusterChange) -> Void = { room, change in
+        let effects = room.state.clusterChanged(change, now: room.loop.now)
+        room.apply(effects)
+        // A member of the room's own replaced from elsewhere may have been its last.
+        if effects.contains(where: { if case .send = $0 { true } else { false } }), !room.state.hasLocalMembers {
+            room.server.cluster?.release(room)
+        }
+    }
+
+    /// The room's own members (not the cluster's other nodes'), in the order they joined.
+    public var localMembers: [(userID: String, session: SessionID, hidden: Bool)] {
+        state.localMembers.map { ($0.userID, $0.session, $0.hidden) }
+    }
+
+    /// The members other nodes of the room's cluster hold, in the order they joined.
+    public var remoteMembers: [ClusterMember] {
+        state.remoteMembers
+    }
+
+    /// Whether the room holds members of its own (in a cluster, beside the other nodes').
+    public var hasLocalMembers: Bool { state.hasLocalMembers }
 
     /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
     /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
@@ -163,14 +229,23 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         apply(state.requestReconnect(userID: userID))
     }
 
-    /// The token of `userID` expired.
-    func tokenExpired(_ userID: String) {
+    /// The token of `userID` expired: its member, if it is the room's own, is warned and kicked out after the
+    /// renewal grace unless it renews.
+    public func tokenExpired(_ userID: String) {
         apply(state.tokenExpired(userID: userID, now: loop.now))
     }
 
     private func apply(_ effects: [ServerRoomState.Effect]) {
+        var announcedDeparture = false
+        defer {
+            // The room's last member of its own gone, the node stops following the room in the cluster.
+            if announcedDeparture, !state.hasLocalMembers { server.cluster?.release(self) }
+        }
         for effect in effects {
             switch effect {
+            case .announce(let announcement):
+                if case .left = announcement { announcedDeparture = true }
+                server.cluster?.announce(announcement, in: self)
             case .send(let message, let channel):
                 server.transport?.send(message, on: channel, from: self)
             case .armDeadline(let deadline):

@@ -28,6 +28,12 @@ internal import OrderedCollections
 /// - The first member of an empty room sets its member cap.
 /// - A kicked session stays kicked: if the kick never reached its client (its network was down), the client's next
 ///   heartbeat or reconnection is answered with the kick again, not let back in.
+///
+/// In a cluster (``RoomCluster``) the room also holds *remote* members, the other nodes' (``Member/node``): peers
+/// see them as any other member, but the room never sends to them, queues no deadline for them and takes no
+/// heartbeat for them; they come and go with the cluster's changes (``clusterChanged(_:now:)``). What the room
+/// changes of its own members it announces (``Effect/announce(_:)``), and logins the cluster has admitted skip the
+/// checks the cluster made (``login(_:from:tokenValid:admitted:now:)``).
 public struct ServerRoomState {
     /// A member of the room.
     public struct Member {
@@ -42,8 +48,13 @@ public struct ServerRoomState {
         public var lastHeard: RuntimeInstant
         /// When the member's token expires unless renewed; `nil` when it is not expiring.
         public var tokenDeadline: RuntimeInstant?
+        /// The node that holds the member, in a cluster; `nil` for this node's own members.
+        public var node: String?
         /// The number of changes the room had made when the member joined.
         var joinedAtChange: UInt64
+        /// The cluster's sequence number of the member's latest change (0 outside a cluster): older changes of the
+        /// same user, arriving late, are ignored.
+        var clusterSequence: UInt64 = 0
         /// Where the member's latest deadline is in the room's queue (counted from the room's first), if queued.
         var queued: UInt64? = nil
     }
@@ -57,6 +68,8 @@ public struct ServerRoomState {
         case armTokenDeadline(userID: String, at: RuntimeInstant)
         /// Call ``ServerRoomState/flushUpdates(now:)`` at the given time.
         case armFlush(at: RuntimeInstant)
+        /// Tell the cluster's other nodes (in a cluster only).
+        case announce(ClusterAnnouncement)
     }
 
     private struct HeardEntry {
@@ -74,6 +87,8 @@ public struct ServerRoomState {
 
     public let roomID: String
     public let timings: ServerTimings
+    /// Whether the room is one node's part of a cluster's room: it announces its own members' changes.
+    public let clustered: Bool
     /// Members by user ID, in the order they joined (so every run sends in the same order).
     private var members: OrderedDictionary<String, Member> = [:]
     /// The member cap set by the first member of the room's current life.
@@ -99,25 +114,47 @@ public struct ServerRoomState {
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { Array(members.keys) }
 
-    /// The channels of the members, in the order they joined.
-    var memberChannels: [any ClientChannel] { members.values.map(\.channel) }
+    /// The channels of the room's own members (not the cluster's other nodes'), in the order they joined.
+    var memberChannels: [any ClientChannel] { members.values.filter { $0.node == nil }.map(\.channel) }
+
+    /// Whether the room holds members of its own (in a cluster, beside the other nodes').
+    public var hasLocalMembers: Bool { members.values.contains { $0.node == nil } }
+
+    /// The members the cluster's other nodes hold, in the order they joined.
+    public var remoteMembers: [ClusterMember] {
+        members.values.compactMap { member in
+            member.node.map {
+                ClusterMember(userID: member.userID, session: member.session, node: $0, hidden: member.hidden)
+            }
+        }
+    }
+
+    /// The room's own members, in the order they joined.
+    public var localMembers: [Member] { members.values.filter { $0.node == nil } }
 
     /// The member with `userID`, if any.
     public func member(_ userID: String) -> Member? { members[userID] }
 
-    public init(roomID: String, timings: ServerTimings) {
+    public init(roomID: String, timings: ServerTimings, clustered: Bool = false) {
         self.roomID = roomID
         self.timings = timings
+        self.clustered = clustered
         self.roomSessionID = Self.sessionID(roomID, life: 0)
     }
 
-    /// Handles a login whose token the server has already checked (`tokenValid`).
+    /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the
+    /// cluster's verdict (``ClusterVerdict/admitted(life:sequence:)``): it checked the kicked sessions, the resumed
+    /// session and the member cap across nodes, so the room does not check them again.
     public mutating func login(
         _ request: LoginRequest,
         from channel: any ClientChannel,
         tokenValid: Bool,
+        admitted: (life: UInt64, sequence: UInt64)? = nil,
         now: RuntimeInstant
     ) -> [Effect] {
+        if let admitted {
+            return clusterLogin(request, from: channel, life: admitted.life, sequence: admitted.sequence, now: now)
+        }
         if request.isReconnect, let reason = kickedSessions[request.session] {
             return [.send(.kicked(session: request.session, reason: reason), to: channel)]
         }
@@ -132,16 +169,49 @@ public struct ServerRoomState {
         if request.kind == .resume, members[request.userID]?.session != request.session {
             return [.send(.sessionUnknown(session: request.session), to: channel)]
         }
+        if members[request.userID] == nil, !members.isEmpty, let cap = maxMemberCount, members.count >= cap {
+            return [
+                .send(
+                    .loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached),
+                    to: channel
+                )
+            ]
+        }
+        return enter(request, from: channel, sequence: 0, now: now)
+    }
+
+    /// A login the cluster admitted: the room's life is the cluster's.
+    private mutating func clusterLogin(
+        _ request: LoginRequest,
+        from channel: any ClientChannel,
+        life: UInt64,
+        sequence: UInt64,
+        now: RuntimeInstant
+    ) -> [Effect] {
+        lives = life
+        roomSessionID = Self.sessionID(roomID, life: life)
+        return enter(request, from: channel, sequence: sequence, now: now)
+    }
+
+    /// Makes an admitted login the user's membership, replacing an older session, and answers it.
+    private mutating func enter(
+        _ request: LoginRequest,
+        from channel: any ClientChannel,
+        sequence: UInt64,
+        now: RuntimeInstant
+    ) -> [Effect] {
         var effects: [Effect] = []
         if let existing = members[request.userID], existing.session != request.session, timings.duplicateLoginVisible {
             // A new participant with the same identity: the old one leaves (its client, if it still listens, is
-            // told), and the new one joins below.
-            kickedSessions[existing.session] = .duplicateLogin
-            effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
-            effects += remove(request.userID, reason: .dropped, now: now)
+            // told — by its own node when it is another's), and the new one joins below.
+            if existing.node == nil {
+                kickedSessions[existing.session] = .duplicateLogin
+                effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
+            }
+            effects += remove(request.userID, reason: .dropped, announce: false, now: now)
         }
         if let existing = members[request.userID] {
-            if existing.session != request.session {
+            if existing.session != request.session, existing.node == nil {
                 // The newer login wins; the user stays present, so peers hear nothing.
                 kickedSessions[existing.session] = .duplicateLogin
                 effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
@@ -149,6 +219,8 @@ public struct ServerRoomState {
             var member = existing
             member.session = request.session
             member.channel = channel
+            member.node = nil
+            member.clusterSequence = sequence
             member.userStatusNotify = request.userStatusNotify
             if existing.session != request.session { member.tokenDeadline = nil }
             if member.hidden != request.hidden {
@@ -163,17 +235,10 @@ public struct ServerRoomState {
             members[request.userID] = member
             if let arm = heard(request.userID, at: now) { effects.append(arm) }
         } else {
-            if members.isEmpty {
+            if members.isEmpty, !clustered {
                 lives += 1
                 roomSessionID = Self.sessionID(roomID, life: lives)
                 maxMemberCount = request.maxMemberCount
-            } else if let cap = maxMemberCount, members.count >= cap {
-                return [
-                    .send(
-                        .loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached),
-                        to: channel
-                    )
-                ]
             }
             members[request.userID] = Member(
                 userID: request.userID,
@@ -183,7 +248,8 @@ public struct ServerRoomState {
                 hidden: request.hidden,
                 lastHeard: now,
                 tokenDeadline: nil,
-                joinedAtChange: changeCount + 1
+                joinedAtChange: changeCount + 1,
+                clusterSequence: sequence
             )
             if let arm = heard(request.userID, at: now) { effects.append(arm) }
             if !request.hidden { effects += recordChange(.add, of: request.userID, now: now) }
@@ -219,10 +285,12 @@ public struct ServerRoomState {
         let index: Int
         // The hint first (no hashing); a member that moved (an earlier one left) is looked up by user ID.
         if slot >= 0, Int(slot) < members.count, members.values[Int(slot)].session == session,
-            members.values[Int(slot)].userID == userID
+            members.values[Int(slot)].userID == userID, members.values[Int(slot)].node == nil
         {
             index = Int(slot)
-        } else if let found = members.index(forKey: userID), members.values[found].session == session {
+        } else if let found = members.index(forKey: userID), members.values[found].session == session,
+            members.values[found].node == nil
+        {
             index = found
         } else {
             if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), -1, nil) }
@@ -241,7 +309,7 @@ public struct ServerRoomState {
     /// a connection it did not log in on (a socket transport's new connection after a short outage).
     public mutating func rebind(userID: String, session: SessionID, to channel: any ClientChannel) {
         guard let index = members.index(forKey: userID), members.values[index].session == session,
-            members.values[index].channel !== channel
+            members.values[index].node == nil, members.values[index].channel !== channel
         else { return }
         members.values[index].channel = channel
     }
@@ -249,24 +317,28 @@ public struct ServerRoomState {
     /// The member's connection closed (or, with continuous data, its data stopped): its timeout runs from now, and
     /// it stays a member meanwhile.
     public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {
-        guard let index = members.index(forKey: userID), members.values[index].session == session else { return nil }
+        guard let index = members.index(forKey: userID), members.values[index].session == session,
+            members.values[index].node == nil
+        else { return nil }
         members.values[index].lastHeard = now
         return queue(memberAt: index, heardAt: now)
     }
 
     /// The member leaves.
     public mutating func logout(userID: String, session: SessionID, now: RuntimeInstant) -> [Effect] {
-        guard members[userID]?.session == session else { return [] }
+        guard let member = members[userID], member.session == session, member.node == nil else { return [] }
         return remove(userID, reason: .quit, now: now)
     }
 
     /// The member becomes hidden from its peers, or visible again.
     public mutating func setHidden(userID: String, session: SessionID, hidden: Bool, now: RuntimeInstant) -> [Effect] {
         guard let index = members.index(forKey: userID), members.values[index].session == session,
-            members.values[index].hidden != hidden
+            members.values[index].node == nil, members.values[index].hidden != hidden
         else { return [] }
         members.values[index].hidden = hidden
-        return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
+        let announced: [Effect] =
+            clustered ? [.announce(.hiddenChanged(userID: userID, session: session, hidden: hidden))] : []
+        return announced + recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
     }
 
     /// The room's deadline timer fired: removes every member silent for the whole timeout, and re-arms the timer
@@ -299,22 +371,22 @@ public struct ServerRoomState {
 
     /// The business server kicks `userID` out.
     public mutating func kick(userID: String, reason: KickReason, now: RuntimeInstant) -> [Effect] {
-        guard let member = members[userID] else { return [] }
+        guard let member = members[userID], member.node == nil else { return [] }
         kickedSessions[member.session] = reason
         return [.send(.kicked(session: member.session, reason: reason), to: member.channel)]
-            + remove(userID, reason: .dropped, now: now)
+            + remove(userID, reason: .dropped, kicked: reason, now: now)
     }
 
     /// The server asks `userID` to reconnect (it keeps the member until the reconnection replaces it, or times it
     /// out).
     public func requestReconnect(userID: String) -> [Effect] {
-        guard let member = members[userID] else { return [] }
+        guard let member = members[userID], member.node == nil else { return [] }
         return [.send(.reconnectRequested(session: member.session), to: member.channel)]
     }
 
     /// The token of `userID` expired: warn the member and kick it after the grace period unless it renews.
     public mutating func tokenExpired(userID: String, now: RuntimeInstant) -> [Effect] {
-        guard let member = members[userID], member.tokenDeadline == nil else { return [] }
+        guard let member = members[userID], member.node == nil, member.tokenDeadline == nil else { return [] }
         let deadline = now.advanced(by: timings.tokenRenewalGrace)
         members[userID]!.tokenDeadline = deadline
         return [
@@ -335,13 +407,107 @@ public struct ServerRoomState {
         return kick(userID: userID, reason: .tokenExpired, now: now)
     }
 
+    /// Applies a change another node of the cluster made (or the cluster's whole membership of the room): the
+    /// room's own members hear of it as of any peer's, after the dialect's delay.
+    ///
+    /// The room's own members stay the room's to decide: a change naming one of them with its current session is
+    /// ignored (the cluster's record of a member of this node can lag, never lead). A login elsewhere with the
+    /// user ID of one of them replaces it: it is kicked (``KickReason/duplicateLogin``), as a second login on this
+    /// node would be. A change older than the user's latest one known here is ignored.
+    public mutating func clusterChanged(_ change: ClusterChange, now: RuntimeInstant) -> [Effect] {
+        switch change {
+        case .joined(let joined, let sequence):
+            return remoteJoined(joined, sequence: sequence, now: now)
+        case .left(let userID, let session, let reason, let sequence):
+            guard let member = members[userID], member.node != nil, member.session == session,
+                member.clusterSequence < sequence
+            else { return [] }
+            return remove(userID, reason: reason, announce: false, now: now)
+        case .hiddenChanged(let userID, let session, let hidden, let sequence):
+            guard let index = members.index(forKey: userID), members.values[index].node != nil,
+                members.values[index].session == session, members.values[index].clusterSequence < sequence,
+                members.values[index].hidden != hidden
+            else { return [] }
+            members.values[index].hidden = hidden
+            members.values[index].clusterSequence = sequence
+            return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
+        case .snapshot(let listed, let sequence):
+            var effects: [Effect] = []
+            let byUser = Dictionary(listed.map { ($0.userID, $0) }, uniquingKeysWith: { _, last in last })
+            // Remote members the cluster no longer lists left while the room was not listening.
+            for member in members.values where member.node != nil && byUser[member.userID] == nil {
+                effects += remove(member.userID, reason: .dropped, announce: false, now: now)
+            }
+            for member in listed {
+                effects += remoteJoined(member, sequence: sequence, now: now)
+            }
+            return effects
+        }
+    }
+
+    private mutating func remoteJoined(_ joined: ClusterMember, sequence: UInt64, now: RuntimeInstant) -> [Effect] {
+        var effects: [Effect] = []
+        if let existing = members[joined.userID] {
+            // The room's own member with this very session stays its own: the cluster's record of it is old.
+            guard existing.clusterSequence < sequence, existing.node != nil || existing.session != joined.session
+            else { return [] }
+            if existing.session == joined.session {
+                // The same session on another node (or another node's listing of it): it moved, peers hear nothing.
+                var member = existing
+                member.node = joined.node
+                member.clusterSequence = sequence
+                members[joined.userID] = member
+                return remoteHidden(joined.userID, hidden: joined.hidden, now: now)
+            }
+            if existing.node == nil {
+                kickedSessions[existing.session] = .duplicateLogin
+                effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
+            }
+            if timings.duplicateLoginVisible {
+                effects += remove(joined.userID, reason: .dropped, announce: false, now: now)
+            } else {
+                var member = existing
+                supersedeQueued(member.queued)
+                member.queued = nil
+                member.session = joined.session
+                member.node = joined.node
+                member.channel = RemoteMemberChannel.shared
+                member.tokenDeadline = nil
+                member.clusterSequence = sequence
+                members[joined.userID] = member
+                return effects + remoteHidden(joined.userID, hidden: joined.hidden, now: now)
+            }
+        }
+        members[joined.userID] = Member(
+            userID: joined.userID,
+            session: joined.session,
+            channel: RemoteMemberChannel.shared,
+            userStatusNotify: false,
+            hidden: joined.hidden,
+            lastHeard: now,
+            tokenDeadline: nil,
+            node: joined.node,
+            joinedAtChange: changeCount + 1,
+            clusterSequence: sequence
+        )
+        if !joined.hidden { effects += recordChange(.add, of: joined.userID, now: now) }
+        return effects
+    }
+
+    /// A remote member's visibility as the cluster lists it.
+    private mutating func remoteHidden(_ userID: String, hidden: Bool, now: RuntimeInstant) -> [Effect] {
+        guard let index = members.index(forKey: userID), members.values[index].hidden != hidden else { return [] }
+        members.values[index].hidden = hidden
+        return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
+    }
+
     /// Sends the user updates that are due, in order, each run of one kind as one update.
     public mutating func flushUpdates(now: RuntimeInstant) -> [Effect] {
         guard !pending.isEmpty else { return [] }
         let changes = pending
         pending.removeAll()
         var effects: [Effect] = []
-        for listener in members.values where listener.userStatusNotify {
+        for listener in members.values where listener.userStatusNotify && listener.node == nil {
             var batch: (change: PresenceChange, reason: DepartureReason?, users: [String])?
             for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listener.userID {
                 if let current = batch, current.change != change.change || current.reason != change.reason {
@@ -364,11 +530,22 @@ public struct ServerRoomState {
         return effects
     }
 
-    private mutating func remove(_ userID: String, reason: DepartureReason, now: RuntimeInstant) -> [Effect] {
+    /// Removes `userID`; in a cluster, a member of the room's own is announced gone unless `announce` is false (a
+    /// login replaced it, which the cluster knows already).
+    private mutating func remove(
+        _ userID: String,
+        reason: DepartureReason,
+        kicked: KickReason? = nil,
+        announce: Bool = true,
+        now: RuntimeInstant
+    ) -> [Effect] {
         guard let member = members.removeValue(forKey: userID) else { return [] }
         supersedeQueued(member.queued)
-        guard !member.hidden else { return [] }
-        return recordChange(.delete, reason: reason, of: userID, now: now)
+        let announced: [Effect] =
+            clustered && announce && member.node == nil
+            ? [.announce(.left(userID: userID, session: member.session, reason: reason, kicked: kicked))] : []
+        guard !member.hidden else { return announced }
+        return announced + recordChange(.delete, reason: reason, of: userID, now: now)
     }
 
     private mutating func recordChange(
@@ -421,7 +598,7 @@ public struct ServerRoomState {
     /// by the marks: with continuous data (Agora) a member heard again queues nothing, so its last entry stays
     /// unmarked though its `lastHeard` moved on.
     private func isCurrent(_ entry: HeardEntry) -> Bool {
-        guard let index = members.index(forKey: entry.userID) else { return false }
+        guard let index = members.index(forKey: entry.userID), members.values[index].node == nil else { return false }
         return members.values[index].lastHeard == entry.at
     }
 

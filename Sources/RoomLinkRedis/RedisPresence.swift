@@ -1,0 +1,230 @@
+public import RoomLinkEngine
+public import RoomLinkLibevent
+import RoomLinkRuntime
+
+/// Presence shared by several `roomlink serve` nodes in Redis: a ``RoomCluster`` on hiredis, whose Redis I/O runs on
+/// the same libevent loops as the rooms.
+///
+/// Each loop of the node has two connections to Redis — one for commands, one subscribed to the channels of the
+/// rooms on that loop — so a room's changes, its scripts' answers and the room itself share a thread. The layout
+/// (`docs/redis.md`) follows Centrifugo's presence: per room a hash of members and a sorted set of their lease
+/// expiry times, both with a time to live, and changes published on a per-room channel; LiveKit's rule that one node
+/// holds a participant's connection and the others only route to it.
+///
+/// - Heartbeats stay on the node that holds the connection. Redis holds a lease per member, refreshed for all the
+///   node's members of a room by one script every ``Configuration/leasePeriod``; a lease runs the dialect's
+///   heartbeat timeout plus one period, so a node that dies leaves its members' leases to lapse no sooner than the
+///   timeout after their last heartbeat, and the next script to touch the room drops them and tells every node.
+/// - When Redis cannot be reached, the node answers new logins busy, keeps serving its connected clients from its
+///   own state, and reconnects every ``Configuration/reconnectDelay``; once back, it restores its members' records
+///   and reloads each room's membership (peers hear the differences).
+public final class RedisPresence: RoomCluster, Sendable {
+    /// How the node uses Redis.
+    public struct Configuration: Sendable {
+        public var endpoint: RedisEndpoint
+        /// This node's name, unique in the cluster: letters, digits, `-`, `_` and `.`, up to 64.
+        public var nodeID: String
+        /// How often the node refreshes its members' leases (one script per room it holds members of).
+        public var leasePeriod: Duration
+        /// How long the node waits before reconnecting to Redis.
+        public var reconnectDelay: Duration
+        /// How long a refused login is told to wait (`busy`) while Redis cannot be reached.
+        public var retryAfter: Duration
+        /// The prefix of every key and channel.
+        public var keyPrefix: String
+
+        public init(
+            endpoint: RedisEndpoint,
+            nodeID: String,
+            leasePeriod: Duration = .seconds(2),
+            reconnectDelay: Duration = .seconds(1),
+            retryAfter: Duration = .seconds(2),
+            keyPrefix: String = "roomlink"
+        ) {
+            self.endpoint = endpoint
+            self.nodeID = nodeID
+            self.leasePeriod = leasePeriod
+            self.reconnectDelay = reconnectDelay
+            self.retryAfter = retryAfter
+            self.keyPrefix = keyPrefix
+        }
+
+        /// Checks the node ID and the periods.
+        public func validate() throws(RedisPresenceError) {
+            guard !nodeID.isEmpty, nodeID.utf8.count <= 64 else {
+                throw .invalidNodeID(nodeID, reason: "it must have 1 to 64 characters")
+            }
+            guard nodeID.unicodeScalars.allSatisfy({ $0.isASCII && (Self.nodeCharacters.contains($0)) }) else {
+                throw .invalidNodeID(nodeID, reason: "use letters, digits, '-', '_' and '.' only")
+            }
+            guard leasePeriod >= .milliseconds(100), leasePeriod <= .seconds(60) else {
+                throw .invalidSetting("the lease period must be from 100 ms to 60 s, not \(leasePeriod)")
+            }
+            guard reconnectDelay > .zero, retryAfter > .zero else {
+                throw .invalidSetting("the reconnect delay and the busy answer's wait must be positive")
+            }
+        }
+
+        private static let nodeCharacters = Set(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.".unicodeScalars
+        )
+    }
+
+    public let configuration: Configuration
+    public var nodeID: String { configuration.nodeID }
+    let group: LibeventLoopGroup
+    private let shards: [PresenceShard]
+    private let server = LockedBox<RoomServerReference?>(nil)
+
+    /// The server's rooms, held weakly: the server holds its cluster.
+    private struct RoomServerReference: @unchecked Sendable {
+        // Safe: `RoomServer` is Sendable itself; the box only makes the weak reference storable.
+        weak var server: RoomServer?
+    }
+
+    /// Creates the node's presence on `group`'s loops; it connects to Redis when its server starts it.
+    ///
+    /// - Throws: ``RedisPresenceError`` when the configuration is invalid.
+    public init(group: LibeventLoopGroup, configuration: Configuration) throws(RedisPresenceError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.group = group
+        var shards: [PresenceShard] = []
+        for (index, loop) in group.eventLoops.enumerated() {
+            shards.append(PresenceShard(loop: loop, isFirst: index == 0, configuration: configuration))
+        }
+        self.shards = shards
+    }
+
+    var roomServer: RoomServer? { server.withLock { $0?.server } }
+
+    public func start(serving server: RoomServer) {
+        self.server.withLock { $0 = RoomServerReference(server: server) }
+        // Redis keeps real time; the loops may run scaled (`--time-scale`): the lease is the loops' time, in real
+        // milliseconds, rounded up so that it never lapses early.
+        let lease = server.timings.heartbeatTimeout + configuration.leasePeriod
+        let real = (Double(lease.milliseconds) * group.configuration.timeScale).rounded(.up)
+        let milliseconds = Int64(min(max(real, 1), 9.0e15))
+        for shard in shards {
+            shard.loop.runSoon { [self] in shard.start(presence: self, leaseMilliseconds: milliseconds) }
+        }
+    }
+
+    /// Whether every loop's connections to Redis are up.
+    public var isConnected: Bool {
+        get async {
+            var all = true
+            for shard in shards {
+                let up = await withCheckedContinuation { continuation in
+                    shard.loop.runSoon { continuation.resume(returning: shard.isUp) }
+                }
+                all = all && up
+            }
+            return all
+        }
+    }
+
+    /// What the node has done with Redis so far, over every loop.
+    public var statistics: RedisPresenceStatistics {
+        shards.reduce(into: RedisPresenceStatistics()) { $0.add($1.statistics.withLock { $0 }) }
+    }
+
+    public func admit(
+        _ claim: ClusterClaim,
+        to room: ServerRoom,
+        verdict: @escaping @Sendable (ClusterVerdict) -> Void
+    ) {
+        shard(of: room).admit(claim, room: room, verdict: verdict)
+    }
+
+    public func announce(_ announcement: ClusterAnnouncement, in room: ServerRoom) {
+        shard(of: room).announce(announcement, room: room)
+    }
+
+    public func release(_ room: ServerRoom) {
+        shard(of: room).release(room)
+    }
+
+    public func kickOut(roomID: String, userIDs: [String], reason: KickReason) {
+        let shard = shard(ofRoom: roomID)
+        shard.loop.runSoon { [self] in
+            shard.publishCall(.kick, roomID: roomID, userIDs: userIDs, reason: reason.rawValue) {
+                self.roomServer?.kickOutOnThisNode(roomID: roomID, userIDs: userIDs, reason: reason)
+            }
+        }
+    }
+
+    public func requestReconnect(roomID: String, userIDs: [String]) {
+        let shard = shard(ofRoom: roomID)
+        shard.loop.runSoon { [self] in
+            shard.publishCall(.reconnect, roomID: roomID, userIDs: userIDs, reason: "") {
+                self.roomServer?.requestReconnectOnThisNode(roomID: roomID, userIDs: userIDs)
+            }
+        }
+    }
+
+    public func expireToken(userID: String, inRooms roomIDs: [String]?) {
+        let shard = shards[0]
+        shard.loop.runSoon { [self] in
+            shard.broadcastExpiry(userID: userID, roomIDs: roomIDs) {
+                self.roomServer?.expireTokenOnThisNode(userID: userID, inRooms: roomIDs)
+            }
+        }
+    }
+
+    /// Closes the connections to Redis (the node's members' leases then lapse as a dead node's would, unless the
+    /// server said goodbye to its clients first, which releases them).
+    public func shutdown() async {
+        for shard in shards {
+            await withCheckedContinuation { continuation in
+                shard.loop.runSoon {
+                    shard.stop()
+                    continuation.resume()
+                }
+            }
+        }
+    }
+
+    private func shard(of room: ServerRoom) -> PresenceShard {
+        shard(ofLoop: room.loop)
+    }
+
+    private func shard(ofRoom roomID: String) -> PresenceShard {
+        shard(ofLoop: group.loop(for: roomID))
+    }
+
+    private func shard(ofLoop loop: any RuntimeLoop) -> PresenceShard {
+        shards.first { $0.loop === (loop as AnyObject) } ?? shards[0]
+    }
+}
+
+/// Counts of what a node did with Redis.
+public struct RedisPresenceStatistics: Sendable, Equatable {
+    /// Scripts and commands sent.
+    public var commands = 0
+    /// Logins admitted, refused by the cluster's rules, and answered busy because Redis could not be reached.
+    public var admitted = 0
+    public var refused = 0
+    public var unavailable = 0
+    /// Changes other nodes made that reached this node's rooms.
+    public var changesApplied = 0
+    /// Times a room reloaded its membership (after a gap in its changes, or Redis coming back).
+    public var resyncs = 0
+    /// Times a loop lost its connection to Redis.
+    public var disconnects = 0
+    /// Messages on a room's channel that were not RoomLink's events (ignored).
+    public var malformedEvents = 0
+
+    public init() {}
+
+    mutating func add(_ other: Self) {
+        commands += other.commands
+        admitted += other.admitted
+        refused += other.refused
+        unavailable += other.unavailable
+        changesApplied += other.changesApplied
+        resyncs += other.resyncs
+        disconnects += other.disconnects
+        malformedEvents += other.malformedEvents
+    }
+}

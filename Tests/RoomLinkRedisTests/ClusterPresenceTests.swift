@@ -1,0 +1,107 @@
+import RoomLink
+import RoomLinkNetwork
+import RoomLinkRedis
+import Testing
+
+/// Two and three `serve` nodes sharing presence in a real Redis on loopback: whichever node a client lands on, the
+/// room is one room. Assertions are about order, counts and "never early", not about how fast a loaded machine is.
+@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)"))
+struct ClusterPresenceTests {
+    @Test func peersOnEveryNodeSeeOneRoom() async throws {
+        let redis = try RedisServer()
+        let a = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        let b = try await ClusterNode.start("b", redis: redis, configuration: RedisTest.serverConfiguration)
+        let alice = try RedisTest.client("alice", on: a)
+        let bob = try RedisTest.client("bob", on: b)
+        let carol = try RedisTest.client("carol", on: a)
+        let bobLog = await ClientLog(bob)
+        let aliceLog = await ClientLog(alice)
+        let notify = ZegoRoomConfig(isUserStatusNotify: true)
+
+        #expect(await alice.loginRoom("room-1", config: notify) == .success)
+        try await RedisTest.until("alice is in") { aliceLog.count(of: .logined) == 1 }
+        #expect(await bob.loginRoom("room-1", config: notify) == .success)
+        try await RedisTest.until("bob is in and sees alice") { bobLog.presence == ["+alice"] }
+        try await RedisTest.until("alice sees bob, from the other node") { aliceLog.presence == ["+bob"] }
+        #expect(await carol.loginRoom("room-1") == .success)
+        try await RedisTest.until("bob sees carol") { bobLog.presence == ["+alice", "+carol"] }
+        #expect(await carol.logoutRoom("room-1") == .success)
+        try await RedisTest.until("bob sees carol leave") { bobLog.presence == ["+alice", "+carol", "-carol"] }
+        try await RedisTest.until("alice too") { aliceLog.presence == ["+bob", "+carol", "-carol"] }
+        // Both nodes list the whole room; Redis holds its members and their leases.
+        #expect(await a.server.rooms.serverRoom("room-1").memberIDs == ["alice", "bob"])
+        #expect(await b.server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
+        #expect(try redis.cli("HLEN", "roomlink:{room-1}:members") == "(integer) 2")
+        #expect(try redis.cli("ZCARD", "roomlink:{room-1}:leases") == "(integer) 2")
+        #expect(bobLog.count(of: .reconnecting) == 0 && aliceLog.count(of: .reconnecting) == 0)
+
+        for client in [alice, bob, carol] { await client.shutdown() }
+        await a.stop()
+        await b.stop()
+    }
+
+    /// A user who logs in on node B while its older session is on node A: A kicks the old one with ZEGO's
+    /// duplicate-login code, and the peers hear nothing (the user never left).
+    @Test func aDuplicateLoginOnAnotherNodeKicksTheOlderSession() async throws {
+        let redis = try RedisServer()
+        let a = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        let b = try await ClusterNode.start("b", redis: redis, configuration: RedisTest.serverConfiguration)
+        let phone = try RedisTest.client("alice", on: a)
+        let laptop = try RedisTest.client("alice", on: b)
+        let bob = try RedisTest.client("bob", on: b)
+        let phoneLog = await ClientLog(phone)
+        let laptopLog = await ClientLog(laptop)
+        let bobLog = await ClientLog(bob)
+
+        #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+        try await RedisTest.until("bob is in") { bobLog.count(of: .logined) == 1 }
+        #expect(await phone.loginRoom("room-1") == .success)
+        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+        #expect(await laptop.loginRoom("room-1") == .success)
+        try await RedisTest.until("the phone is kicked out") { phoneLog.count(of: .kickOut) == 1 }
+        let kick = phoneLog.all.first {
+            if case .roomStateChanged(_, .kickOut, _, _) = $0 { true } else { false }
+        }
+        guard case .roomStateChanged(_, _, let code, _) = kick else {
+            Issue.record("no kick")
+            return
+        }
+        #expect(code == .kickedByDuplicateLogin)
+        #expect(laptopLog.count(of: .logined) == 1)
+        // The newer session is alice's, on node B; node A's room lists her as B's.
+        try await RedisTest.until("node a sees alice on b") {
+            await a.server.rooms.serverRoom("room-1").remoteMembers.map(\.node) == ["b"]
+        }
+        #expect(await b.server.rooms.serverRoom("room-1").localMembers.map(\.userID).sorted() == ["alice", "bob"])
+        // Bob saw alice arrive once and never leave.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(bobLog.presence == ["+alice"])
+
+        for client in [phone, laptop, bob] { await client.shutdown() }
+        await a.stop()
+        await b.stop()
+    }
+
+    /// The business server's kick, sent to the node that does not hold the user, reaches the one that does.
+    @Test func anAdminKickReachesTheNodeHoldingTheUser() async throws {
+        let redis = try RedisServer()
+        let a = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        let b = try await ClusterNode.start("b", redis: redis, configuration: RedisTest.serverConfiguration)
+        let alice = try RedisTest.client("alice", on: a)
+        let bob = try RedisTest.client("bob", on: b)
+        let aliceLog = await ClientLog(alice)
+        let bobLog = await ClientLog(bob)
+        #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+        #expect(await alice.loginRoom("room-1") == .success)
+        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+
+        b.server.rooms.kickOut(roomID: "room-1", userIDs: ["alice"])
+        try await RedisTest.until("alice is kicked out") { aliceLog.count(of: .kickOut) == 1 }
+        try await RedisTest.until("bob sees her go") { bobLog.presence == ["+alice", "-alice"] }
+        #expect(try redis.cli("HEXISTS", "roomlink:{room-1}:members", "alice") == "(integer) 0")
+
+        for client in [alice, bob] { await client.shutdown() }
+        await a.stop()
+        await b.stop()
+    }
+}

@@ -1,0 +1,237 @@
+import Foundation
+import RoomLink
+import RoomLinkNetwork
+import RoomLinkRedis
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Redis server of a test's own, on a free loopback port, with nothing saved to disk; stopped by the test.
+final class RedisServer: Sendable {
+    let port: Int
+    private let process = LockedBox<Process?>(nil)
+
+    static var isAvailable: Bool { executable("redis-server") != nil && executable("redis-cli") != nil }
+
+    var endpoint: RedisEndpoint { RedisEndpoint(host: "127.0.0.1", port: port) }
+
+    init() throws {
+        port = try Self.freePort()
+        try start()
+    }
+
+    /// Starts the server (again, after ``stop()``: empty, as a restarted Redis without persistence is).
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable("redis-server")!)
+        process.arguments = [
+            "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
+            "--loglevel", "warning",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process.withLock { $0 = process }
+        // Ready when it answers (a hang limit, not a timing).
+        for _ in 0..<500 {
+            if (try? cli("PING")) == "PONG" { return }
+            usleep(10_000)
+        }
+        throw RedisTestError("redis-server on port \(port) did not answer")
+    }
+
+    /// Stops the server at once (SIGKILL: what it held is gone).
+    func stop() {
+        guard let process = process.withLock({ $0 }) else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        self.process.withLock { $0 = nil }
+    }
+
+    /// Runs one command with `redis-cli` and returns its output, trimmed.
+    @discardableResult
+    func cli(_ arguments: String...) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.executable("redis-cli")!)
+        process.arguments = ["-p", String(port), "--no-raw"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            .replacingOccurrences(of: "\"", with: "")
+    }
+
+    /// The keys Redis holds, sorted.
+    func keys() throws -> [String] {
+        let output = try cli("--raw", "KEYS", "*")
+        return output.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.isEmpty }.sorted()
+    }
+
+    deinit { stop() }
+
+    private static func executable(_ name: String) -> String? {
+        for directory in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] {
+            let path = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    private static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) }
+        }
+        guard bound == 0 else { throw RedisTestError("cannot find a free port") }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+struct RedisTestError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One `serve` node of a cluster, in the test's process: its own loops, its presence in Redis, its listener.
+struct ClusterNode {
+    let group: LibeventLoopGroup
+    let presence: RedisPresence
+    let server: NetworkServer
+    let address: SocketAddress
+
+    static func start(
+        _ nodeID: String,
+        redis: RedisServer,
+        configuration: NetworkServer.Configuration,
+        leasePeriod: Duration = .seconds(1)
+    ) async throws -> ClusterNode {
+        let group = try LibeventLoopGroup(configuration: .init(loopCount: 2, timeScale: RedisTest.timeScale))
+        let presence = try RedisPresence(
+            group: group,
+            configuration: .init(
+                endpoint: redis.endpoint,
+                nodeID: nodeID,
+                leasePeriod: leasePeriod,
+                reconnectDelay: .milliseconds(400)
+            )
+        )
+        var configuration = configuration
+        configuration.cluster = presence
+        let server = NetworkServer(group: group, configuration: configuration)
+        let address = try await server.listen(on: SocketAddress(host: "127.0.0.1", port: 0))
+        try await RedisTest.until("node \(nodeID) reaches Redis") { await presence.isConnected }
+        return ClusterNode(group: group, presence: presence, server: server, address: address)
+    }
+
+    /// A graceful stop: goodbye to the clients, then Redis, then the loops.
+    func stop() async {
+        await server.shutdown()
+        await presence.shutdown()
+        group.shutdown()
+    }
+
+    /// A node that dies: it tells nobody (its clients and Redis stop hearing from it), and its loops stop.
+    func die() async {
+        await presence.shutdown()
+        await server.abandon()
+        group.shutdown()
+    }
+}
+
+enum RedisTest {
+    /// Four times faster than life, as the network tests run.
+    static let timeScale = 0.25
+
+    /// ZEGO's timings with a short server heartbeat timeout (8 s: 2 real seconds), frequent heartbeats, and client
+    /// timeouts a loaded machine cannot reach.
+    static let clientTimings = ZegoTimings(
+        heartbeatInterval: .seconds(2),
+        blackholeDetection: .seconds(600),
+        attemptTimeout: .seconds(60),
+        loginTimeout: .seconds(600)
+    )
+
+    static var serverConfiguration: NetworkServer.Configuration {
+        var timings = ServerTimings.zego
+        timings.heartbeatTimeout = .seconds(8)
+        return NetworkServer.Configuration(dialect: .zego, timings: timings)
+    }
+
+    static func client(_ id: String, on node: ClusterNode) throws -> ZegoClient {
+        try client(id, servers: [node.address], on: node.group)
+    }
+
+    static func client(_ id: String, servers: [SocketAddress], on group: LibeventLoopGroup) throws -> ZegoClient {
+        let transport = try TCPClientTransport(servers: servers, dialect: .zego)
+        return ZegoClient(
+            id: id,
+            loop: group.loop(for: id),
+            environment: ZegoClient.Environment(transport: transport, timings: clientTimings)
+        )
+    }
+
+    /// Waits until `condition` holds, checking every 10 real milliseconds, for at most `limit` of real time.
+    static func until(_ what: String, limit: Duration = .seconds(60), _ condition: () async -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: limit)
+        while !(await condition()) {
+            guard clock.now < deadline else {
+                Issue.record("timed out waiting until \(what)")
+                throw RedisTestError("timed out waiting until \(what)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// A ZEGO client's events as they arrive, with when (the client's loop time).
+final class ClientLog: Sendable {
+    private let events = LockedBox<[(event: ZegoEvent, at: RuntimeInstant)]>([])
+    private let task: Task<Void, Never>
+
+    init(_ client: ZegoClient) async {
+        let stream = await client.events()
+        let events = self.events
+        task = Task { for await change in stream { events.withLock { $0.append((change.event, change.time)) } } }
+    }
+
+    var all: [ZegoEvent] { events.withLock { $0.map(\.event) } }
+
+    /// When the first event matching `matches` came, if it has.
+    func time(of matches: (ZegoEvent) -> Bool) -> RuntimeInstant? {
+        events.withLock { $0.first { matches($0.event) }?.at }
+    }
+
+    var reasons: [ZegoRoomStateChangedReason] {
+        all.compactMap {
+            if case .roomStateChanged(_, let reason, _, _) = $0 { return reason }
+            return nil
+        }
+    }
+
+    func count(of reason: ZegoRoomStateChangedReason) -> Int { reasons.filter { $0 == reason }.count }
+
+    /// The user updates, as `+user` and `-user`, in order.
+    var presence: [String] {
+        all.flatMap { event -> [String] in
+            guard case .roomUserUpdate(_, let update, let users) = event else { return [] }
+            return users.map { (update == .add ? "+" : "-") + $0 }
+        }
+    }
+
+    deinit { task.cancel() }
+}
