@@ -171,14 +171,20 @@ enum RedisTest {
         return NetworkServer.Configuration(dialect: .zego, timings: timings)
     }
 
-    static func client(_ id: String, on node: ClusterNode) throws -> ZegoClient {
-        try client(id, servers: [node.address], on: node.group)
+    static func client(_ id: String, userID: String? = nil, on node: ClusterNode) throws -> ZegoClient {
+        try client(id, userID: userID, servers: [node.address], on: node.group)
     }
 
-    static func client(_ id: String, servers: [SocketAddress], on group: LibeventLoopGroup) throws -> ZegoClient {
+    static func client(
+        _ id: String,
+        userID: String? = nil,
+        servers: [SocketAddress],
+        on group: LibeventLoopGroup
+    ) throws -> ZegoClient {
         let transport = try TCPClientTransport(servers: servers, dialect: .zego)
         return ZegoClient(
             id: id,
+            userID: userID,
             loop: group.loop(for: id),
             environment: ZegoClient.Environment(transport: transport, timings: clientTimings)
         )
