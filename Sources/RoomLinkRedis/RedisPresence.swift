@@ -12,9 +12,11 @@ import RoomLinkRuntime
 /// holds a participant's connection and the others only route to it.
 ///
 /// - Heartbeats stay on the node that holds the connection. Redis holds a lease per member, refreshed for all the
-///   node's members of a room by one script every ``Configuration/leasePeriod``; a lease runs the dialect's
-///   heartbeat timeout plus one period, so a node that dies leaves its members' leases to lapse no sooner than the
-///   timeout after their last heartbeat, and the next script to touch the room drops them and tells every node.
+///   node's members of a room by one script every ``Configuration/leasePeriod``. A lease runs the dialect's
+///   heartbeat timeout plus two periods (one for the refresh that the node's death stopped, one for a refresh
+///   timer running late), so a node that dies leaves its members' leases to lapse no sooner than the timeout after
+///   their last heartbeat; the next script to touch the room (another node's refresh, within a period) drops them
+///   and tells every node.
 /// - When Redis cannot be reached, the node answers new logins busy, keeps serving its connected clients from its
 ///   own state, and reconnects every ``Configuration/reconnectDelay``; once back, it restores its members' records
 ///   and reloads each room's membership (peers hear the differences).
@@ -102,7 +104,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         self.server.withLock { $0 = RoomServerReference(server: server) }
         // Redis keeps real time; the loops may run scaled (`--time-scale`): the lease is the loops' time, in real
         // milliseconds, rounded up so that it never lapses early.
-        let lease = server.timings.heartbeatTimeout + configuration.leasePeriod
+        let lease = server.timings.heartbeatTimeout + configuration.leasePeriod * 2
         let real = (Double(lease.milliseconds) * group.configuration.timeScale).rounded(.up)
         let milliseconds = Int64(min(max(real, 1), 9.0e15))
         for shard in shards {

@@ -105,3 +105,59 @@ struct ClusterPresenceTests {
         await b.stop()
     }
 }
+
+/// A node that dies, and Redis going away: what the other nodes and the clients see.
+@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)"))
+struct ClusterFailureTests {
+    /// A node dies without a word. Its member that can only reach it is dropped by the others at the heartbeat
+    /// timeout, not before, as if its network were lost; its member that knows the other node reconnects there,
+    /// silently; nothing of the dead node stays in Redis once the leases lapse.
+    @Test func aNodeThatDiesIsDroppedAtTheHeartbeatTimeout() async throws {
+        let redis = try RedisServer()
+        let configuration = RedisTest.serverConfiguration
+        let timeout = configuration.timings.heartbeatTimeout
+        let nodes = [
+            try await ClusterNode.start("a", redis: redis, configuration: configuration, leasePeriod: .seconds(2)),
+            try await ClusterNode.start("b", redis: redis, configuration: configuration, leasePeriod: .seconds(2)),
+        ]
+        // Alice knows both nodes: she starts on one (picked by her ID), which is the one to die. Her loop is
+        // neither node's.
+        let clients = try LibeventLoopGroup(configuration: .init(loopCount: 1, timeScale: RedisTest.timeScale))
+        defer { clients.shutdown() }
+        let alice = try RedisTest.client("alice", servers: nodes.map(\.address), on: clients)
+        let aliceLog = await ClientLog(alice)
+        #expect(await alice.loginRoom("room-1") == .success)
+        try await RedisTest.until("alice is in") { aliceLog.count(of: .logined) == 1 }
+        var dying = nodes[0]
+        var survivor = nodes[1]
+        if await nodes[1].server.rooms.serverRoom("room-1").hasLocalMembers { swap(&dying, &survivor) }
+        let carol = try RedisTest.client("carol", on: dying)
+        let bob = try RedisTest.client("bob", on: survivor)
+        let carolLog = await ClientLog(carol)
+        let bobLog = await ClientLog(bob)
+        #expect(await carol.loginRoom("room-1") == .success)
+        try await RedisTest.until("carol is in") { carolLog.count(of: .logined) == 1 }
+        #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+        try await RedisTest.until("bob sees alice and carol") { Set(bobLog.presence) == ["+alice", "+carol"] }
+
+        let death = bob.loop.now
+        await dying.die()
+        try await RedisTest.until("bob sees carol dropped") { bobLog.presence.contains("-carol") }
+        let dropped = try #require(
+            bobLog.time { if case .roomUserUpdate(_, .delete, ["carol"]) = $0 { true } else { false } }
+        )
+        #expect(death.duration(to: dropped) >= timeout, "a dead node's member is dropped at the timeout, not before")
+        // Alice came back on the survivor with her session: peers saw nothing.
+        try await RedisTest.until("alice reconnects on the other node") { aliceLog.count(of: .reconnected) == 1 }
+        #expect(aliceLog.count(of: .reconnecting) == 1)
+        #expect(await survivor.server.rooms.serverRoom("room-1").localMembers.map(\.userID).sorted() == ["alice", "bob"])
+        #expect(bobLog.presence.filter { $0 == "-carol" }.count == 1)
+        #expect(!bobLog.presence.contains("-alice"))
+        #expect(try redis.cli("HEXISTS", "roomlink:{room-1}:members", "carol") == "(integer) 0")
+
+        // With every node gone, the leases lapse and Redis is empty.
+        for client in [alice, bob, carol] { await client.shutdown() }
+        await survivor.die()
+        try await RedisTest.until("Redis holds nothing", limit: .seconds(60)) { (try? redis.keys()) == [] }
+    }
+}
