@@ -53,6 +53,9 @@ final class PresenceShard: @unchecked Sendable {
         var claims: [ClusterClaim] = []
         /// Lease periods in a row the room had no members of its own.
         var idlePeriods = 0
+        /// Whether the connection to Redis dropped since the feed was last synced (Redis may have restarted empty,
+        /// and the other nodes may not have restored their members yet).
+        var reconnected = false
 
         init(room: ServerRoom, keys: PresenceKeys) {
             self.room = room
@@ -129,6 +132,7 @@ final class PresenceShard: @unchecked Sendable {
         for feed in feeds.values {
             feed.subscription = .none
             feed.synced = false
+            feed.reconnected = true
             feed.buffered = []
             let waiting = feed.waiting
             feed.waiting = []
@@ -360,9 +364,10 @@ final class PresenceShard: @unchecked Sendable {
             }
             index += 4
         }
-        feed.room.clusterChanged(.snapshot(members, sequence: sequence))
+        feed.room.clusterChanged(.snapshot(members, sequence: sequence, restarted: feed.reconnected))
         feed.applied = sequence
         feed.synced = true
+        feed.reconnected = false
         let buffered = feed.buffered.sorted { $0.sequence < $1.sequence }
         feed.buffered = []
         for event in buffered where feed.synced { deliver(event, to: feed) }

@@ -82,6 +82,46 @@ struct ClusterPresenceTests {
         await b.stop()
     }
 
+    /// Three nodes: a token expired through one reaches the member on another (warned, then kicked at the grace's
+    /// end), and peers on all three see each change once, in order.
+    @Test func threeNodesShareTokenExpiryAndUpdates() async throws {
+        let redis = try RedisServer()
+        var nodes: [ClusterNode] = []
+        for name in ["a", "b", "c"] {
+            nodes.append(try await ClusterNode.start(name, redis: redis, configuration: RedisTest.serverConfiguration))
+        }
+        let alice = try RedisTest.client("alice", on: nodes[0])
+        let bob = try RedisTest.client("bob", on: nodes[1])
+        let carol = try RedisTest.client("carol", on: nodes[2])
+        let aliceLog = await ClientLog(alice)
+        let bobLog = await ClientLog(bob)
+        let carolLog = await ClientLog(carol)
+        let notify = ZegoRoomConfig(isUserStatusNotify: true)
+        #expect(await bob.loginRoom("room-1", config: notify) == .success)
+        try await RedisTest.until("bob is in") { bobLog.count(of: .logined) == 1 }
+        #expect(await carol.loginRoom("room-1", config: notify) == .success)
+        try await RedisTest.until("carol is in, seeing bob") { carolLog.presence == ["+bob"] }
+        #expect(await alice.loginRoom("room-1") == .success)
+        try await RedisTest.until("bob and carol see alice") {
+            bobLog.presence == ["+carol", "+alice"] && carolLog.presence == ["+bob", "+alice"]
+        }
+
+        nodes[2].server.rooms.expireToken(userID: "alice", inRooms: ["room-1"])
+        try await RedisTest.until("alice is warned") {
+            aliceLog.all.contains { if case .roomTokenWillExpire = $0 { true } else { false } }
+        }
+        try await RedisTest.until("and kicked out after the grace") { aliceLog.count(of: .kickOut) == 1 }
+        try await RedisTest.until("bob and carol see her go, once") {
+            bobLog.presence == ["+carol", "+alice", "-alice"] && carolLog.presence == ["+bob", "+alice", "-alice"]
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(bobLog.presence == ["+carol", "+alice", "-alice"])
+        #expect(carolLog.presence == ["+bob", "+alice", "-alice"])
+
+        for client in [alice, bob, carol] { await client.shutdown() }
+        for node in nodes { await node.stop() }
+    }
+
     /// The business server's kick, sent to the node that does not hold the user, reaches the one that does.
     @Test func anAdminKickReachesTheNodeHoldingTheUser() async throws {
         let redis = try RedisServer()
@@ -159,5 +199,49 @@ struct ClusterFailureTests {
         for client in [alice, bob, carol] { await client.shutdown() }
         await survivor.die()
         try await RedisTest.until("Redis holds nothing", limit: .seconds(60)) { (try? redis.keys()) == [] }
+    }
+
+    /// Redis goes away and comes back empty: the nodes answer new logins busy meanwhile and keep serving their
+    /// clients, then restore their members' records and take the waiting login.
+    @Test func redisRestartedMidRun() async throws {
+        let redis = try RedisServer()
+        let a = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        let b = try await ClusterNode.start("b", redis: redis, configuration: RedisTest.serverConfiguration)
+        let alice = try RedisTest.client("alice", on: a)
+        let bob = try RedisTest.client("bob", on: b)
+        let carol = try RedisTest.client("carol", on: a)
+        let aliceLog = await ClientLog(alice)
+        let bobLog = await ClientLog(bob)
+        let carolLog = await ClientLog(carol)
+        #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+        #expect(await alice.loginRoom("room-1") == .success)
+        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+
+        redis.stop()
+        try await RedisTest.until("both nodes notice") {
+            let down = [await a.presence.isConnected, await b.presence.isConnected]
+            return down == [false, false]
+        }
+        let heartbeats = a.server.statistics[.heartbeatsReceived] + b.server.statistics[.heartbeatsReceived]
+        #expect(await carol.loginRoom("room-1") == .success)
+        try await RedisTest.until("carol is answered busy") { a.presence.statistics.unavailable >= 1 }
+        // Connected clients are served from the nodes' own state meanwhile.
+        try await RedisTest.until("heartbeats go on") {
+            a.server.statistics[.heartbeatsReceived] + b.server.statistics[.heartbeatsReceived] >= heartbeats + 4
+        }
+        #expect(carolLog.count(of: .logined) == 0)
+
+        try redis.start()
+        try await RedisTest.until("carol gets in once Redis is back") { carolLog.count(of: .logined) == 1 }
+        try await RedisTest.until("bob sees carol") { bobLog.presence == ["+alice", "+carol"] }
+        try await RedisTest.until("Redis holds all three again") {
+            (try? redis.cli("HLEN", "roomlink:{room-1}:members")) == "(integer) 3"
+        }
+        #expect(aliceLog.count(of: .reconnecting) == 0 && bobLog.count(of: .reconnecting) == 0)
+        #expect(await a.server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob", "carol"])
+
+        for client in [alice, bob, carol] { await client.shutdown() }
+        await a.stop()
+        await b.stop()
     }
 }

@@ -55,6 +55,9 @@ public struct ServerRoomState {
         /// The cluster's sequence number of the member's latest change (0 outside a cluster): older changes of the
         /// same user, arriving late, are ignored.
         var clusterSequence: UInt64 = 0
+        /// A remote member the cluster lost track of (its store restarted): it times out as a silent member of the
+        /// room's own would, unless its node restores it first.
+        var orphaned = false
         /// Where the member's latest deadline is in the room's queue (counted from the room's first), if queued.
         var queued: UInt64? = nil
     }
@@ -431,12 +434,24 @@ public struct ServerRoomState {
             members.values[index].hidden = hidden
             members.values[index].clusterSequence = sequence
             return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
-        case .snapshot(let listed, let sequence):
+        case .snapshot(let listed, let sequence, let restarted):
             var effects: [Effect] = []
+            if restarted {
+                // A store that restarted numbers its changes from 1 again.
+                for index in members.values.indices { members.values[index].clusterSequence = 0 }
+            }
             let byUser = Dictionary(listed.map { ($0.userID, $0) }, uniquingKeysWith: { _, last in last })
-            // Remote members the cluster no longer lists left while the room was not listening.
             for member in members.values where member.node != nil && byUser[member.userID] == nil {
-                effects += remove(member.userID, reason: .dropped, announce: false, now: now)
+                if restarted {
+                    // Its node may not have restored it yet: it gets a heartbeat timeout to come back.
+                    guard !member.orphaned, let index = members.index(forKey: member.userID) else { continue }
+                    members.values[index].orphaned = true
+                    members.values[index].lastHeard = now
+                    if let arm = queue(memberAt: index, heardAt: now) { effects.append(arm) }
+                } else {
+                    // It left while the room was not listening.
+                    effects += remove(member.userID, reason: .dropped, announce: false, now: now)
+                }
             }
             for member in listed {
                 effects += remoteJoined(member, sequence: sequence, now: now)
@@ -454,6 +469,9 @@ public struct ServerRoomState {
             if existing.session == joined.session {
                 // The same session on another node (or another node's listing of it): it moved, peers hear nothing.
                 var member = existing
+                supersedeQueued(member.queued)
+                member.queued = nil
+                member.orphaned = false
                 member.node = joined.node
                 member.clusterSequence = sequence
                 members[joined.userID] = member
@@ -469,6 +487,7 @@ public struct ServerRoomState {
                 var member = existing
                 supersedeQueued(member.queued)
                 member.queued = nil
+                member.orphaned = false
                 member.session = joined.session
                 member.node = joined.node
                 member.channel = RemoteMemberChannel.shared
@@ -598,7 +617,9 @@ public struct ServerRoomState {
     /// by the marks: with continuous data (Agora) a member heard again queues nothing, so its last entry stays
     /// unmarked though its `lastHeard` moved on.
     private func isCurrent(_ entry: HeardEntry) -> Bool {
-        guard let index = members.index(forKey: entry.userID), members.values[index].node == nil else { return false }
+        guard let index = members.index(forKey: entry.userID),
+            members.values[index].node == nil || members.values[index].orphaned
+        else { return false }
         return members.values[index].lastHeard == entry.at
     }
 

@@ -112,6 +112,8 @@ public enum ClusterChange: Sendable, Hashable {
     /// The user's session became hidden, or visible.
     case hiddenChanged(userID: String, session: SessionID, hidden: Bool, sequence: UInt64)
     /// Every member the cluster holds for the room, as of its `sequence`-th change: the room's view of the other
-    /// nodes is brought to it (peers hear the differences), as after the cluster was unreachable.
-    case snapshot([ClusterMember], sequence: UInt64)
+    /// nodes is brought to it (peers hear the differences). A remote member it does not list left meanwhile — or,
+    /// when the cluster's store was `restarted` (emptied), may still be on its way back: its node restores it, and
+    /// the room keeps it for a heartbeat timeout, as if its network were lost, before it drops it.
+    case snapshot([ClusterMember], sequence: UInt64, restarted: Bool)
 }
