@@ -20,7 +20,7 @@ struct Playback {
     /// Whether the event log carries `attempt` lines (`--attempts`).
     var logsAttempts = false
     /// A server in another process to play against (`--server`), and its admin API.
-    var remote: (server: SocketAddress, admin: SocketAddress?, token: String?)?
+    var remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?)?
     /// With ``remote``: play the scenario in virtual time too, and compare the two runs within this tolerance.
     var compareWithin: Duration?
 
@@ -79,7 +79,7 @@ struct Playback {
             }
             do {
                 transport = try TCPClientTransport(
-                    server: remote.server,
+                    servers: remote.servers,
                     dialect: scenario.dialect,
                     configuration: .init(
                         latency: scenario.network.latency,

@@ -6,7 +6,9 @@ struct RemoteOptions: ParsableArguments {
     @Option(
         help: """
             Play against `roomlink serve` at HOST:PORT over TCP, on the real clock (scaled by --time-scale; the server \
-            needs the same scale and timings), instead of an in-process server.
+            needs the same scale and timings), instead of an in-process server. A list (a:7800,b:7800) names the \
+            nodes of one cluster (serve --redis): each client starts on one and moves to the next when its \
+            connection fails.
             """
     )
     var server: String?
@@ -29,8 +31,8 @@ struct RemoteOptions: ParsableArguments {
     @Option(help: "How much later than in virtual time the real run may tell a user anything (--compare-with-virtual).")
     var tolerance = DurationArgument("2s")
 
-    /// The server's address, checked; `nil` without `--server`.
-    func address() throws(RoomLinkError) -> SocketAddress? {
+    /// The servers' addresses, checked; `nil` without `--server`.
+    func addresses() throws(RoomLinkError) -> [SocketAddress]? {
         for (flag, value) in [("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken)]
         where value != nil && server == nil {
             throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag) needs --server")
@@ -43,7 +45,16 @@ struct RemoteOptions: ParsableArguments {
             )
         }
         guard let server else { return nil }
-        return try Self.parse(server, flag: "--server")
+        let parts = server.split(separator: ",", omittingEmptySubsequences: false)
+        var addresses: [SocketAddress] = []
+        for part in parts {
+            let text = part.filter { $0 != " " }
+            guard !text.isEmpty else {
+                throw RoomLinkError(code: .invalidInput, field: "--server", message: "--server: an empty address in '\(server)'")
+            }
+            addresses.append(try Self.parse(text, flag: "--server"))
+        }
+        return addresses
     }
 
     /// The admin API's address, checked.
@@ -67,9 +78,9 @@ struct RemoteOptions: ParsableArguments {
         capacityFlags: ServerOptions,
         comparing: Bool
     ) throws(RoomLinkError) {
-        guard let server = try address() else { return }
+        guard let servers = try addresses() else { return }
         try Self.check(scenario, hasAdmin: serverAdmin != nil, capacityFlags: capacityFlags)
-        playback.remote = (server, try adminAddress(), serverAdminToken)
+        playback.remote = (servers, try adminAddress(), serverAdminToken)
         guard compareWithVirtual else { return }
         guard comparing else {
             throw RoomLinkError(
