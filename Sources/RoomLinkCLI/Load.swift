@@ -45,6 +45,14 @@ struct Load: AsyncParsableCommand {
     @Option(help: "A token-expiry wave: SHARE@AT[/OVER].") var tokenWave: [String] = []
     @Option(help: "Churn: RATE clients log out per second and back in AWAY later: RATE[:AWAY][@FROM..UNTIL].")
     var churn: [String] = []
+    @Option(
+        help: """
+            Play slice I of N of the population (I from 0; rooms whose index modulo N is I, and their users): N \
+            generator processes with one seed, each with its own --shard, play one run between them (roomlink \
+            report merge adds up their reports).
+            """
+    )
+    var shard: String?
     @Option(help: "Write the equivalent scenario (JSON) to this file.") var saveScenario: String?
     @Option(help: "Draw the time series and the reconnect-duration histogram to this SVG file.") var plot: String?
     @Option(help: "Write the per-second time series to this CSV file.") var timeseries: String?
@@ -116,6 +124,18 @@ struct Load: AsyncParsableCommand {
             collectsLoadStatistics: true
         )
         playback.logsAttempts = output.attempts
+        do {
+            playback.slice = try shard.map { text throws(RoomLinkError) in try RunSlice(parsing: text, field: "--shard") }
+            if let slice = playback.slice, slice.count > plan.rooms {
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "--shard",
+                    message: "--shard: \(slice.count) slices need at least as many rooms (--rooms \(plan.rooms))"
+                )
+            }
+        } catch {
+            throw fail(error)
+        }
         do {
             try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions, comparing: false)
         } catch {

@@ -23,6 +23,8 @@ struct Playback {
     var remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?)?
     /// With ``remote``: play the scenario in virtual time too, and compare the two runs within this tolerance.
     var compareWithin: Duration?
+    /// The slice of the population to play (`roomlink load --shard I/N`).
+    var slice: RunSlice?
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -32,6 +34,7 @@ struct Playback {
             runner.collectsLoadStatistics = collectsLoadStatistics
             runner.shards = clockOptions.shards ?? defaultShards
             runner.logsAttempts = logsAttempts
+            runner.slice = slice
             runner.memoryLimit = clockOptions.memoryLimit?.bytes ?? ScenarioLimits.defaultMemoryLimit
             if let population = scenario.population {
                 // Before anything is built: a population that cannot fit is refused in a millisecond.
@@ -92,7 +95,8 @@ struct Playback {
                     RoomLinkError(code: .invalidInput, field: "--server", message: "--server: \(error.description)")
                 )
             }
-            let needed = (scenario.population?.clients ?? 0) + scenario.users.count
+            let population = scenario.population?.clients ?? 0
+            let needed = (slice.map { (population + $0.count - 1) / $0.count } ?? population) + scenario.users.count
             let possible = OpenFileLimit.connections(loops: options.loops)
             if needed > possible {
                 throw fail(
@@ -158,18 +162,10 @@ struct Playback {
         } catch {
             throw fail(error)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        let json = try encoder.encode(result) + Data("\n".utf8)
         do {
-            switch report {
-            case nil: FileHandle.standardError.write(Data(summary(result).utf8))
-            case let destination?: try OutputFile(destination).write(json)
-            }
+            try Self.write(result, to: report)
         } catch  where closedOutput && report == "-" {
             // The report was to go to the same closed pipe.
-        } catch {
-            throw fail(error)
         }
         switch interruption.reason {
         case nil:
@@ -234,7 +230,22 @@ struct Playback {
         return text
     }
 
-    private func summary(_ report: RunReport) -> String {
+    /// Writes `result` as JSON to `destination` (`-`: standard output), or its summary to standard error without one.
+    static func write(_ result: RunReport, to destination: String?) throws {
+        guard let destination else {
+            FileHandle.standardError.write(Data(summary(result).utf8))
+            return
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        do {
+            try OutputFile(destination).write(try encoder.encode(result) + Data("\n".utf8))
+        } catch let error as RoomLinkError {
+            throw fail(error)
+        }
+    }
+
+    static func summary(_ report: RunReport) -> String {
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         var load = ""
         let lateness =

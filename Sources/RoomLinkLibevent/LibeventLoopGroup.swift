@@ -140,10 +140,13 @@ public final class LibeventLoopGroup: TimerLatenessReporting {
 
     /// How late the timers of every loop ran — real time from each deadline to its handler's call, whatever the
     /// time scale — since the group started or since ``resetTimerLateness()``.
-    public var timerLateness: LatencySummary {
+    public var timerLateness: LatencySummary { timerLatenessTally.summary }
+
+    /// ``timerLateness``'s histogram, which merges with other processes'.
+    public var timerLatenessTally: LatencyRecorder {
         var all = LatencyRecorder()
         for loop in eventLoops { all.merge(loop.timerLateness) }
-        return all.summary
+        return all
     }
 
     /// Forgets the lateness recorded so far on every loop.

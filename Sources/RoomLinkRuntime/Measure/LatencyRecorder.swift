@@ -43,6 +43,42 @@ public struct LatencyRecorder: Sendable {
     }
 }
 
+extension LatencyRecorder: Codable, Equatable {
+    /// Encoded as its non-empty buckets, `[[nanoseconds, count], …]` (a value within each bucket, so decoding
+    /// records every duration back into the bucket it came from): a recorder decoded from another
+    /// process's report merges exactly, and its percentiles are the original's.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(buckets)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let buckets = try container.decode([[UInt64]].self)
+        self.init()
+        for bucket in buckets {
+            guard bucket.count == 2, bucket[0] <= 86_400_000_000_000 else {
+                throw DecodingError.dataCorruptedError(
+                    in: container,
+                    debugDescription: "a latency bucket is [nanoseconds, count] with at most a day's nanoseconds"
+                )
+            }
+            _ = histogram.record(bucket[0], count: bucket[1])
+        }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.buckets == rhs.buckets }
+
+    /// The non-empty buckets: each bucket's highest equivalent value (the largest recorded value, in the bucket that
+    /// holds it, so that the maximum and the percentiles that reach it come back exactly) and its count.
+    private var buckets: [[UInt64]] {
+        let largest = histogram.maxRecorded
+        return histogram.recordedValues().map {
+            [min(histogram.highestEquivalentForValue($0.value), largest), UInt64($0.count)]
+        }
+    }
+}
+
 /// Percentiles of a sample of durations, in milliseconds (all 0 for an empty sample).
 public struct LatencySummary: Sendable, Codable, Equatable {
     public var count = 0

@@ -165,31 +165,58 @@ public final class LoadStatistics: EngineObserver {
 
     /// The report, with the series carried up to `end` (seconds since the origin), for `clients` clients.
     public func report(end: Double, clients: Int) -> LoadReport {
-        Self.report(merging: [self], end: end, clients: clients)
+        Self.report(merging: [tally(end: end)], end: end, clients: clients)
     }
 
-    /// The report of a run shared by several simulations (shards), each with its own statistics: counts, series
-    /// and histograms add up; the peak of reconnecting connections is the largest sum of the shards' peaks within
-    /// one 100 ms (exact for one shard, at most that much early or high for several).
-    static func report(merging parts: [LoadStatistics], end: Double, clients: Int) -> LoadReport {
+    /// What the statistics counted, with the series carried up to `end`: the form that merges with other shards'
+    /// and other processes'.
+    public func tally(end: Double) -> LoadTally {
         let lastSecond = max(0, Int(end.rounded(.up)) - 1)
         let lastTenth = max(0, Int((end * 10).rounded(.up)) - 1)
-        let states = parts.map { part in
-            part.state.withLock { state in
-                _ = second(ofIndex: lastSecond, in: &state)
-                _ = tenth(ofIndex: lastTenth, in: &state)
-                return state
-            }
+        return state.withLock { state in
+            _ = Self.second(ofIndex: lastSecond, in: &state)
+            _ = Self.tenth(ofIndex: lastTenth, in: &state)
+            return LoadTally(
+                online: state.online,
+                reconnecting: state.reconnecting,
+                failed: state.failed,
+                failures: state.failures,
+                durations: state.durations,
+                durationSeconds: state.durationSeconds,
+                attemptBuckets: state.attemptBuckets,
+                retryBuckets: state.retryBuckets,
+                reconnectingPeaks: state.reconnectingPeaks,
+                reconnectingEnds: state.reconnectingEnds,
+                peerSeesLeave: state.peerSeesLeave,
+                delivery: state.delivery,
+                seconds: state.seconds,
+                peakReconnecting: state.peakReconnecting,
+                peakReconnectingAt: state.peakReconnectingAt,
+                recoveredAt: state.recoveredAt
+            )
         }
-        var state = states[0]
-        if states.count > 1 {
-            for other in states.dropFirst() { add(other, to: &state) }
+    }
+
+    /// The report of a run shared by several simulations (shards) or processes, each with its own tally: counts,
+    /// series and histograms add up; the peak of reconnecting connections is the largest sum of the parts' peaks
+    /// within one 100 ms (exact for one part, at most that much early or high for several). Merging the tallies of
+    /// one run's parts in any grouping gives the same report.
+    public static func report(merging tallies: [LoadTally], end: Double, clients: Int) -> LoadReport {
+        var state = tallies[0]
+        if tallies.count > 1 {
+            for other in tallies.dropFirst() { state.add(other) }
+        }
+        if state.parts > 1 {
             let peaks = state.reconnectingPeaks
             if let peak = peaks.max(), peak > 0, let at = peaks.firstIndex(of: peak) {
                 state.peakReconnecting = peak
                 state.peakReconnectingAt = Double(at) / 10
                 state.recoveredAt = state.reconnectingEnds[at...].firstIndex { $0 * 100 <= peak }
                     .map { Double($0 + 1) / 10 }
+            } else {
+                state.peakReconnecting = 0
+                state.peakReconnectingAt = 0
+                state.recoveredAt = nil
             }
         }
         /// The peak and the mean over the busy span (first to last non-empty bucket).
@@ -226,38 +253,9 @@ public final class LoadStatistics: EngineObserver {
             reconnectSecondsHistogram: state.durationSeconds,
             peerSeesLeave: state.peerSeesLeave.summary,
             deliveryLatency: state.delivery.count > 0 ? state.delivery.summary : nil,
-            timeSeries: state.seconds
+            timeSeries: state.seconds,
+            tally: state
         )
-    }
-
-    /// Adds another shard's counts, series and histograms to `state`.
-    private static func add(_ other: State, to state: inout State) {
-        func sum(_ a: [Int], _ b: [Int]) -> [Int] {
-            (0..<max(a.count, b.count)).map { (($0 < a.count) ? a[$0] : 0) + (($0 < b.count) ? b[$0] : 0) }
-        }
-        state.online += other.online
-        state.reconnecting += other.reconnecting
-        state.failed += other.failed
-        state.failures += other.failures
-        state.durations.merge(other.durations)
-        state.durationSeconds = sum(state.durationSeconds, other.durationSeconds)
-        state.attemptBuckets = sum(state.attemptBuckets, other.attemptBuckets)
-        state.retryBuckets = sum(state.retryBuckets, other.retryBuckets)
-        state.reconnectingPeaks = sum(state.reconnectingPeaks, other.reconnectingPeaks)
-        state.reconnectingEnds = sum(state.reconnectingEnds, other.reconnectingEnds)
-        state.peerSeesLeave.merge(other.peerSeesLeave)
-        state.delivery.merge(other.delivery)
-        for index in state.seconds.indices where index < other.seconds.count {
-            let row = other.seconds[index]
-            state.seconds[index].online += row.online
-            state.seconds[index].reconnecting += row.reconnecting
-            state.seconds[index].failed += row.failed
-            state.seconds[index].lost += row.lost
-            state.seconds[index].rejoined += row.rejoined
-            state.seconds[index].failedNow += row.failedNow
-            state.seconds[index].attempts += row.attempts
-            state.seconds[index].logins += row.logins
-        }
     }
 
     /// The index of the 100 ms `time` falls in, with every earlier one filled in with the current count.
@@ -369,6 +367,9 @@ public struct LoadReport: Sendable, Codable, Equatable {
     /// reaching the app, in real milliseconds.
     public var deliveryLatency: LatencySummary?
     public var timeSeries: [Second]
+    /// What the report was computed from, in the form that merges (`roomlink report merge`): reports of several
+    /// processes merge into the report one process would have made of them all.
+    public var tally: LoadTally?
 
     /// The time series as CSV, one row per second, with a header.
     public var timeSeriesCSV: String { timeSeriesCSV(servers: nil) }

@@ -55,6 +55,12 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var interrupted: Bool = false
     /// What the server nodes went through, when their capacity is modelled (SPEC §9; `"server"` in the scenario).
     public var servers: ServerReport? = nil
+    /// The slice of the population the run played (`roomlink load --shard I/N`), if it played one.
+    public var slice: RunSlice? = nil
+    /// Real clock only: the timer lateness's histogram, so that reports of several processes merge exactly.
+    public var timerLatenessTally: LatencyRecorder? = nil
+    /// How many reports were merged into this one (`roomlink report merge`); 1 for a run's own.
+    public var parts: Int = 1
 }
 
 extension RunReport {

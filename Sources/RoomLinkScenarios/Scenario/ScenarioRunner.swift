@@ -30,6 +30,12 @@ public struct ScenarioRunner: Sendable {
     /// for any count; its peak of reconnecting connections is the sum of each share's peak per 100 ms.
     public var shards = 1
 
+    /// The one slice of the population this run plays, when several processes share it (`roomlink load --shard I/N`):
+    /// the rooms ``shard(ofRoom:server:shards:)`` gives to slice `index` of `count`, and their users. The slices of
+    /// one scenario (same seed) are disjoint and together are the whole population; their reports merge
+    /// (``RunReport/merged(_:)``). Needs a scenario that splits by room (``canShard``).
+    public var slice: RunSlice?
+
     /// Whether the event log carries each login attempt and its outcome (`attempt` lines, `--attempts`); without
     /// it the log is SPEC §7's.
     public var logsAttempts = false
@@ -146,6 +152,33 @@ public struct ScenarioRunner: Sendable {
         let wallStart = ContinuousClock.now
         let usageStart = ProcessUsage.current()
         let rssStart = ProcessUsage.currentRSSBytes()
+        if let slice {
+            // One slice of the population, on the group as it is (virtual or real).
+            guard canShard, let population = scenario.population, slice.count <= population.rooms else {
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "shard",
+                    message: "a slice needs a population scenario that splits by room, with at least as many rooms "
+                        + "as slices"
+                )
+            }
+            let run = Shard<Dialect>(group: group, origin: group.now)
+            let play: @Sendable () async throws -> Void = {
+                try await self.play(
+                    run,
+                    shard: slice.index,
+                    of: slice.count,
+                    events: events,
+                    progress: progress,
+                    wallStart: wallStart,
+                    all: [run]
+                )
+            }
+            if let simulation = group as? SimulationRuntime { try await simulation.run(play) } else { try await play() }
+            var report = report([run], group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
+            report.slice = slice
+            return report
+        }
         guard let simulation = group as? SimulationRuntime else {
             // Real time: one world on the group's loops.
             let run = Shard<Dialect>(group: group, origin: group.now)
@@ -386,14 +419,14 @@ public struct ScenarioRunner: Sendable {
         var summary = worlds[0].recorder.summary()
         for world in worlds.dropFirst() { summary.merge(world.recorder.summary()) }
         let clients = worlds.reduce(0) { $0 + $1.clientCount }
-        let statistics = worlds.compactMap(\.statistics)
+        let tallies = worlds.compactMap(\.statistics).map { $0.tally(end: scenario.end.seconds) }
         let load =
-            collectsLoadStatistics && !statistics.isEmpty
-            ? LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients) : nil
+            collectsLoadStatistics && !tallies.isEmpty
+            ? LoadStatistics.report(merging: tallies, end: scenario.end.seconds, clients: clients) : nil
         let serversLoad =
             load
-            ?? (statistics.isEmpty
-                ? nil : LoadStatistics.report(merging: statistics, end: scenario.end.seconds, clients: clients))
+            ?? (tallies.isEmpty
+                ? nil : LoadStatistics.report(merging: tallies, end: scenario.end.seconds, clients: clients))
         let loops = group as? any TimerLatenessReporting
         let lateness = loops?.timerLateness
         return RunReport(
@@ -434,7 +467,8 @@ public struct ScenarioRunner: Sendable {
             },
             load: load,
             interrupted: shards.contains(where: \.interrupted),
-            servers: serverReport(worlds: worlds, shards: shards, load: serversLoad)
+            servers: serverReport(worlds: worlds, shards: shards, load: serversLoad),
+            timerLatenessTally: loops?.timerLatenessTally
         )
     }
 
