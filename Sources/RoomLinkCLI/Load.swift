@@ -53,6 +53,13 @@ struct Load: AsyncParsableCommand {
             """
     )
     var shard: String?
+    @Option(
+        help: """
+            Play the load in N generator processes started here, each a slice (--shard) with its own open-file \
+            limit, and merge their reports and event logs (2 … 64, at most --rooms).
+            """
+    )
+    var processes: Int?
     @Option(help: "Write the equivalent scenario (JSON) to this file.") var saveScenario: String?
     @Option(help: "Draw the time series and the reconnect-duration histogram to this SVG file.") var plot: String?
     @Option(help: "Write the per-second time series to this CSV file.") var timeseries: String?
@@ -64,6 +71,13 @@ struct Load: AsyncParsableCommand {
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
 
     func validate() throws {
+        if let processes {
+            guard (1...64).contains(processes) else { throw ValidationError("--processes must be from 1 to 64") }
+            guard processes <= rooms else {
+                throw ValidationError("--processes \(processes) needs at least as many rooms (--rooms \(rooms))")
+            }
+            guard shard == nil else { throw ValidationError("--processes starts its own --shard slices: give one") }
+        }
         guard loss.isFinite, (0...1).contains(loss) else {
             throw ValidationError("--loss must be in [0, 1], got \(loss)")
         }
@@ -142,6 +156,9 @@ struct Load: AsyncParsableCommand {
             throw fail(error)
         }
         playback.defaultShards = LibeventLoopGroup.coreCount
+        if let processes, processes > 1 {
+            return try await runProcesses(processes, plan: plan, title: title)
+        }
         playback.afterRun = { [plot, timeseries] result in
             guard let load = result.load else { return }
             do {
@@ -166,5 +183,42 @@ struct Load: AsyncParsableCommand {
         }
         try await playback.play(scenario, name: "load")
         if !quiet, isatty(STDERR_FILENO) != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+
+    /// `--processes N`: N children each play a slice; their reports and logs are merged here.
+    private func runProcesses(_ count: Int, plan: LoadPlan, title: String) async throws {
+        let processes = LoadProcesses(
+            count: count,
+            arguments: Array(CommandLine.arguments.dropFirst()),
+            events: output.events,
+            report: output.report
+        )
+        let merged = try await processes.run()
+        try Playback.write(merged, to: output.report)
+        if let load = merged.load {
+            do {
+                try plot.map { path throws(RoomLinkError) in try OutputFile(path).write(load.svg(title: title)) }
+                try timeseries.map { path throws(RoomLinkError) in try OutputFile(path).write(load.timeSeriesCSV) }
+            } catch {
+                throw fail(error)
+            }
+        }
+        if merged.keptUp == false, let lateness = merged.timerLateness {
+            FileHandle.standardError.write(
+                Data(
+                    ("roomlink: warning: a generator's loops fell behind the scenario (timers ran \(lateness.text) "
+                        + "late): its timing is this machine's; use more processes or fewer clients\n").utf8
+                )
+            )
+        }
+        if merged.violations > 0 {
+            FileHandle.standardError.write(
+                Data(
+                    ("roomlink: \(merged.violations) spec violations\n"
+                        + merged.violationSample.map { "  \($0)\n" }.joined()).utf8
+                )
+            )
+            throw ExitCode(1)
+        }
     }
 }
