@@ -20,7 +20,7 @@ struct Playback {
     /// Whether the event log carries `attempt` lines (`--attempts`).
     var logsAttempts = false
     /// A server in another process to play against (`--server`), and its admin API.
-    var remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?)?
+    var remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?, sources: [String])?
     /// With ``remote``: play the scenario in virtual time too, and compare the two runs within this tolerance.
     var compareWithin: Duration?
     /// The slice of the population to play (`roomlink load --shard I/N`).
@@ -69,6 +69,7 @@ struct Playback {
         var options = clockOptions
         options.seed = scenario.seed
         var transport: TCPClientTransport?
+        let connections = remote == nil ? nil : ConnectionStatistics()
         if let remote {
             // A real server runs on the real clock.
             guard options.clock == .real else {
@@ -87,7 +88,9 @@ struct Playback {
                     configuration: .init(
                         latency: scenario.network.latency,
                         jitter: scenario.network.jitter,
-                        seed: scenario.seed
+                        seed: scenario.seed,
+                        sourceAddresses: remote.sources,
+                        observer: connections
                     )
                 )
             } catch {
@@ -131,7 +134,7 @@ struct Playback {
         defer { trap.release() }
         do {
             result = try await options.withRuntime {
-                [runner, progress, progressInterval, remote, transport, sink] group in
+                [runner, progress, progressInterval, remote, transport, sink, connections] group in
                 var runner = runner
                 if let remote, let transport, let loops = group as? LibeventLoopGroup {
                     let administration: any RoomAdministration =
@@ -139,7 +142,8 @@ struct Playback {
                         ?? NoAdministration()
                     runner.remote = ScenarioRunner.RemoteServer(
                         network: { _ in transport },
-                        administration: administration
+                        administration: administration,
+                        connections: connections
                     )
                 }
                 return try await runner.run(
@@ -245,6 +249,32 @@ struct Playback {
         }
     }
 
+    /// The connections' lines of a summary: attempts, opened, failures by cause, the latencies.
+    static func summary(_ connections: ConnectionReport) -> String {
+        let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }
+        func percentiles(_ summary: LatencySummary) -> String {
+            summary.count == 0
+                ? "none"
+                : String(
+                    format: "p50 %.2f / p99 %.2f / p99.9 %.2f / max %.2f ms",
+                    summary.p50Ms,
+                    summary.p99Ms,
+                    summary.p999Ms,
+                    summary.maxMs
+                )
+        }
+        let heartbeat = connections.heartbeatRoundTrip
+        return """
+              connections \(connections.attempts) attempts (peak \(connections.attemptsPerSecondPeak)/s), \
+            \(connections.opened) opened (peak \(connections.openedPerSecondPeak)/s, \(connections.openPeak) open at \
+            most), \(connections.loggedIn) logins accepted; failures: \(causes.isEmpty ? "none" : causes.joined(separator: ", "))
+              connect     TCP \(percentiles(connections.tcpConnect)); login \(percentiles(connections.login))
+              heartbeat   round trip \(heartbeat.count == 0 ? "none" : String(format: "p50 %.2f / p99 %.2f ms", heartbeat.p50Ms, heartbeat.p99Ms))
+
+            """
+    }
+
     static func summary(_ report: RunReport) -> String {
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         var load = ""
@@ -281,7 +311,7 @@ struct Playback {
               wall time   \(String(format: "%.3f", report.wallSeconds)) s
               peak RSS    \(report.peakRSSBytes / 1_048_576) MiB (\(report.bytesPerClient) B per client added)
               CPU time    \(String(format: "%.1f", report.cpuSeconds)) s (\(String(format: "%.2f", report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0)) cores)
-            \(lateness)\(load)\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")
+            \(lateness)\(load)\(report.connections.map(summary) ?? "")\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")
             """
     }
 }

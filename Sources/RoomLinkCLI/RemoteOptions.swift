@@ -19,6 +19,13 @@ struct RemoteOptions: ParsableArguments {
     var serverAdmin: String?
 
     @Option(help: "The admin API's bearer token.") var serverAdminToken: String?
+    @Option(
+        help: """
+            Local addresses the clients' connections leave from, spread over by client: a range (127.0.0.2-127.0.0.40) \
+            or a list (a,b,c), to open more connections than one address's ephemeral ports allow.
+            """
+    )
+    var sourceAddresses: String?
 
     @Flag(
         help: """
@@ -57,6 +64,16 @@ struct RemoteOptions: ParsableArguments {
         return addresses
     }
 
+    /// `--source-addresses`, expanded: every address of each range, in order.
+    func sources() throws(RoomLinkError) -> [String] {
+        guard let sourceAddresses else { return [] }
+        do {
+            return try SourceAddresses.expand(sourceAddresses)
+        } catch {
+            throw RoomLinkError(code: .invalidInput, field: "--source-addresses", message: "--source-addresses: \(error)")
+        }
+    }
+
     /// The admin API's address, checked.
     func adminAddress() throws(RoomLinkError) -> SocketAddress? {
         try serverAdmin.map { text throws(RoomLinkError) in try Self.parse(text, flag: "--server-admin") }
@@ -80,7 +97,7 @@ struct RemoteOptions: ParsableArguments {
     ) throws(RoomLinkError) {
         guard let servers = try addresses() else { return }
         try Self.check(scenario, hasAdmin: serverAdmin != nil, capacityFlags: capacityFlags)
-        playback.remote = (servers, try adminAddress(), serverAdminToken)
+        playback.remote = (servers, try adminAddress(), serverAdminToken, try sources())
         guard compareWithVirtual else { return }
         guard comparing else {
             throw RoomLinkError(

@@ -4,6 +4,10 @@ import RoomLinkEngine
 import RoomLinkRuntime
 import RoomLinkWire
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// One client's TCP connection to the server, on the client's loop: every room of the client is multiplexed over
 /// it, as an SDK keeps one connection per device. It tells the client when it comes up, when it closes under the
 /// client (end of stream, reset, a goodbye) and when it could not be opened.
@@ -31,6 +35,10 @@ final class ClientConnection: @unchecked Sendable {
     private var mediaTimer: TimerHandle?
     /// Which of the transport's servers the connection goes to.
     private var serverIndex = 0
+    /// With an observer: when the attempt began, and when each room's unanswered login and heartbeat were sent.
+    private var attemptStart = RuntimeInstant.zero
+    private var loginsSent: [String: RuntimeInstant] = [:]
+    private var heartbeatsSent: [String: RuntimeInstant] = [:]
 
     private enum Phase { case connecting, open, closed }
 
@@ -40,8 +48,25 @@ final class ClientConnection: @unchecked Sendable {
         self.client = client
         self.key = ObjectIdentifier(client)
         self.random = SeededRandom(seed: transport.configuration.seed, stream: client.endpointHash)
-        bufferEvent = bufferevent_socket_new(loop.eventBase, -1, Sockets.bufferEventOptions)
+        attemptStart = loop.now
+        transport.observer?.connectionAttempted(at: attemptStart)
+        let (address, serverIndex) = transport.address(for: key, spread: client.endpointHash)
+        self.serverIndex = serverIndex
+        var socket: Int32 = -1
+        if let source = transport.source(spread: client.endpointHash) {
+            // Bound to its source address before connecting; the port is picked at connect.
+            socket = Sockets.bound(to: source)
+            guard socket >= 0 else {
+                // At bind, `EADDRNOTAVAIL` is an address this machine does not have, not a lack of ports.
+                let failure = errno == EADDRNOTAVAIL ? ConnectionFailure.other : ConnectionFailure(errno: errno)
+                phase = .closed
+                _ = try? loop.schedule(after: .zero) { [self] in refusedAtOnce(failure) }
+                return
+            }
+        }
+        bufferEvent = bufferevent_socket_new(loop.eventBase, socket, Sockets.bufferEventOptions)
         guard let bufferEvent else {
+            if socket >= 0 { Glibc.close(socket) }
             phase = .closed
             return
         }
@@ -49,12 +74,14 @@ final class ClientConnection: @unchecked Sendable {
         bufferevent_setcb(bufferEvent, clientReadCallback, nil, clientEventCallback, context)
         bufferevent_setwatermark(bufferEvent, Sockets.read, 0, Sockets.inputHighWatermark)
         bufferevent_enable(bufferEvent, Sockets.readWrite)
-        let (address, serverIndex) = transport.address(for: key, spread: client.endpointHash)
-        self.serverIndex = serverIndex
         let status = address.withSockaddr { bufferevent_socket_connect(bufferEvent, $0, $1) }
         if status != 0 {
-            // Failed at once (no route, out of descriptors): tell the client as soon as its loop runs.
-            _ = try? loop.schedule(after: .zero) { [self] in finish(.refused) }
+            // Failed at once (no route, out of descriptors or ports): tell the client as soon as its loop runs.
+            let failure = ConnectionFailure(errno: errno)
+            _ = try? loop.schedule(after: .zero) { [self] in
+                transport.observer?.connectionFailed(failure, at: loop.now)
+                finish(.refused)
+            }
             return
         }
         write(
@@ -105,6 +132,53 @@ final class ClientConnection: @unchecked Sendable {
         func timerFired(_ timer: TimerHandle) { connection.sendMedia() }
     }
 
+    /// A connection that could not even be made (its socket or its source address failed): the client hears the
+    /// attempt refused.
+    private func refusedAtOnce(_ failure: ConnectionFailure) {
+        transport.observer?.connectionFailed(failure, at: loop.now)
+        for room in rooms.sorted() { client?.connectionChanged(.refused, room: room) }
+        transport.moveOn(key, from: serverIndex)
+        transport.forget(self)
+    }
+
+    // MARK: - Measuring (with an observer)
+
+    /// A room's message is about to leave: logins and heartbeats are timed until their answers.
+    func sending(_ message: ClientMessage, room: String) {
+        switch message {
+        case .login:
+            // A login sent again before the last was answered: the last one timed out.
+            if loginsSent.updateValue(loop.now, forKey: room) != nil {
+                transport.observer?.connectionFailed(.timeout, at: loop.now)
+            }
+        case .heartbeat: heartbeatsSent[room] = loop.now
+        default: break
+        }
+    }
+
+    private func answered(_ message: ServerMessage, room: String) {
+        guard let observer = transport.observer else { return }
+        let now = loop.now
+        switch message {
+        case .heartbeatAck:
+            if let sent = heartbeatsSent.removeValue(forKey: room) {
+                observer.heartbeatAnswered(after: sent.duration(to: now), at: now)
+            }
+            return
+        case .loginAccepted, .loginRejected, .busy, .kicked, .sessionUnknown: break
+        default: return
+        }
+        guard let sent = loginsSent.removeValue(forKey: room) else { return }
+        var accepted = false
+        switch message {
+        case .loginAccepted: accepted = true
+        case .loginRejected(_, _, .tokenInvalid): observer.connectionFailed(.auth, at: now)
+        case .busy: observer.connectionFailed(.busy, at: now)
+        default: observer.connectionFailed(.other, at: now)
+        }
+        observer.loginAnswered(after: sent.duration(to: now), accepted: accepted, at: now)
+    }
+
     // MARK: - Receiving
 
     fileprivate func readable() {
@@ -145,6 +219,7 @@ final class ClientConnection: @unchecked Sendable {
         case .room(let room, let message):
             transport.countFrame()
             guard transport.carries(from: key, room: room) else { return }
+            if transport.observer != nil { answered(message, room: room) }
             let delay = transport.delay(using: &random)
             guard delay > .zero else {
                 client?.deliver(message, from: room)
@@ -163,10 +238,12 @@ final class ClientConnection: @unchecked Sendable {
     fileprivate func event(_ what: Int16) {
         if what & Sockets.connected != 0 {
             phase = .open
+            transport.observer?.connectionOpened(after: attemptStart.duration(to: loop.now), at: loop.now)
             if let fd = bufferEvent.map(bufferevent_getfd) { Sockets.setNoDelay(fd) }
             for room in rooms { client?.connectionChanged(.connected, room: room) }
         } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
             if phase == .connecting {
+                transport.observer?.connectionFailed(ConnectionFailure(errno: errno), at: loop.now)
                 finish(.refused)
             } else {
                 finish(.closed(what & Sockets.eof != 0 ? .endOfStream : .reset))
@@ -179,6 +256,11 @@ final class ClientConnection: @unchecked Sendable {
     /// The connection closed under the client (or never opened): frees it and tells the client, room by room.
     private func finish(_ event: ConnectionEvent) {
         guard phase != .closed else { return }
+        if phase == .open, let observer = transport.observer {
+            // Logins still waiting for their answers never got one.
+            for _ in loginsSent.values { observer.connectionFailed(.reset, at: loop.now) }
+            loginsSent.removeAll()
+        }
         close()
         // The next connection tries the next server (a cluster's other node), if there is one.
         transport.moveOn(key, from: serverIndex)
@@ -188,6 +270,7 @@ final class ClientConnection: @unchecked Sendable {
     /// Closes the socket without telling the client (its link went down, and the client hears of that).
     func close() {
         guard phase != .closed else { return }
+        if phase == .open { transport.observer?.connectionClosed(at: loop.now) }
         phase = .closed
         if let mediaTimer { loop.cancel(mediaTimer) }
         mediaTimer = nil

@@ -1,4 +1,5 @@
 internal import CLibevent
+import RoomLinkEngine
 
 #if canImport(Glibc)
 import Glibc
@@ -66,5 +67,43 @@ enum InputFrames {
         guard available >= 4 + length else { return .incomplete }
         guard let start = evbuffer_pullup(input, 4 + length) else { return .incomplete }
         return .frame(UnsafeRawBufferPointer(start: start + 4, count: length), consumed: 4 + length)
+    }
+}
+
+extension Sockets {
+    /// Linux's `IP_BIND_ADDRESS_NO_PORT` (not in Glibc's module): a bound socket takes its port at connect, so that
+    /// many connections from one address to different servers share ports.
+    private static let bindAddressNoPort: Int32 = 24
+
+    /// A non-blocking TCP socket bound to `source` (port 0), or −1 with `errno` set.
+    static func bound(to source: ResolvedAddress) -> Int32 {
+        let socket = Glibc.socket(source.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socket >= 0 else { return -1 }
+        var on: Int32 = 1
+        if source.family == AF_INET {
+            _ = setsockopt(socket, Int32(IPPROTO_IP), bindAddressNoPort, &on, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let status = source.withSockaddr { bind(socket, $0, socklen_t($1)) }
+        guard status == 0 else {
+            let error = errno
+            Glibc.close(socket)
+            errno = error
+            return -1
+        }
+        return socket
+    }
+}
+
+extension ConnectionFailure {
+    /// The failure an `errno` of `socket`, `bind` or `connect` stands for.
+    init(errno: Int32) {
+        switch errno {
+        case ECONNREFUSED: self = .refused
+        case ETIMEDOUT: self = .timeout
+        case ECONNRESET, EPIPE, ECONNABORTED: self = .reset
+        case EADDRNOTAVAIL, EADDRINUSE: self = .outOfPorts
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: self = .outOfFiles
+        default: self = .other
+        }
     }
 }

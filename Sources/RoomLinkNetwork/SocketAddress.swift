@@ -63,6 +63,11 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 struct ResolvedAddress: Sendable {
     var bytes: [UInt8]
 
+    /// `AF_INET` or `AF_INET6`.
+    var family: Int32 {
+        withSockaddr { address, _ in Int32(address.pointee.sa_family) }
+    }
+
     func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, Int32) -> T) -> T {
         bytes.withUnsafeBytes { raw in
             body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), Int32(raw.count))

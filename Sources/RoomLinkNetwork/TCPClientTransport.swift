@@ -34,11 +34,25 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         public var jitter: Duration
         /// Seeds the jitter.
         public var seed: UInt64
+        /// Local addresses the connections leave from (IP literals), spread over by client: past one address's
+        /// ephemeral ports (28,000 per server address here), a load generator needs several. Empty: the system's
+        /// choice. Each is bound with `IP_BIND_ADDRESS_NO_PORT`, so the port is picked at connect.
+        public var sourceAddresses: [String]
+        /// Told of every connection attempt, handshake, failure, login answer and heartbeat round trip.
+        public var observer: (any ConnectionObserver)?
 
-        public init(latency: Duration = .zero, jitter: Duration = .zero, seed: UInt64 = 0) {
+        public init(
+            latency: Duration = .zero,
+            jitter: Duration = .zero,
+            seed: UInt64 = 0,
+            sourceAddresses: [String] = [],
+            observer: (any ConnectionObserver)? = nil
+        ) {
             self.latency = latency
             self.jitter = jitter
             self.seed = seed
+            self.sourceAddresses = sourceAddresses
+            self.observer = observer
         }
     }
 
@@ -51,6 +65,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     public let dialect: DialectName
     public let configuration: Configuration
     private let addresses: [ResolvedAddress]
+    private let sources: [ResolvedAddress]
     /// The server each client uses now (an index into `addresses`), once it has moved from the one its ID picked.
     private let chosen = LockedBox<[ObjectIdentifier: Int]>([:])
     private let connections = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
@@ -70,7 +85,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
 
     /// A transport to the nodes `servers` of one cluster, for clients of `dialect`.
     ///
-    /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when a server does not resolve;
+    /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when a server or a source address does not resolve;
     ///   ``NetworkError/misuse(_:)`` for an empty list.
     public init(
         servers: [SocketAddress],
@@ -87,6 +102,16 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         var addresses: [ResolvedAddress] = []
         for server in servers { addresses.append(try server.resolved()) }
         self.addresses = addresses
+        var sources: [ResolvedAddress] = []
+        for source in configuration.sourceAddresses {
+            let address = SocketAddress(host: source, port: 0)
+            let resolved = try address.resolved()
+            guard resolved.family == addresses[0].family else {
+                throw .invalidAddress(source, reason: "a source address must be of the servers' family (IPv4 or IPv6)")
+            }
+            sources.append(resolved)
+        }
+        self.sources = sources
     }
 
     // MARK: - ClientTransport
@@ -132,6 +157,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
             channel.connection = connection
         }
         if isPartitioned(channel.room) { return .sent }
+        if configuration.observer != nil { channel.connection.sending(message, room: channel.room) }
         channel.connection.send(ClientFrame.room(channel.room, message).encoded(at: client.loop.now))
         return .sent
     }
@@ -226,6 +252,14 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         let index = chosen.withLock { $0[key] } ?? Int(spread % UInt64(addresses.count))
         return (addresses[index], index)
     }
+
+    /// The local address a connection of a client leaves from, if the transport has source addresses.
+    func source(spread: UInt64) -> ResolvedAddress? {
+        // Mixed again (Fibonacci hashing), so that the servers' pick and this one do not go together.
+        sources.isEmpty ? nil : sources[Int(((spread &* 0x9E37_79B9_7F4A_7C15) >> 32) % UInt64(sources.count))]
+    }
+
+    var observer: (any ConnectionObserver)? { configuration.observer }
 
     /// The client's connection to server `index` failed or dropped: its next one goes to the next server.
     func moveOn(_ key: ObjectIdentifier, from index: Int) {

@@ -87,6 +87,13 @@ extension RunReport {
         merged.eventsPerWallSecond = merged.wallSeconds > 0 ? Double(merged.events) / merged.wallSeconds : 0
         merged.timerLateness = merged.timerLatenessTally?.summary ?? merged.timerLateness
         merged.slice = nil
+        let connections = reports.compactMap(\.connections?.tally)
+        if connections.count == reports.count, var tally = connections.first {
+            for other in connections.dropFirst() { tally.add(other) }
+            merged.connections = ConnectionReport(tally)
+        } else {
+            merged.connections = nil
+        }
         if let first = loads.first, first != nil {
             let tallies = loads.compactMap { $0?.tally }
             merged.load = LoadStatistics.report(merging: tallies, end: merged.scenarioSeconds, clients: merged.clients)

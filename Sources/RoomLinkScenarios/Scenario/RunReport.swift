@@ -61,6 +61,8 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var timerLatenessTally: LatencyRecorder? = nil
     /// How many reports were merged into this one (`roomlink report merge`); 1 for a run's own.
     public var parts: Int = 1
+    /// Against a real server: the connections' attempts, failures by cause and latencies.
+    public var connections: ConnectionReport? = nil
 }
 
 extension RunReport {

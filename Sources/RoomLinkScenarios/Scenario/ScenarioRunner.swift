@@ -57,13 +57,17 @@ public struct ScenarioRunner: Sendable {
         public var network: @Sendable (NetworkPlan) -> any ClientTransport & NetworkFaults
         /// The server's admin API.
         public var administration: any RoomAdministration
+        /// What the transport told of its connections (its observer), for the report's `connections`.
+        public var connections: ConnectionStatistics?
 
         public init(
             network: @escaping @Sendable (NetworkPlan) -> any ClientTransport & NetworkFaults,
-            administration: any RoomAdministration
+            administration: any RoomAdministration,
+            connections: ConnectionStatistics? = nil
         ) {
             self.network = network
             self.administration = administration
+            self.connections = connections
         }
     }
 
@@ -327,6 +331,7 @@ public struct ScenarioRunner: Sendable {
         }
         let origin = shard.origin
         statistics?.start(at: origin)
+        remote?.connections?.start(at: origin)
         world.server?.nodes?.start(at: origin)
         shard.world = world
         world.recorder.start(at: origin)
@@ -468,7 +473,8 @@ public struct ScenarioRunner: Sendable {
             load: load,
             interrupted: shards.contains(where: \.interrupted),
             servers: serverReport(worlds: worlds, shards: shards, load: serversLoad),
-            timerLatenessTally: loops?.timerLatenessTally
+            timerLatenessTally: loops?.timerLatenessTally,
+            connections: remote?.connections.map { ConnectionReport($0.tally(end: scenario.end.seconds)) }
         )
     }
 

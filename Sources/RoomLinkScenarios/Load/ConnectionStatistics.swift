@@ -1,0 +1,184 @@
+public import RoomLinkEngine
+public import RoomLinkRuntime
+
+/// What a load tester owes its user about its connections to a real server (`roomlink load --server`), gathered
+/// from the socket transport (a ``ConnectionObserver``): connection attempts and successes per second, open
+/// connections over time, failures by cause, the TCP handshake's and the login's latency, heartbeat round trips.
+public final class ConnectionStatistics: ConnectionObserver {
+    private struct State {
+        var origin: RuntimeInstant
+        var open = 0
+        var tally = ConnectionTally()
+    }
+
+    private let state: LockedBox<State>
+
+    /// Statistics whose time zero is `origin` (the scenario's start; ``start(at:)`` moves it).
+    public init(origin: RuntimeInstant = .zero) {
+        state = LockedBox(State(origin: origin))
+    }
+
+    /// Moves time zero to `origin`, before anything was recorded.
+    public func start(at origin: RuntimeInstant) {
+        state.withLock { $0.origin = origin }
+    }
+
+    public func connectionAttempted(at time: RuntimeInstant) {
+        update(at: time) { $1.attempts += 1 }
+    }
+
+    public func connectionOpened(after handshake: Duration, at time: RuntimeInstant) {
+        update(at: time) { state, second in
+            state.open += 1
+            second.opened += 1
+            state.tally.tcpConnect.record(nanoseconds: handshake.nanoseconds)
+        }
+    }
+
+    public func connectionFailed(_ cause: ConnectionFailure, at time: RuntimeInstant) {
+        update(at: time) { state, second in
+            second.failed += 1
+            state.tally.failures[cause.rawValue, default: 0] += 1
+        }
+    }
+
+    public func connectionClosed(at time: RuntimeInstant) {
+        update(at: time) { state, _ in state.open -= 1 }
+    }
+
+    public func loginAnswered(after latency: Duration, accepted: Bool, at time: RuntimeInstant) {
+        // Refusals and busy answers are quick and say nothing of how long getting in takes.
+        guard accepted else { return }
+        update(at: time) { state, second in
+            second.loggedIn += 1
+            state.tally.login.record(nanoseconds: latency.nanoseconds)
+        }
+    }
+
+    public func heartbeatAnswered(after roundTrip: Duration, at time: RuntimeInstant) {
+        state.withLock { $0.tally.heartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds) }
+    }
+
+    /// What was counted, with the series carried up to `end` (seconds since the origin).
+    public func tally(end: Double) -> ConnectionTally {
+        state.withLock { state in
+            _ = Self.second(ofIndex: max(0, Int(end.rounded(.up)) - 1), in: &state)
+            return state.tally
+        }
+    }
+
+    private func update(at time: RuntimeInstant, _ body: (inout State, inout ConnectionTally.Second) -> Void) {
+        state.withLock { state in
+            let index = Self.second(
+                ofIndex: Int(max(0, time.nanoseconds - state.origin.nanoseconds) / 1_000_000_000),
+                in: &state
+            )
+            var second = state.tally.seconds[index]
+            body(&state, &second)
+            second.open = state.open
+            state.tally.seconds[index] = second
+        }
+    }
+
+    /// The index of second `index`, with every second before it filled in (open connections carried over).
+    private static func second(ofIndex index: Int, in state: inout State) -> Int {
+        while state.tally.seconds.count <= index {
+            state.tally.seconds.append(ConnectionTally.Second(second: state.tally.seconds.count, open: state.open))
+        }
+        return index
+    }
+}
+
+/// What ``ConnectionStatistics`` counted, in the form that merges across generator processes: per-second counts,
+/// failures by cause, and the latency histograms as buckets.
+public struct ConnectionTally: Sendable, Codable, Equatable {
+    /// One second of the run.
+    public struct Second: Sendable, Codable, Equatable {
+        public var second: Int
+        /// Connection attempts begun, connections opened (TCP handshake done), and failures (of an attempt, or of
+        /// a login on an open connection) during the second.
+        public var attempts = 0
+        public var opened = 0
+        public var failed = 0
+        /// Logins accepted during the second.
+        public var loggedIn = 0
+        /// Connections open at the second's end.
+        public var open = 0
+
+        public init(second: Int, open: Int) {
+            self.second = second
+            self.open = open
+        }
+    }
+
+    public var seconds: [Second] = []
+    /// Failures by cause (``ConnectionFailure``'s raw values).
+    public var failures: [String: Int] = [:]
+    public var tcpConnect = LatencyRecorder()
+    public var login = LatencyRecorder()
+    public var heartbeatRoundTrip = LatencyRecorder()
+
+    public init() {}
+
+    /// Adds another generator's counts and histograms, second by second from the scenario's start.
+    public mutating func add(_ other: ConnectionTally) {
+        for (index, row) in other.seconds.enumerated() {
+            guard index < seconds.count else {
+                seconds.append(row)
+                continue
+            }
+            seconds[index].attempts += row.attempts
+            seconds[index].opened += row.opened
+            seconds[index].failed += row.failed
+            seconds[index].loggedIn += row.loggedIn
+            seconds[index].open += row.open
+        }
+        failures.merge(other.failures, uniquingKeysWith: +)
+        tcpConnect.merge(other.tcpConnect)
+        login.merge(other.login)
+        heartbeatRoundTrip.merge(other.heartbeatRoundTrip)
+    }
+}
+
+/// The connections of a run against a real server, summed up: see ``ConnectionStatistics``.
+public struct ConnectionReport: Sendable, Codable, Equatable {
+    public var attempts: Int
+    public var opened: Int
+    public var loggedIn: Int
+    /// Failures by cause: `refused`, `timeout`, `reset`, `busy`, `auth`, `outOfPorts`, `outOfFiles`, `other`.
+    public var failures: [String: Int]
+    /// The most connection attempts begun, and connections opened, in one second.
+    public var attemptsPerSecondPeak: Int
+    public var openedPerSecondPeak: Int
+    /// The most connections open at once (at a second's end).
+    public var openPeak: Int
+    /// From the attempt to the TCP handshake's end; from the login sent to its acceptance; a heartbeat's round trip.
+    public var tcpConnect: LatencySummary
+    public var login: LatencySummary
+    public var heartbeatRoundTrip: LatencySummary
+    public var tally: ConnectionTally
+
+    /// The report of `tally`.
+    public init(_ tally: ConnectionTally) {
+        self.tally = tally
+        attempts = tally.seconds.reduce(0) { $0 + $1.attempts }
+        opened = tally.seconds.reduce(0) { $0 + $1.opened }
+        loggedIn = tally.seconds.reduce(0) { $0 + $1.loggedIn }
+        failures = tally.failures
+        attemptsPerSecondPeak = tally.seconds.map(\.attempts).max() ?? 0
+        openedPerSecondPeak = tally.seconds.map(\.opened).max() ?? 0
+        openPeak = tally.seconds.map(\.open).max() ?? 0
+        tcpConnect = tally.tcpConnect.summary
+        login = tally.login.summary
+        heartbeatRoundTrip = tally.heartbeatRoundTrip.summary
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    fileprivate var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : scaled &+ attoseconds / 1_000_000_000
+    }
+}
