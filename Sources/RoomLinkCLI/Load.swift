@@ -138,8 +138,10 @@ struct Load: AsyncParsableCommand {
             collectsLoadStatistics: true
         )
         playback.logsAttempts = output.attempts
+        playback.faultWindows = Self.faultWindows(plan.faults)
         do {
-            playback.slice = try shard.map { text throws(RoomLinkError) in try RunSlice(parsing: text, field: "--shard") }
+            playback.slice = try shard.map { text throws(RoomLinkError) in try RunSlice(parsing: text, field: "--shard")
+            }
             if let slice = playback.slice, slice.count > plan.rooms {
                 throw RoomLinkError(
                     code: .invalidInput,
@@ -163,10 +165,14 @@ struct Load: AsyncParsableCommand {
             guard let load = result.load else { return }
             do {
                 try plot.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(load.svg(title: title, servers: result.servers))
+                    try OutputFile(path).write(
+                        load.svg(title: title, servers: result.servers, connections: result.connections)
+                    )
                 }
                 try timeseries.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(load.timeSeriesCSV(servers: result.servers))
+                    try OutputFile(path).write(
+                        load.timeSeriesCSV(servers: result.servers, connections: result.connections)
+                    )
                 }
             } catch {
                 throw fail(error)
@@ -197,8 +203,12 @@ struct Load: AsyncParsableCommand {
         try Playback.write(merged, to: output.report)
         if let load = merged.load {
             do {
-                try plot.map { path throws(RoomLinkError) in try OutputFile(path).write(load.svg(title: title)) }
-                try timeseries.map { path throws(RoomLinkError) in try OutputFile(path).write(load.timeSeriesCSV) }
+                try plot.map { path throws(RoomLinkError) in
+                    try OutputFile(path).write(load.svg(title: title, servers: nil, connections: merged.connections))
+                }
+                try timeseries.map { path throws(RoomLinkError) in
+                    try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: merged.connections))
+                }
             } catch {
                 throw fail(error)
             }
@@ -219,6 +229,35 @@ struct Load: AsyncParsableCommand {
                 )
             )
             throw ExitCode(1)
+        }
+    }
+
+    /// The faults that end, with when: what the report's recoveries measure from.
+    static func faultWindows(_ faults: [LoadPlan.Fault]) -> [LoadReport.FaultWindow] {
+        func longest(_ length: OutageLength) -> Duration? {
+            switch length {
+            case .fixed(let length): length
+            case .uniform(_, let upper): upper
+            case .exponential: nil  // no end to speak of
+            }
+        }
+        return faults.compactMap { fault -> LoadReport.FaultWindow? in
+            let label: String
+            let start: Duration
+            let end: Duration
+            switch fault {
+            case .storm(let fraction, let at, let length):
+                (label, start, end) = ("storm \(fraction)@\(at.roomLinkText):\(length.roomLinkText)", at, at + length)
+            case .outages(let fraction, let at, let length, let over):
+                guard let longest = longest(length) else { return nil }
+                (label, start, end) = ("outages \(fraction)@\(at.roomLinkText)", at, at + over + longest)
+            case .partition(let fraction, let at, let length):
+                guard let longest = longest(length) else { return nil }
+                (label, start, end) = ("partition \(fraction)@\(at.roomLinkText)", at, at + longest)
+            case .flapping, .kickStorm, .tokenWave, .churn:
+                return nil
+            }
+            return LoadReport.FaultWindow(fault: label, startSeconds: start.seconds, endSeconds: end.seconds)
         }
     }
 }

@@ -25,6 +25,8 @@ struct Playback {
     var compareWithin: Duration?
     /// The slice of the population to play (`roomlink load --shard I/N`).
     var slice: RunSlice?
+    /// The faults that end (storms, outages, partitions), for the load report's recoveries.
+    var faultWindows: [LoadReport.FaultWindow] = []
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -129,7 +131,7 @@ struct Playback {
         }
         let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
         let sink: (any EventSink<EventLogLine>)? = realEvents ?? writer
-        let result: RunReport
+        var result: RunReport
         let trap = SignalTrap(stopping: interruption)
         defer { trap.release() }
         do {
@@ -158,6 +160,7 @@ struct Playback {
             try? writer?.close()
             throw fail(error, in: "the run stopped")
         }
+        result.load?.measureRecoveries(after: faultWindows)
         let closedOutput = interruption.reason == .closedOutput
         do {
             try writer?.close()
@@ -298,6 +301,11 @@ struct Playback {
                   peer sees leave \(stats.peerSeesLeave.count == 0 ? "not seen" : "p50 / p99 / max \(stats.peerSeesLeave.text) (\(stats.peerSeesLeave.count))")
 
                 """
+            for recovery in stats.recoveries {
+                load += "  recovery    \(recovery.window.fault): \(recovery.onlineBefore) online before, "
+                load += "\(recovery.onlineLowest) at the lowest; "
+                load += recovery.secondsToAllBack.map { "all back \(f($0)) s after it ended\n" } ?? "not all back\n"
+            }
             if let delivery = stats.deliveryLatency {
                 load += "  delivery    p50 / p99 / max \(delivery.text) from cause to callback (\(delivery.count))\n"
             }

@@ -57,7 +57,11 @@ struct RemoteOptions: ParsableArguments {
         for part in parts {
             let text = part.filter { $0 != " " }
             guard !text.isEmpty else {
-                throw RoomLinkError(code: .invalidInput, field: "--server", message: "--server: an empty address in '\(server)'")
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "--server",
+                    message: "--server: an empty address in '\(server)'"
+                )
             }
             addresses.append(try Self.parse(text, flag: "--server"))
         }
@@ -70,7 +74,11 @@ struct RemoteOptions: ParsableArguments {
         do {
             return try SourceAddresses.expand(sourceAddresses)
         } catch {
-            throw RoomLinkError(code: .invalidInput, field: "--source-addresses", message: "--source-addresses: \(error)")
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--source-addresses",
+                message: "--source-addresses: \(error)"
+            )
         }
     }
 

@@ -50,8 +50,14 @@ struct ReportCommand: ParsableCommand {
                     "roomlink — \(merged.dialect), \(merged.clients) clients, \(merged.rooms) rooms, "
                     + "\(parts.count) generators merged"
                 do {
-                    try plot.map { path throws(RoomLinkError) in try OutputFile(path).write(load.svg(title: title)) }
-                    try timeseries.map { path throws(RoomLinkError) in try OutputFile(path).write(load.timeSeriesCSV) }
+                    try plot.map { path throws(RoomLinkError) in
+                        try OutputFile(path).write(
+                            load.svg(title: title, servers: nil, connections: merged.connections)
+                        )
+                    }
+                    try timeseries.map { path throws(RoomLinkError) in
+                        try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: merged.connections))
+                    }
                 } catch {
                     throw fail(error)
                 }

@@ -77,7 +77,11 @@ extension Sockets {
 
     /// A non-blocking TCP socket bound to `source` (port 0), or −1 with `errno` set.
     static func bound(to source: ResolvedAddress) -> Int32 {
-        let socket = Glibc.socket(source.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let socket = Glibc.socket(
+            source.family,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            0
+        )
         guard socket >= 0 else { return -1 }
         var on: Int32 = 1
         if source.family == AF_INET {

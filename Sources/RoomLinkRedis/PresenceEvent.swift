@@ -55,7 +55,8 @@ struct PresenceEvent: Equatable {
 
     /// Parses a published event; `nil` when it is not one (it is then ignored, and counted).
     init?(parsing payload: String) {
-        guard let fields = Self.fields(payload), fields.count == 7, let kind = Kind(rawValue: fields[0]), let sequence = UInt64(fields[1]),
+        guard let fields = Self.fields(payload), fields.count == 7, let kind = Kind(rawValue: fields[0]),
+            let sequence = UInt64(fields[1]),
             let session = UInt64(fields[3], radix: 16)
         else { return nil }
         self.init(

@@ -438,7 +438,8 @@ final class PresenceShard: @unchecked Sendable {
             return
         }
         statistics.withLock { $0.commands += 1 }
-        let tail = [String(keys.all.count)] + keys.all + [keys.channel, leaseMilliseconds, leaseMilliseconds] + arguments
+        let tail =
+            [String(keys.all.count)] + keys.all + [keys.channel, leaseMilliseconds, leaseMilliseconds] + arguments
         guard let sha = scriptHashes[script] else {
             return command.send(["EVAL", script.source] + tail, reply: reply)
         }

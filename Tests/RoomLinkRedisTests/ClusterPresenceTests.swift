@@ -5,7 +5,11 @@ import Testing
 
 /// Two and three `serve` nodes sharing presence in a real Redis on loopback: whichever node a client lands on, the
 /// room is one room. Assertions are about order, counts and "never early", not about how fast a loaded machine is.
-@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)"))
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(5)),
+    .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
+)
 struct ClusterPresenceTests {
     @Test func peersOnEveryNodeSeeOneRoom() async throws {
         let redis = try RedisServer()
@@ -147,7 +151,11 @@ struct ClusterPresenceTests {
 }
 
 /// A node that dies, and Redis going away: what the other nodes and the clients see.
-@Suite(.serialized, .timeLimit(.minutes(5)), .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)"))
+@Suite(
+    .serialized,
+    .timeLimit(.minutes(5)),
+    .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
+)
 struct ClusterFailureTests {
     /// A node dies without a word. Its member that can only reach it is dropped by the others at the heartbeat
     /// timeout, not before, as if its network were lost; its member that knows the other node reconnects there,
@@ -190,7 +198,9 @@ struct ClusterFailureTests {
         // Alice came back on the survivor with her session: peers saw nothing.
         try await RedisTest.until("alice reconnects on the other node") { aliceLog.count(of: .reconnected) == 1 }
         #expect(aliceLog.count(of: .reconnecting) == 1)
-        #expect(await survivor.server.rooms.serverRoom("room-1").localMembers.map(\.userID).sorted() == ["alice", "bob"])
+        #expect(
+            await survivor.server.rooms.serverRoom("room-1").localMembers.map(\.userID).sorted() == ["alice", "bob"]
+        )
         #expect(bobLog.presence.filter { $0 == "-carol" }.count == 1)
         #expect(!bobLog.presence.contains("-alice"))
         #expect(try redis.cli("HEXISTS", "roomlink:{room-1}:members", "carol") == "(integer) 0")

@@ -222,6 +222,15 @@ extension LoadPlanTests {
         }
         #expect(load.timeSeries[125].reconnecting == 10 && load.timeSeries[125].online == 30)
         #expect(load.timeSeries[120].lost == 10)
+        #expect(load.timeSeries.allSatisfy { $0.second < 10 || $0.target == 40 }, "all want in once they asked")
+        // The storm's recovery: 40 online before it, 30 at the lowest, all back within a second of its end.
+        var measured = load
+        measured.measureRecoveries(
+            after: [LoadReport.FaultWindow(fault: "storm", startSeconds: 120, endSeconds: 150)]
+        )
+        let recovery = try #require(measured.recoveries.first)
+        #expect(recovery.onlineBefore == 40 && recovery.onlineLowest == 30)
+        #expect(recovery.secondsToAllBack.map { $0 > 0 && $0 <= 2 } == true)
         let logins: Int = load.timeSeries.map(\.logins).reduce(0, +)
         let attempts: Int = load.timeSeries.map(\.attempts).reduce(0, +)
         #expect(logins == 40 + attempts, "every login is a first join or a reconnect attempt")
@@ -233,10 +242,10 @@ extension LoadPlanTests {
         )
         let csv = load.timeSeriesCSV.split(separator: "\n")
         #expect(csv.count == 301 && csv[0].hasPrefix("second,online,reconnecting,failed"))
-        #expect(csv[126] == "125,30,10,0,0,0,0,0,0")
+        #expect(csv[126] == "125,30,10,0,0,0,0,0,0,40", "40 want to be in: 30 are, 10 are on their way back")
         let svg = load.svg(title: "storm <test>")
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
-        #expect(svg.components(separatedBy: "<polyline").count == 4, "online, reconnecting, attempts")
+        #expect(svg.components(separatedBy: "<polyline").count == 5, "target, online, reconnecting, attempts")
         #expect(svg.contains("storm &lt;test&gt;"), "the title is escaped")
         #expect(
             svg.components(separatedBy: "fill=\"#5f6368\"").count == 2,

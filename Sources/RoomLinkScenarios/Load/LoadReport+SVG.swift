@@ -8,7 +8,13 @@ extension LoadReport {
     /// The picture, with a third panel when the servers' capacity was modelled: logins offered and completed per
     /// second (goodput) and the queue's length, over the run.
     public func svg(title: String, servers: ServerReport?) -> String {
-        let height = servers == nil ? 600 : 860
+        svg(title: title, servers: servers, connections: nil)
+    }
+
+    /// The picture, with a panel for the servers' capacity when it was modelled, and one for the connections to a
+    /// real server (attempts, opened and failed per second, and connections open) when there were any.
+    public func svg(title: String, servers: ServerReport?, connections: ConnectionReport?) -> String {
+        let height = 600 + (servers == nil ? 0 : 260) + (connections == nil ? 0 : 260)
         let width = 960.0
         let chart = (left: 70.0, top: 50.0, width: 860.0, height: 260.0)
         let bars = (left: 70.0, top: 380.0, width: 860.0, height: 160.0)
@@ -21,7 +27,7 @@ extension LoadReport {
             """
         // The series, on one scale: connections and attempts per second.
         let seconds = max(1, timeSeries.count)
-        let top = max(1, timeSeries.map { max($0.online, $0.reconnecting, $0.attempts) }.max() ?? 1)
+        let top = max(1, timeSeries.map { max($0.online, $0.reconnecting, $0.attempts, $0.target) }.max() ?? 1)
         func x(_ second: Int) -> Double { chart.left + chart.width * Double(second) / Double(seconds) }
         func y(_ value: Int) -> Double { chart.top + chart.height * (1 - Double(value) / Double(top)) }
         out += Self.axes(chart.left, chart.top, chart.width, chart.height)
@@ -29,14 +35,14 @@ extension LoadReport {
         out += Self.label(chart.left - 8, chart.top + chart.height, "0", anchor: "end")
         out += Self.label(chart.left + chart.width, chart.top + chart.height + 18, "\(seconds) s", anchor: "end")
         let series: [(String, String, (Second) -> Int)] = [
-            ("online", "#2b7bba", \.online), ("reconnecting", "#e8710a", \.reconnecting),
-            ("attempts / s", "#c5221f", \.attempts),
+            ("target", "#bdc1c6", \.target), ("online", "#2b7bba", \.online),
+            ("reconnecting", "#e8710a", \.reconnecting), ("attempts / s", "#c5221f", \.attempts),
         ]
         for (index, (name, color, value)) in series.enumerated() {
             let points = timeSeries.map { String(format: "%.1f,%.1f", x($0.second), y(value($0))) }
             out +=
                 "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
-            let legendX = chart.left + 10 + Double(index) * 150
+            let legendX = chart.left + 10 + Double(index) * 130
             out += "<rect x=\"\(legendX)\" y=\"\(chart.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
             out += Self.label(legendX + 18, chart.top - 11, name)
         }
@@ -63,6 +69,7 @@ extension LoadReport {
         out += Self.label(bars.left - 8, bars.top + 4, "\(highest)", anchor: "end")
         out += Self.label(bars.left + bars.width, bars.top + bars.height + 18, "\(counts.count) s", anchor: "end")
         if let servers { out += Self.serverPanel(servers, top: 630) }
+        if let connections { out += Self.connectionPanel(connections, top: servers == nil ? 630 : 890) }
         out += "</svg>\n"
         return out
     }
@@ -98,6 +105,43 @@ extension LoadReport {
             ? "sustained overload after the trigger"
             : servers.recovered.map { $0 ? "recovered" : "did not recover" } ?? ""
         out += label(panel.left, panel.top + panel.height + 18, "servers: \(servers.policy)  \(verdict)")
+        return out
+    }
+
+    /// Connection attempts, opened and failed per second, and connections open (its own scale, on the right).
+    private static func connectionPanel(_ connections: ConnectionReport, top: Double) -> String {
+        let panel = (left: 70.0, top: top, width: 860.0, height: 180.0)
+        let rows = connections.tally.seconds
+        let seconds = max(1, rows.count)
+        let rate = max(1, rows.map { max($0.attempts, $0.opened, $0.failed) }.max() ?? 1)
+        let open = max(1, rows.map(\.open).max() ?? 1)
+        func x(_ second: Int) -> Double { panel.left + panel.width * Double(second) / Double(seconds) }
+        func y(_ value: Int, _ top: Int) -> Double { panel.top + panel.height * (1 - Double(value) / Double(top)) }
+        var out = axes(panel.left, panel.top, panel.width, panel.height)
+        out += label(panel.left - 8, panel.top + 4, "\(rate)", anchor: "end")
+        out += label(panel.left + panel.width + 4, panel.top + 4, "open \(open)")
+        out += label(panel.left - 8, panel.top + panel.height, "0", anchor: "end")
+        let series: [(String, String, (ConnectionTally.Second) -> Int, Int)] = [
+            ("connection attempts / s", "#9aa0a6", \.attempts, rate), ("opened / s", "#188038", \.opened, rate),
+            ("failed / s", "#c5221f", \.failed, rate), ("connections open", "#2b7bba", \.open, open),
+        ]
+        for (index, (name, color, value, top)) in series.enumerated() {
+            let points = rows.map { String(format: "%.1f,%.1f", x($0.second), y(value($0), top)) }
+            out +=
+                "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
+            let legendX = panel.left + 10 + Double(index) * 190
+            out += "<rect x=\"\(legendX)\" y=\"\(panel.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
+            out += label(legendX + 18, panel.top - 11, name)
+        }
+        let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        out += label(
+            panel.left,
+            panel.top + panel.height + 18,
+            "TCP connect p99 \(format(connections.tcpConnect.p99Ms)) ms, login p99 \(format(connections.login.p99Ms)) ms, "
+                + "heartbeat round trip p99 \(format(connections.heartbeatRoundTrip.p99Ms)) ms; failures: "
+                + (causes.isEmpty ? "none" : causes)
+        )
         return out
     }
 

@@ -9,6 +9,8 @@ public final class LoadStatistics: EngineObserver {
         var online = 0
         var reconnecting = 0
         var failed = 0
+        /// Connections whose first join is on its way (the app asked; the server has not answered yet).
+        var joining = 0
         /// When each connection now reconnecting lost its connection.
         var lostAt: [String: RuntimeInstant] = [:]
         /// How long completed reconnections took (their count is the reconnections completed).
@@ -58,10 +60,10 @@ public final class LoadStatistics: EngineObserver {
         case .peersChanged(.delete, let users, _):
             peersLeft(users, at: time)
             return
-        case .joining, .stillLost, .reconnectMode, .peersCleared, .tokenRenewedWhileReconnecting, .peersChanged,
+        case .stillLost, .reconnectMode, .peersCleared, .tokenRenewedWhileReconnecting, .peersChanged,
             .tokenWillExpire:
             return  // no change of counts: the most frequent transitions (peers joining) take no lock
-        case .joined, .lost, .rejoined, .gaveUp, .rejected, .kicked, .left:
+        case .joining, .joined, .lost, .rejoined, .gaveUp, .rejected, .kicked, .left:
             break
         }
         state.withLock { state in
@@ -69,7 +71,10 @@ public final class LoadStatistics: EngineObserver {
             let tenth = Self.tenth(of: time, in: &state)
             let key = client + "\u{1F}" + room
             switch transition {
+            case .joining:
+                state.joining += 1
             case .joined:
+                state.joining = max(0, state.joining - 1)
                 state.online += 1
                 if state.failedKeys.remove(key) != nil { state.failed -= 1 }
             case .lost:
@@ -110,6 +115,7 @@ public final class LoadStatistics: EngineObserver {
             state.seconds[second].online = state.online
             state.seconds[second].reconnecting = state.reconnecting
             state.seconds[second].failed = state.failed
+            state.seconds[second].target = state.online + state.reconnecting + state.joining
             state.reconnectingPeaks[tenth] = max(state.reconnectingPeaks[tenth], state.reconnecting)
             state.reconnectingEnds[tenth] = state.reconnecting
         }
@@ -277,7 +283,7 @@ public final class LoadStatistics: EngineObserver {
         case .reconnecting:
             state.reconnecting -= 1
             state.lostAt[key] = nil
-        case .joining: break
+        case .joining: state.joining = max(0, state.joining - 1)
         }
     }
 
@@ -293,7 +299,8 @@ public final class LoadStatistics: EngineObserver {
                     second: state.seconds.count,
                     online: state.online,
                     reconnecting: state.reconnecting,
-                    failed: state.failed
+                    failed: state.failed,
+                    target: state.online + state.reconnecting + state.joining
                 )
             )
         }
@@ -316,12 +323,16 @@ public struct LoadReport: Sendable, Codable, Equatable {
         /// Reconnect attempts sent, and logins of any kind (joins and reconnections) sent.
         public var attempts = 0
         public var logins = 0
+        /// Connections that want to be in their rooms at the second's end: online, reconnecting, or joining for the
+        /// first time (what a load tester targets; ``online`` is what it got).
+        public var target = 0
 
-        init(second: Int, online: Int, reconnecting: Int, failed: Int) {
+        init(second: Int, online: Int, reconnecting: Int, failed: Int, target: Int) {
             self.second = second
             self.online = online
             self.reconnecting = reconnecting
             self.failed = failed
+            self.target = target
         }
     }
 
@@ -367,9 +378,73 @@ public struct LoadReport: Sendable, Codable, Equatable {
     /// reaching the app, in real milliseconds.
     public var deliveryLatency: LatencySummary?
     public var timeSeries: [Second]
+    /// Two sets of extra columns side by side (either may be missing); a row one of them lacks is zeros.
+    private static func join(
+        _ first: (header: String, rows: [String])?,
+        _ second: (header: String, rows: [String])?
+    ) -> (header: String, rows: [String])? {
+        guard let first else { return second }
+        guard let second else { return first }
+        func zeros(_ header: String) -> String {
+            Array(repeating: "0", count: header.split(separator: ",").count).joined(separator: ",")
+        }
+        let count = max(first.rows.count, second.rows.count)
+        return (
+            first.header + "," + second.header,
+            (0..<count).map {
+                ($0 < first.rows.count ? first.rows[$0] : zeros(first.header)) + ","
+                    + ($0 < second.rows.count ? second.rows[$0] : zeros(second.header))
+            }
+        )
+    }
+
     /// What the report was computed from, in the form that merges (`roomlink report merge`): reports of several
     /// processes merge into the report one process would have made of them all.
     public var tally: LoadTally?
+    /// For each fault that ends (a storm, a wave of outages, a partition): how long after its end every connection
+    /// online before it was back (``measureRecoveries(after:)``).
+    public var recoveries: [FaultRecovery] = []
+
+    /// When a fault struck and ended, in seconds from the scenario's start, and what it was.
+    public struct FaultWindow: Sendable, Codable, Equatable {
+        public var fault: String
+        public var startSeconds: Double
+        public var endSeconds: Double
+
+        public init(fault: String, startSeconds: Double, endSeconds: Double) {
+            self.fault = fault
+            self.startSeconds = startSeconds
+            self.endSeconds = endSeconds
+        }
+    }
+
+    /// How a fault's connections came back.
+    public struct FaultRecovery: Sendable, Codable, Equatable {
+        public var window: FaultWindow
+        /// Connections online in the second before the fault.
+        public var onlineBefore: Int
+        /// The fewest online while the fault lasted.
+        public var onlineLowest: Int
+        /// From the fault's end until as many were online again (to the end of that second); `nil` if never.
+        public var secondsToAllBack: Double?
+    }
+
+    /// Measures, from the time series, how long after each fault every connection online before it was back.
+    public mutating func measureRecoveries(after faults: [FaultWindow]) {
+        recoveries = faults.map { window in
+            let start = max(0, Int(window.startSeconds.rounded(.down)))
+            let end = Int(window.endSeconds.rounded(.up))
+            let before = start > 0 && start - 1 < timeSeries.count ? timeSeries[start - 1].online : 0
+            let during = timeSeries.indices.filter { $0 >= start && $0 < end }.map { timeSeries[$0].online }
+            let back = timeSeries.indices.first { $0 >= end && timeSeries[$0].online >= before }
+            return FaultRecovery(
+                window: window,
+                onlineBefore: before,
+                onlineLowest: during.min() ?? before,
+                secondsToAllBack: back.map { max(0, Double($0 + 1) - window.endSeconds) }
+            )
+        }
+    }
 
     /// The time series as CSV, one row per second, with a header.
     public var timeSeriesCSV: String { timeSeriesCSV(servers: nil) }
@@ -377,15 +452,28 @@ public struct LoadReport: Sendable, Codable, Equatable {
     /// The time series as CSV, with the servers' columns (offered, completed, wasted and refused logins, queue
     /// length, false departures) after the connections' when their capacity was modelled.
     public func timeSeriesCSV(servers: ServerReport?) -> String {
-        let extra = servers?.timeSeriesCSVColumns
-        var text = "second,online,reconnecting,failed,lost,rejoined,failed_now,attempts,logins"
+        timeSeriesCSV(servers: servers, connections: nil)
+    }
+
+    /// The time series as CSV, with the servers' columns when their capacity was modelled, and the connections'
+    /// (attempts, opened, failed, logged in per second, connections open) against a real server.
+    public func timeSeriesCSV(servers: ServerReport?, connections: ConnectionReport?) -> String {
+        let rows = connections?.tally.seconds ?? []
+        let connectionColumns = connections.map { _ in
+            (
+                header: "connection_attempts,connections_opened,connections_failed,logins_accepted,connections_open",
+                rows: rows.map { "\($0.attempts),\($0.opened),\($0.failed),\($0.loggedIn),\($0.open)" }
+            )
+        }
+        let extra = Self.join(servers?.timeSeriesCSVColumns, connectionColumns)
+        var text = "second,online,reconnecting,failed,lost,rejoined,failed_now,attempts,logins,target"
         text += extra.map { "," + $0.header } ?? ""
         text += "\n"
         let empty = extra.map { String(repeating: ",0", count: $0.header.split(separator: ",").count) } ?? ""
         for (index, row) in timeSeries.enumerated() {
             text +=
                 "\(row.second),\(row.online),\(row.reconnecting),\(row.failed),\(row.lost),\(row.rejoined),"
-                + "\(row.failedNow),\(row.attempts),\(row.logins)"
+                + "\(row.failedNow),\(row.attempts),\(row.logins),\(row.target)"
             if let extra { text += index < extra.rows.count ? "," + extra.rows[index] : empty }
             text += "\n"
         }

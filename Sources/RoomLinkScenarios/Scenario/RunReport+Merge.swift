@@ -97,6 +97,7 @@ extension RunReport {
         if let first = loads.first, first != nil {
             let tallies = loads.compactMap { $0?.tally }
             merged.load = LoadStatistics.report(merging: tallies, end: merged.scenarioSeconds, clients: merged.clients)
+            merged.load?.measureRecoveries(after: first?.recoveries.map(\.window) ?? [])
         }
         return merged
     }
