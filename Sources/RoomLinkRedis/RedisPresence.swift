@@ -2,7 +2,7 @@ public import RoomLinkEngine
 public import RoomLinkLibevent
 import RoomLinkRuntime
 
-/// Presence shared by several `roomlink serve` nodes in Redis: a ``RoomCluster`` on hiredis, whose Redis I/O runs on
+/// Presence shared by several `roomlink serve` nodes in Redis: a `RoomCluster` on hiredis, whose Redis I/O runs on
 /// the same libevent loops as the rooms.
 ///
 /// Each loop of the node has two connections to Redis — one for commands, one subscribed to the channels of the

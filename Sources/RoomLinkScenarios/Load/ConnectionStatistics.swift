@@ -2,7 +2,7 @@ public import RoomLinkEngine
 public import RoomLinkRuntime
 
 /// What a load tester owes its user about its connections to a real server (`roomlink load --server`), gathered
-/// from the socket transport (a ``ConnectionObserver``): connection attempts and successes per second, open
+/// from the socket transport (a `ConnectionObserver`): connection attempts and successes per second, open
 /// connections over time, failures by cause, the TCP handshake's and the login's latency, heartbeat round trips.
 public final class ConnectionStatistics: ConnectionObserver {
     private struct State {
@@ -112,7 +112,7 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
     }
 
     public var seconds: [Second] = []
-    /// Failures by cause (``ConnectionFailure``'s raw values).
+    /// Failures by cause (`ConnectionFailure`'s raw values).
     public var failures: [String: Int] = [:]
     public var tcpConnect = LatencyRecorder()
     public var login = LatencyRecorder()

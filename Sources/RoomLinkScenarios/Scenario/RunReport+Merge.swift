@@ -5,7 +5,7 @@ extension RunReport {
     /// Merging the reports of a scenario's slices gives the counts and percentiles of one run over them all, as a
     /// run split over simulations in one process (``ScenarioRunner/shards``) gives.
     ///
-    /// - Throws: ``RoomLinkError`` when the reports are of different runs (dialect, clock, seed, length), one of them
+    /// - Throws: `RoomLinkError` when the reports are of different runs (dialect, clock, seed, length), one of them
     ///   lacks what merges (a load report from before tallies), a slice comes twice, or a server's capacity was
     ///   modelled (a node's queue is one process's and does not add up).
     public static func merged(_ reports: [RunReport]) throws(RoomLinkError) -> RunReport {

@@ -13,7 +13,7 @@ public struct RunSlice: Sendable, Codable, Hashable, CustomStringConvertible {
 
     /// Parses `I/N`.
     ///
-    /// - Throws: ``RoomLinkError`` naming `field` when the text is not `I/N` with `0 <= I < N <= 1000`.
+    /// - Throws: `RoomLinkError` naming `field` when the text is not `I/N` with `0 <= I < N <= 1000`.
     public init(parsing text: String, field: String) throws(RoomLinkError) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), (1...1000).contains(count),
