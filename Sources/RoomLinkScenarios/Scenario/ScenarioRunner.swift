@@ -31,8 +31,8 @@ public struct ScenarioRunner: Sendable {
     public var shards = 1
 
     /// The one slice of the population this run plays, when several processes share it (`roomlink load --shard I/N`):
-    /// the rooms whose index modulo `count` is `index` (by node when the capacity is modelled), and their users. The slices of
-    /// one scenario (same seed) are disjoint and together are the whole population; their reports merge
+    /// the rooms whose index modulo `count` is `index` (by node when the capacity is modelled), and their users. The
+    /// slices of one scenario (same seed) are disjoint and together are the whole population; their reports merge
     /// (``RunReport/merged(_:)``). Needs a scenario that splits by room (``canShard``).
     public var slice: RunSlice?
 
