@@ -221,15 +221,7 @@ struct Load: AsyncParsableCommand {
                 )
             )
         }
-        if merged.violations > 0 {
-            FileHandle.standardError.write(
-                Data(
-                    ("roomlink: \(merged.violations) spec violations\n"
-                        + merged.violationSample.map { "  \($0)\n" }.joined()).utf8
-                )
-            )
-            throw ExitCode(1)
-        }
+        try Playback.failOnViolations(merged)
     }
 
     /// The faults that end, with when: what the report's recoveries measure from.

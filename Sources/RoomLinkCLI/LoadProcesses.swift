@@ -73,15 +73,7 @@ struct LoadProcesses {
             )
             throw ExitCode(status)
         }
-        var reports: [RunReport] = []
-        for child in children {
-            let data = try readFile(child.report, as: "generator \(child.index)'s report")
-            do {
-                reports.append(try JSONDecoder().decode(RunReport.self, from: data))
-            } catch {
-                throw fail("generator \(child.index)'s report does not read back: \(error)")
-            }
-        }
+        let reports = try children.map { try Playback.readReport($0.report, as: "generator \($0.index)'s report") }
         let merged: RunReport
         do {
             merged = try RunReport.merged(reports)

@@ -210,14 +210,36 @@ struct Playback {
             FileHandle.standardError.write(Data(("roomlink: " + servers.summaryLine + "\n").utf8))
         }
         try afterRun?(result)
-        if result.violations > 0 {
-            FileHandle.standardError.write(
-                Data(
-                    ("roomlink: \(result.violations) spec violations\n"
-                        + result.violationSample.map { "  \($0)\n" }.joined()).utf8
-                )
+        try Self.failOnViolations(result)
+    }
+
+    /// Says the run's spec violations (a sample of them) and ends with exit status 1, if it had any.
+    static func failOnViolations(_ result: RunReport) throws {
+        guard result.violations > 0 else { return }
+        FileHandle.standardError.write(
+            Data(
+                ("roomlink: \(result.violations) spec violations\n"
+                    + result.violationSample.map { "  \($0)\n" }.joined()).utf8
             )
-            throw ExitCode(1)
+        )
+        throw ExitCode(1)
+    }
+
+    /// Reads a run report (`--report`'s JSON) from `path`, naming the file and what is wrong when it cannot.
+    static func readReport(_ path: String, as what: String) throws -> RunReport {
+        let data = try readFile(path, as: what)
+        do {
+            return try JSONDecoder().decode(RunReport.self, from: data)
+        } catch DecodingError.keyNotFound(let key, let context) {
+            let field = (context.codingPath + [key]).map(\.stringValue).joined(separator: ".")
+            throw fail("\(path): not a roomlink run report (missing '\(field)')")
+        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+            DecodingError.dataCorrupted(let context)
+        {
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw fail("\(path): not a roomlink run report (at '\(field)': \(context.debugDescription))")
+        } catch {
+            throw fail("\(path): not a roomlink run report")
         }
     }
 

@@ -29,15 +29,7 @@ struct ReportCommand: ParsableCommand {
 
         func run() throws {
             guard !reports.isEmpty else { throw fail("report merge: give the reports to merge") }
-            var parts: [RunReport] = []
-            for path in reports {
-                let data = try readFile(path, as: "report")
-                do {
-                    parts.append(try JSONDecoder().decode(RunReport.self, from: data))
-                } catch {
-                    throw fail("\(path): not a roomlink run report (\(Self.describe(error)))")
-                }
-            }
+            let parts = try reports.map { try Playback.readReport($0, as: "report") }
             let merged: RunReport
             do {
                 merged = try RunReport.merged(parts)
@@ -64,18 +56,7 @@ struct ReportCommand: ParsableCommand {
             } else if plot != nil || timeseries != nil {
                 throw fail("report merge: --plot and --timeseries need load reports")
             }
-            if merged.violations > 0 { throw ExitCode(1) }
-        }
-
-        private static func describe(_ error: any Error) -> String {
-            switch error {
-            case DecodingError.keyNotFound(let key, let context):
-                "missing '\((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))'"
-            case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-                DecodingError.dataCorrupted(let context):
-                "at '\(context.codingPath.map(\.stringValue).joined(separator: "."))': \(context.debugDescription)"
-            default: "not JSON"
-            }
+            try Playback.failOnViolations(merged)
         }
     }
 }

@@ -363,6 +363,16 @@ final class Child: @unchecked Sendable {
         return child
     }
 
+    /// Starts a child without waiting for anything it prints (its output is discarded).
+    static func launch(_ path: String, _ arguments: [String]) throws -> Child {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return Child(process: process)
+    }
+
     /// The first `HOST:PORT` after `marker` in the child's lines (`roomlink serve` prints where it listens).
     func servedAddress(after marker: String = "zego on ") throws -> SocketAddress {
         for line in lines {

@@ -7,7 +7,10 @@ struct RoomLinkBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomlink-bench",
         abstract: "RoomLink's benchmarks: compare alternatives side by side in one run.",
-        subcommands: [Timers.self, Delivery.self, Scale.self, Dialects.self, Load.self, Network.self, RawServer.self]
+        subcommands: [
+            Timers.self, Delivery.self, Scale.self, Dialects.self, Load.self, Network.self, Cluster.self,
+            RawServer.self,
+        ]
     )
 }
 

@@ -76,72 +76,79 @@ extension LoadReport {
 
     /// Offered and completed logins per second, and the queue (its own scale, on the right), per second.
     private static func serverPanel(_ servers: ServerReport, top: Double) -> String {
-        let panel = (left: 70.0, top: top, width: 860.0, height: 180.0)
         let rows = servers.timeSeries
-        let seconds = max(1, rows.count)
         let logins = max(1, rows.map { max($0.offeredLogins, $0.completedLogins) }.max() ?? 1)
         let queue = max(1, rows.map(\.queue).max() ?? 1)
-        func x(_ second: Int) -> Double { panel.left + panel.width * Double(second) / Double(seconds) }
-        func y(_ value: Int, _ top: Int) -> Double { panel.top + panel.height * (1 - Double(value) / Double(top)) }
-        var out = axes(panel.left, panel.top, panel.width, panel.height)
-        out += label(panel.left - 8, panel.top + 4, "\(logins)", anchor: "end")
-        out += label(panel.left + panel.width + 4, panel.top + 4, "queue \(queue)")
-        out += label(panel.left - 8, panel.top + panel.height, "0", anchor: "end")
-        let series: [(String, String, (ServerReport.Second) -> Int, Int)] = [
-            ("logins offered / s", "#9aa0a6", \.offeredLogins, logins),
-            ("completed (goodput) / s", "#188038", \.completedLogins, logins),
-            ("queue length", "#a142f4", \.queue, queue),
-        ]
-        for (index, (name, color, value, top)) in series.enumerated() {
-            let points = rows.map { String(format: "%.1f,%.1f", x($0.second), y(value($0), top)) }
-            out +=
-                "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
-            let legendX = panel.left + 10 + Double(index) * 200
-            out += "<rect x=\"\(legendX)\" y=\"\(panel.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
-            out += label(legendX + 18, panel.top - 11, name)
-        }
         let verdict =
             servers.sustainedOverload
             ? "sustained overload after the trigger"
             : servers.recovered.map { $0 ? "recovered" : "did not recover" } ?? ""
-        out += label(panel.left, panel.top + panel.height + 18, "servers: \(servers.policy)  \(verdict)")
-        return out
+        return panel(
+            rows: rows,
+            second: \.second,
+            series: [
+                ("logins offered / s", "#9aa0a6", \.offeredLogins, logins),
+                ("completed (goodput) / s", "#188038", \.completedLogins, logins),
+                ("queue length", "#a142f4", \.queue, queue),
+            ],
+            top: top,
+            scales: ("\(logins)", "queue \(queue)"),
+            legendSpacing: 200,
+            caption: "servers: \(servers.policy)  \(verdict)"
+        )
     }
 
     /// Connection attempts, opened and failed per second, and connections open (its own scale, on the right).
     private static func connectionPanel(_ connections: ConnectionReport, top: Double) -> String {
-        let panel = (left: 70.0, top: top, width: 860.0, height: 180.0)
         let rows = connections.tally.seconds
-        let seconds = max(1, rows.count)
         let rate = max(1, rows.map { max($0.attempts, $0.opened, $0.failed) }.max() ?? 1)
         let open = max(1, rows.map(\.open).max() ?? 1)
+        let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return panel(
+            rows: rows,
+            second: \.second,
+            series: [
+                ("connection attempts / s", "#9aa0a6", \.attempts, rate), ("opened / s", "#188038", \.opened, rate),
+                ("failed / s", "#c5221f", \.failed, rate), ("connections open", "#2b7bba", \.open, open),
+            ],
+            top: top,
+            scales: ("\(rate)", "open \(open)"),
+            legendSpacing: 190,
+            caption: "TCP connect p99 \(format(connections.tcpConnect.p99Ms)) ms, login p99 "
+                + "\(format(connections.login.p99Ms)) ms, heartbeat round trip p99 "
+                + "\(format(connections.heartbeatRoundTrip.p99Ms)) ms; failures: \(causes.isEmpty ? "none" : causes)"
+        )
+    }
+
+    /// A panel of per-second series under the main chart, each on the scale it names (`top`): the left scale's label
+    /// and the right one's, a legend, and a caption below.
+    private static func panel<Row>(
+        rows: [Row],
+        second: (Row) -> Int,
+        series: [(name: String, color: String, value: (Row) -> Int, top: Int)],
+        top: Double,
+        scales: (left: String, right: String),
+        legendSpacing: Double,
+        caption: String
+    ) -> String {
+        let panel = (left: 70.0, top: top, width: 860.0, height: 180.0)
+        let seconds = max(1, rows.count)
         func x(_ second: Int) -> Double { panel.left + panel.width * Double(second) / Double(seconds) }
         func y(_ value: Int, _ top: Int) -> Double { panel.top + panel.height * (1 - Double(value) / Double(top)) }
         var out = axes(panel.left, panel.top, panel.width, panel.height)
-        out += label(panel.left - 8, panel.top + 4, "\(rate)", anchor: "end")
-        out += label(panel.left + panel.width + 4, panel.top + 4, "open \(open)")
+        out += label(panel.left - 8, panel.top + 4, scales.left, anchor: "end")
+        out += label(panel.left + panel.width + 4, panel.top + 4, scales.right)
         out += label(panel.left - 8, panel.top + panel.height, "0", anchor: "end")
-        let series: [(String, String, (ConnectionTally.Second) -> Int, Int)] = [
-            ("connection attempts / s", "#9aa0a6", \.attempts, rate), ("opened / s", "#188038", \.opened, rate),
-            ("failed / s", "#c5221f", \.failed, rate), ("connections open", "#2b7bba", \.open, open),
-        ]
-        for (index, (name, color, value, top)) in series.enumerated() {
-            let points = rows.map { String(format: "%.1f,%.1f", x($0.second), y(value($0), top)) }
+        for (index, line) in series.enumerated() {
+            let points = rows.map { String(format: "%.1f,%.1f", x(second($0)), y(line.value($0), line.top)) }
             out +=
-                "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
-            let legendX = panel.left + 10 + Double(index) * 190
-            out += "<rect x=\"\(legendX)\" y=\"\(panel.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
-            out += label(legendX + 18, panel.top - 11, name)
+                "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
+            let legendX = panel.left + 10 + Double(index) * legendSpacing
+            out += "<rect x=\"\(legendX)\" y=\"\(panel.top - 16)\" width=\"12\" height=\"4\" fill=\"\(line.color)\"/>\n"
+            out += label(legendX + 18, panel.top - 11, line.name)
         }
-        let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        out += label(
-            panel.left,
-            panel.top + panel.height + 18,
-            "TCP connect p99 \(format(connections.tcpConnect.p99Ms)) ms, login p99 \(format(connections.login.p99Ms)) ms, "
-                + "heartbeat round trip p99 \(format(connections.heartbeatRoundTrip.p99Ms)) ms; failures: "
-                + (causes.isEmpty ? "none" : causes)
-        )
+        out += label(panel.left, panel.top + panel.height + 18, caption)
         return out
     }
 

@@ -1,0 +1,348 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import RoomLink
+
+/// `roomlink-bench cluster`: several `roomlink serve` nodes sharing presence in one Redis, on one port, and several
+/// `roomlink load` generators against them — as many processes as the open-file limit needs for the population.
+struct Cluster: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Several serve nodes sharing presence in Redis, and several generators: real connections at scale.",
+        discussion: """
+            Cases: steady (everyone logs in, then a measured window: CPU of every process, Redis commands per \
+            second, serve's memory per connection, heartbeat round trips), storm (half the clients drop at once \
+            and return 60 s later: reconnections per second and time until 99 % are back), and kill (one node is \
+            killed: time until its clients are back on the others). The nodes share one port (SO_REUSEPORT); each \
+            generator plays its slice (--shard) from its own source addresses; their reports are merged.
+            """
+    )
+
+    enum Case: String, ExpressibleByArgument, CaseIterable { case steady, storm, kill }
+
+    @Option(help: "The roomlink executable (a release build).") var roomlink = "../.build/release/roomlink"
+    @Option(help: "redis-server.") var redisServer = "/usr/bin/redis-server"
+    @Option(help: "Clients (connections).") var clients = 100_000
+    @Option(help: "Rooms.") var rooms = 1_000
+    @Option(help: "zego, agora or livekit.") var dialect = "zego"
+    @Option(help: "Server nodes (default: one per 15,000 clients, plus one).") var nodes: Int?
+    @Option(help: "Generator processes (default: one per 15,000 clients).") var generators: Int?
+    @Option(help: "The population logs in over this many seconds.") var loginOver = 60
+    @Option(help: "Seconds measured, after everyone is in and 20 s more.") var window = 60
+    @Option(help: "Cases to run.") var cases: [Case] = Case.allCases
+    @Option(help: "Admission control on each node for a second storm run (e.g. rate=2000/s), or none.")
+    var admission: String?
+    @Option(help: "Loops per serve node.") var loops = 1
+
+    func run() async throws {
+        OpenFileLimit.raiseToHard()
+        let nodeCount = nodes ?? (clients + 14_999) / 15_000 + 1
+        let generatorCount = generators ?? (clients + 14_999) / 15_000
+        say(
+            "cluster: \(clients) \(dialect) clients in \(rooms) rooms, \(nodeCount) serve nodes, \(generatorCount) "
+                + "generators, one Redis"
+        )
+        for which in cases {
+            switch which {
+            case .steady:
+                try await steady(nodes: nodeCount, generators: generatorCount)
+            case .storm:
+                try await storm(nodes: nodeCount, generators: generatorCount, admission: nil)
+                if let admission {
+                    try await storm(nodes: nodeCount, generators: generatorCount, admission: admission)
+                }
+            case .kill:
+                try await kill(nodes: nodeCount, generators: generatorCount)
+            }
+        }
+    }
+
+    private func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    // MARK: - Cases
+
+    private func steady(nodes: Int, generators: Int) async throws {
+        let settle = loginOver + 20
+        let world = try World.start(
+            self,
+            nodes: nodes,
+            generators: generators,
+            admission: nil,
+            loadArguments: [
+                "--duration", "\(settle + window + 10)s",
+            ]
+        )
+        defer { world.stop() }
+        try await Task.sleep(for: .seconds(settle))
+        let before = world.sample()
+        try await Task.sleep(for: .seconds(window))
+        let after = world.sample()
+        let reports = try world.finish()
+        let seconds = after.time - before.time
+        let per10k = 10_000 / Double(clients)
+        let cpu = zip(after.cpu, before.cpu).map { $0 - $1 }
+        say(
+            String(
+                format: "steady: %d connections held (%d per node at most), measured %.0f s",
+                after.open,
+                after.maxOpen,
+                seconds
+            )
+        )
+        say(
+            String(
+                format: "  CPU of every process: %.2f cores (serve %.2f, generators %.2f, redis %.2f)",
+                cpu.reduce(0, +) / seconds,
+                cpu[world.serveRange].reduce(0, +) / seconds,
+                cpu[world.generatorRange].reduce(0, +) / seconds,
+                cpu[world.redisIndex] / seconds
+            )
+        )
+        let commands = Double(after.redisCommands - before.redisCommands) / seconds
+        let scripts = Double(after.redisScripts - before.redisScripts) / seconds
+        say(
+            String(
+                format: "  Redis: %.0f commands/s (%.0f per 10,000 clients), of which %.0f scripts/s (%.0f per 10,000)",
+                commands,
+                commands * per10k,
+                scripts,
+                scripts * per10k
+            )
+        )
+        say(
+            String(
+                format: "  serve memory per connection: %@",
+                world.memoryPerConnection(at: after).map { String(format: "%.0f", $0) }.joined(separator: " / ")
+                    + " B (each node's RSS growth / connections)"
+            )
+        )
+        if let connections = reports.connections {
+            say(
+                String(
+                    format: "  heartbeat round trip p50 %.2f ms, p99 %.2f ms (%d); login p99 %.1f ms; failures %@",
+                    connections.heartbeatRoundTrip.p50Ms,
+                    connections.heartbeatRoundTrip.p99Ms,
+                    connections.heartbeatRoundTrip.count,
+                    connections.login.p99Ms,
+                    connections.failures.description
+                )
+            )
+        }
+        say("  generators kept up: \(reports.keptUp.map(String.init) ?? "?"), violations \(reports.violations)")
+    }
+
+    private func storm(nodes: Int, generators: Int, admission: String?) async throws {
+        let at = loginOver + 20
+        let world = try World.start(
+            self,
+            nodes: nodes,
+            generators: generators,
+            admission: admission,
+            loadArguments: [
+                "--duration", "\(at + 60 + 120)s", "--storm", "0.5@\(at)s:60s",
+            ]
+        )
+        defer { world.stop() }
+        let reports = try world.finish()
+        let load = reports.load
+        let recovery = load?.recoveries.first
+        say(
+            "storm\(admission.map { " with admission \($0)" } ?? ""): \(load?.peakReconnecting ?? 0) reconnecting at the "
+                + "peak; logins per second peak \(load?.loginsPerSecondPeak ?? 0); 99 % back "
+                + (load?.secondsUntil99PercentBack.map { String(format: "%.1f s after the peak", $0) } ?? "never")
+                + "; all back "
+                + (recovery?.secondsToAllBack.map { String(format: "%.1f s after the storm's end", $0) } ?? "never")
+                + "; failures \(reports.connections?.failures.description ?? "?"), violations \(reports.violations)"
+        )
+    }
+
+    private func kill(nodes: Int, generators: Int) async throws {
+        let at = loginOver + 20
+        let world = try World.start(
+            self,
+            nodes: nodes,
+            generators: generators,
+            admission: nil,
+            loadArguments: [
+                "--duration", "\(at + 120)s",
+            ]
+        )
+        defer { world.stop() }
+        try await Task.sleep(for: .seconds(at))
+        let held = world.sample().open
+        world.killNode(0)
+        let reports = try world.finish()
+        let load = reports.load
+        say(
+            "kill: a node of \(nodes) killed with \(clients) held (\(held) sockets); \(load?.peakReconnecting ?? 0) "
+                + "reconnecting at the peak; 99 % back "
+                + (load?.secondsUntil99PercentBack.map { String(format: "%.1f s after the peak", $0) } ?? "never")
+                + "; reconnections p50 \(load.map { String(format: "%.2f", $0.reconnectSecondsP50) } ?? "?") s, "
+                + "p99 \(load.map { String(format: "%.2f", $0.reconnectSecondsP99) } ?? "?") s; online at the end "
+                + "\(load?.online ?? 0); violations \(reports.violations)"
+        )
+    }
+}
+
+/// One case's processes: Redis, the serve nodes, the generators.
+private final class World {
+    let redis: Child
+    let redisPort: Int
+    var nodes: [Child]
+    let generators: [Child]
+    let reports: [String]
+    let directory: URL
+    private var baseline: [Int] = []
+
+    var serveRange: Range<Int> { 0..<nodes.count }
+    var generatorRange: Range<Int> { nodes.count..<(nodes.count + generators.count) }
+    var redisIndex: Int { nodes.count + generators.count }
+
+    private init(redis: Child, redisPort: Int, nodes: [Child], generators: [Child], reports: [String], directory: URL) {
+        self.redis = redis
+        self.redisPort = redisPort
+        self.nodes = nodes
+        self.generators = generators
+        self.reports = reports
+        self.directory = directory
+    }
+
+    static func start(
+        _ bench: Cluster,
+        nodes nodeCount: Int,
+        generators generatorCount: Int,
+        admission: String?,
+        loadArguments: [String]
+    ) throws -> World {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("roomlink-cluster-\(getpid())")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let redisPort = Int.random(in: 20_000..<30_000)
+        let redis = try Child.start(
+            bench.redisServer,
+            [
+                "--port", "\(redisPort)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--maxclients",
+                "10000",
+            ],
+            readyWhen: "Ready to accept"
+        )
+        var nodes: [Child] = []
+        var port = 0
+        for index in 0..<nodeCount {
+            var arguments = [
+                "serve", "--listen", "127.0.0.1:\(port)", "--dialect", bench.dialect, "--redis",
+                "redis://127.0.0.1:\(redisPort)", "--node-id", "n\(index)", "--loops", "\(bench.loops)", "--log-level",
+                "warning",
+            ]
+            if let admission { arguments += ["--admission", admission] }
+            let node = try Child.start(bench.roomlink, arguments, readyWhen: " loops ")
+            if port == 0 { port = Int(try node.servedAddress(after: "\(bench.dialect) on ").port) }
+            nodes.append(node)
+        }
+        var generators: [Child] = []
+        var reports: [String] = []
+        for index in 0..<generatorCount {
+            let report = directory.appendingPathComponent("g\(index).json").path
+            reports.append(report)
+            let arguments =
+                [
+                    "load", "--server", "127.0.0.1:\(port)", "--clock", "real", "--clients", "\(bench.clients)",
+                    "--rooms", "\(bench.rooms)", "--dialect", bench.dialect, "--login-over", "\(bench.loginOver)s",
+                    "--latency", "0", "--notify", "--shard", "\(index)/\(generatorCount)", "--source-addresses",
+                    "127.0.\(index + 2).1-127.0.\(index + 2).4", "--loops", "1", "--quiet", "--report", report,
+                ] + loadArguments
+            generators.append(try Child.launch(bench.roomlink, arguments))
+        }
+        let world = World(
+            redis: redis,
+            redisPort: redisPort,
+            nodes: nodes,
+            generators: generators,
+            reports: reports,
+            directory: directory
+        )
+        world.baseline = nodes.map { $0.residentBytes() }
+        return world
+    }
+
+    struct Sample {
+        var time: Double
+        var cpu: [Double]
+        var open: Int
+        var maxOpen: Int
+        var perNode: [Int]
+        var resident: [Int]
+        var redisCommands: Int
+        var redisScripts: Int
+    }
+
+    func sample() -> Sample {
+        let perNode = nodes.map { Self.sockets(of: $0) }
+        let stats = cli("INFO", "stats") + cli("INFO", "commandstats")
+        func number(after key: String) -> Int {
+            guard let range = stats.range(of: key) else { return 0 }
+            return Int(stats[range.upperBound...].prefix { $0.isNumber }) ?? 0
+        }
+        return Sample(
+            time: Date().timeIntervalSince1970,
+            cpu: (nodes + generators + [redis]).map { $0.cpuSeconds() },
+            open: perNode.reduce(0, +),
+            maxOpen: perNode.max() ?? 0,
+            perNode: perNode,
+            resident: nodes.map { $0.residentBytes() },
+            redisCommands: number(after: "total_commands_processed:"),
+            redisScripts: number(after: "cmdstat_evalsha:calls=") + number(after: "cmdstat_eval:calls=")
+        )
+    }
+
+    /// Each node's RSS growth since before the load, per socket it holds.
+    func memoryPerConnection(at sample: Sample) -> [Double] {
+        zip(zip(sample.resident, baseline), sample.perNode).map { pair, sockets in
+            sockets > 0 ? Double(pair.0 - pair.1) / Double(sockets) : 0
+        }
+    }
+
+    func killNode(_ index: Int) {
+        Glibc.kill(nodes[index].process.processIdentifier, SIGKILL)
+        nodes[index].process.waitUntilExit()
+    }
+
+    /// Waits for the generators and merges their reports.
+    func finish() throws -> RunReport {
+        for generator in generators { generator.process.waitUntilExit() }
+        let parts = try reports.map {
+            try JSONDecoder().decode(RunReport.self, from: Data(contentsOf: URL(fileURLWithPath: $0)))
+        }
+        return try RunReport.merged(parts)
+    }
+
+    func stop() {
+        for generator in generators where generator.process.isRunning { generator.stop() }
+        for node in nodes where node.process.isRunning { node.stop() }
+        redis.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func cli(_ arguments: String...) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
+        process.arguments = ["-p", "\(redisPort)"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try? process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// TCP sockets a process holds (its open file descriptors that are sockets).
+    private static func sockets(of child: Child) -> Int {
+        let directory = "/proc/\(child.process.processIdentifier)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.reduce(0) { count, entry in
+            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\(entry)")) ?? ""
+            return count + (target.hasPrefix("socket:") ? 1 : 0)
+        }
+    }
+}
