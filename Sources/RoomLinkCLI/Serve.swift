@@ -116,9 +116,20 @@ struct Serve: AsyncParsableCommand {
         if let presence {
             // The first connections take a moment; a node whose Redis is away still serves, answering logins busy.
             var reachable = await presence.isConnected
-            for _ in 0..<20 where !reachable {
+            for _ in 0..<20 where !reachable || !(presence.statistics.nodeIDHeld || presence.statistics.nodeIDInUse) {
                 try? await Task.sleep(for: .milliseconds(50))
                 reachable = await presence.isConnected
+            }
+            if presence.statistics.nodeIDInUse {
+                await server.shutdown()
+                await presence.shutdown()
+                throw fail(
+                    RoomLinkError(
+                        code: .invalidInput,
+                        field: "--node-id",
+                        message: "--node-id \(presence.nodeID): another live node of this cluster uses this ID"
+                    )
+                )
             }
             say(
                 "roomlink serve: node \(presence.nodeID), presence in \(presence.configuration.endpoint)"
@@ -136,6 +147,14 @@ struct Serve: AsyncParsableCommand {
         say("roomlink serve: \(signal): stopping (goodbye to \(server.statistics.connectionsOpen) connections)")
         await server.shutdown()
         await presence?.shutdown()
+        if let presence {
+            let redis = presence.statistics
+            say(
+                "roomlink serve: Redis — \(redis.commands) scripts and commands, \(redis.admitted) logins admitted, "
+                    + "\(redis.refused) refused by the cluster, \(redis.unavailable) answered busy while it was away, "
+                    + "\(redis.changesApplied) changes from other nodes, \(redis.disconnects) connection losses"
+            )
+        }
         let statistics = server.statistics
         say(
             "roomlink serve: stopped — \(statistics[.connectionsAccepted]) connections, "

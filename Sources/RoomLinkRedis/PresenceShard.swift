@@ -19,6 +19,8 @@ final class PresenceShard: @unchecked Sendable {
     let statistics = LockedBox(RedisPresenceStatistics())
     private weak var presence: RedisPresence?
     private var leaseMilliseconds = "0"
+    /// How long the node's ID stays registered without a refresh: three lease periods.
+    private var nodeMilliseconds = "0"
     private var command: RedisConnection?
     private var subscriber: RedisConnection?
     private var commandUp = false
@@ -31,8 +33,16 @@ final class PresenceShard: @unchecked Sendable {
     private var unsubscribing: Set<String> = []
     private var scriptHashes: [PresenceScript: String] = [:]
     private var leaseTimer: TimerHandle?
+    /// The first loop registers the node's ID: whether it holds it, and whether another live node does.
+    private var ownsNodeID = false
+    private(set) var nodeIDTaken = false
+    /// This node's mark on its ID's key, so that it knows its own registration from another node's.
+    private let nodeToken = String(UInt64.random(in: 1...UInt64.max), radix: 16)
 
     var isUp: Bool { commandUp && subscriberUp }
+    /// Whether logins can be admitted: Redis is reached, and no other live node uses this node's ID.
+    private var admits: Bool { isUp && !nodeIDTaken }
+    private var nodeKey: String { "\(configuration.keyPrefix):node:\(nodeID)" }
     private var nodeID: String { configuration.nodeID }
     private var clusterChannel: String { "\(configuration.keyPrefix):cluster" }
 
@@ -71,9 +81,10 @@ final class PresenceShard: @unchecked Sendable {
 
     // MARK: - Connections
 
-    func start(presence: RedisPresence, leaseMilliseconds: Int64) {
+    func start(presence: RedisPresence, leaseMilliseconds: Int64, nodeMilliseconds: Int64) {
         self.presence = presence
         self.leaseMilliseconds = String(leaseMilliseconds)
+        self.nodeMilliseconds = String(nodeMilliseconds)
         connect()
         leaseTimer = try? loop.schedulePeriodic(
             every: configuration.leasePeriod,
@@ -85,7 +96,56 @@ final class PresenceShard: @unchecked Sendable {
         stopped = true
         if let leaseTimer { _ = loop.cancel(leaseTimer) }
         leaseTimer = nil
+        if ownsNodeID, let command {
+            // The ID is free at once for a node that replaces this one (sent before the connection closes).
+            command.send(["EVAL", Self.releaseNodeScript, "1", nodeKey, nodeToken])
+        }
         disconnect()
+    }
+
+    // MARK: - The node's ID
+
+    /// Drops the ID's key if it is still this node's.
+    private static let releaseNodeScript =
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+    /// Extends the ID's key if it is this node's, takes it if it is free; 1 when the node holds it, 0 when another does.
+    private static let keepNodeScript = """
+        local held = redis.call('GET', KEYS[1])
+        if held and held ~= ARGV[1] then return 0 end
+        redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+        return 1
+        """
+
+    /// Registers the node's ID with a short lock (`SET NX PX`, three lease periods, refreshed every period), as
+    /// LiveKit registers its nodes: two live nodes with one ID would take each other's members for their own.
+    private func registerNodeID() {
+        guard let command else { return }
+        command.send(["SET", nodeKey, nodeToken, "NX", "PX", nodeMilliseconds]) { [weak self] reply in
+            guard let self, let reply else { return }
+            if reply.text == "OK" {
+                self.holdNodeID(true)
+            } else {
+                self.keepNodeID()
+            }
+        }
+    }
+
+    /// Refreshes the ID's key (every lease period), or takes it once free.
+    private func keepNodeID() {
+        guard isFirst, isUp, let command else { return }
+        command.send(["EVAL", Self.keepNodeScript, "1", nodeKey, nodeToken, nodeMilliseconds]) { [weak self] reply in
+            guard let self, let held = reply?.integer else { return }
+            self.holdNodeID(held == 1)
+        }
+    }
+
+    private func holdNodeID(_ held: Bool) {
+        ownsNodeID = held
+        nodeIDTaken = !held
+        statistics.withLock {
+            $0.nodeIDInUse = !held
+            $0.nodeIDHeld = held
+        }
     }
 
     private func connect() {
@@ -117,7 +177,10 @@ final class PresenceShard: @unchecked Sendable {
                 if let sha = reply?.text { self?.scriptHashes[script] = sha }
             }
         }
-        if isFirst { subscriber.subscribe(clusterChannel) }
+        if isFirst {
+            subscriber.subscribe(clusterChannel)
+            registerNodeID()
+        }
         for feed in feeds.values {
             feed.subscription = .subscribing
             subscriber.subscribe(feed.keys.channel)
@@ -163,7 +226,7 @@ final class PresenceShard: @unchecked Sendable {
     // MARK: - Logins and changes
 
     func admit(_ claim: ClusterClaim, room: ServerRoom, verdict: @escaping @Sendable (ClusterVerdict) -> Void) {
-        guard isUp else {
+        guard admits, !(presence?.nodeIDTaken ?? false) else {
             statistics.withLock { $0.unavailable += 1 }
             return verdict(.unavailable(retryAfter: configuration.retryAfter))
         }
@@ -387,6 +450,7 @@ final class PresenceShard: @unchecked Sendable {
     /// and stops following rooms idle for two periods.
     private func refreshLeases() {
         guard isUp else { return }
+        keepNodeID()
         for feed in Array(feeds.values) {
             let hasMembers = feed.room.onLoop { $0.hasLocalMembers }
             if !hasMembers, feed.claims.isEmpty, feed.waiting.isEmpty {

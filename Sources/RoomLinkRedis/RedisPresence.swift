@@ -105,12 +105,21 @@ public final class RedisPresence: RoomCluster, Sendable {
         // Redis keeps real time; the loops may run scaled (`--time-scale`): the lease is the loops' time, in real
         // milliseconds, rounded up so that it never lapses early.
         let lease = server.timings.heartbeatTimeout + configuration.leasePeriod * 2
-        let real = (Double(lease.milliseconds) * group.configuration.timeScale).rounded(.up)
-        let milliseconds = Int64(min(max(real, 1), 9.0e15))
+        func real(_ duration: Duration) -> Int64 {
+            let scaled = (Double(duration.milliseconds) * group.configuration.timeScale).rounded(.up)
+            return Int64(min(max(scaled, 1), 9.0e15))
+        }
+        let (leaseMilliseconds, nodeMilliseconds) = (real(lease), real(configuration.leasePeriod * 3))
         for shard in shards {
-            shard.loop.runSoon { [self] in shard.start(presence: self, leaseMilliseconds: milliseconds) }
+            shard.loop.runSoon { [self] in
+                shard.start(presence: self, leaseMilliseconds: leaseMilliseconds, nodeMilliseconds: nodeMilliseconds)
+            }
         }
     }
+
+    /// Whether another live node holds this node's ID (its registration, `roomlink:node:ID`): no login is admitted
+    /// until it is free. Known once the first loop reached Redis.
+    var nodeIDTaken: Bool { shards[0].statistics.withLock { $0.nodeIDInUse } }
 
     /// Whether every loop's connections to Redis are up.
     public var isConnected: Bool {
@@ -216,6 +225,10 @@ public struct RedisPresenceStatistics: Sendable, Equatable {
     public var disconnects = 0
     /// Messages on a room's channel that were not RoomLink's events (ignored).
     public var malformedEvents = 0
+    /// Whether another live node holds this node's ID (`roomlink:node:ID`): the node admits no one meanwhile.
+    public var nodeIDInUse = false
+    /// Whether this node holds its ID's registration.
+    public var nodeIDHeld = false
 
     public init() {}
 
@@ -228,5 +241,7 @@ public struct RedisPresenceStatistics: Sendable, Equatable {
         resyncs += other.resyncs
         disconnects += other.disconnects
         malformedEvents += other.malformedEvents
+        nodeIDInUse = nodeIDInUse || other.nodeIDInUse
+        nodeIDHeld = nodeIDHeld || other.nodeIDHeld
     }
 }

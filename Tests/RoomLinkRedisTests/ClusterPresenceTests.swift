@@ -126,6 +126,27 @@ struct ClusterPresenceTests {
         for node in nodes { await node.stop() }
     }
 
+    /// Two live nodes with one ID would take each other's members for their own: the second one finds the ID held
+    /// (a short `SET NX` lock), admits no one, and takes the ID once the first has let it go.
+    @Test func aNodeIDIsHeldByOneLiveNode() async throws {
+        let redis = try RedisServer()
+        let first = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        try await RedisTest.until("the first node holds its ID") { first.presence.statistics.nodeIDHeld }
+        let second = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        try await RedisTest.until("the second finds it in use") { second.presence.statistics.nodeIDInUse }
+        let alice = try RedisTest.client("alice", on: second)
+        let aliceLog = await ClientLog(alice)
+        #expect(await alice.loginRoom("room-1") == .success)
+        try await RedisTest.until("alice is answered busy") { second.presence.statistics.unavailable >= 1 }
+        #expect(aliceLog.count(of: .logined) == 0)
+        await first.stop()
+        try await RedisTest.until("the second takes the ID") { second.presence.statistics.nodeIDHeld }
+        try await RedisTest.until("and lets alice in") { aliceLog.count(of: .logined) == 1 }
+        await alice.shutdown()
+        await second.stop()
+        #expect(try redis.cli("EXISTS", "roomlink:node:a") == "(integer) 0", "a node that stops lets its ID go")
+    }
+
     /// The business server's kick, sent to the node that does not hold the user, reaches the one that does.
     @Test func anAdminKickReachesTheNodeHoldingTheUser() async throws {
         let redis = try RedisServer()
