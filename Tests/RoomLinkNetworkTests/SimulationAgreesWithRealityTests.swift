@@ -8,9 +8,9 @@ import Testing
 /// the same order (`roomlink run --compare-with-virtual`): ZEGO's three situations, Agora's 4/10/20 s marks,
 /// LiveKit's quick and full reconnections.
 ///
-/// What a loaded machine cannot shift is asserted always: the real run never tells anything earlier than virtual
-/// time. The sequences are compared exactly when no loop stalled for long enough to change the story (a stall of
-/// real time is a stall of scenario time: a loop held up past a timeout lets it expire); see `StallWatch`.
+/// The sequences and their timing (never earlier than virtual time) are compared exactly when no loop stalled for
+/// long enough to change the story (a stall of real time is a stall of scenario time: a loop held up past a timeout
+/// lets it expire, or a server's late deadline keeps a session alive); see `StallWatch`.
 @Suite(.timeLimit(.minutes(10)))
 struct SimulationAgreesWithRealityTests {
     static let scale = 0.02
@@ -95,10 +95,11 @@ struct SimulationAgreesWithRealityTests {
 
         let comparison = RunComparison(virtual: virtual.all, real: real.all)
         #expect(comparison.matched > 0)
-        #expect(comparison.minOffsetMs > -5, "\(name): never earlier than in virtual time")
         // The scenarios' closest calls are seconds apart (an outage against a timeout): a stall under a second
-        // cannot change them.
+        // cannot change them. A longer one can, even towards earlier: a server whose deadline timer ran seconds
+        // late still holds a session its client resumes, and the client is back sooner than in virtual time.
         if stall < 1_000 {
+            #expect(comparison.minOffsetMs > -5, "\(name): never earlier than in virtual time")
             #expect(comparison.sameSequences, "\(name): \(comparison.mismatches)")
             #expect(violations == 0, "\(name): the oracle checks a real run as it checks a simulated one")
         } else {
