@@ -308,9 +308,14 @@ private final class World {
         nodes[index].process.waitUntilExit()
     }
 
-    /// Waits for the generators and merges their reports.
+    /// Waits for the generators (each ends after its `--duration`; one still running ten minutes later is stopped
+    /// with SIGTERM, which still writes its report) and merges their reports.
     func finish() throws -> RunReport {
-        for generator in generators { generator.process.waitUntilExit() }
+        let deadline = Date().addingTimeInterval(600)
+        for generator in generators {
+            while generator.process.isRunning && Date() < deadline { usleep(100_000) }
+            if generator.process.isRunning { generator.stop() }
+        }
         let parts = try reports.map {
             try JSONDecoder().decode(RunReport.self, from: Data(contentsOf: URL(fileURLWithPath: $0)))
         }

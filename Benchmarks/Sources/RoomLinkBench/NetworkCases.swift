@@ -360,6 +360,11 @@ final class Child: @unchecked Sendable {
             buffer.append(chunk)
             child.lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n").map(String.init)
         }
+        // Keep reading what the child prints after it is ready: a pipe nobody drains fills, and the child then blocks
+        // on its next write (a log line at shutdown, say) and never exits.
+        Thread.detachNewThread {
+            while !handle.availableData.isEmpty {}
+        }
         return child
     }
 
@@ -383,8 +388,13 @@ final class Child: @unchecked Sendable {
         throw ValidationError("no address after '\(marker)' in \(lines)")
     }
 
-    func stop() {
+    /// Asks the child to stop (SIGTERM: `roomlink serve` shuts down gracefully) and kills it if it has not exited
+    /// after `grace` seconds, so a case never waits forever on a child that is stuck.
+    func stop(grace: Double = 15) {
         process.terminate()
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
