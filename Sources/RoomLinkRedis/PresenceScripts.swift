@@ -12,8 +12,9 @@ enum PresenceScript: CaseIterable {
     case release
     /// Hides or shows a member: `user session hidden` → its sequence number, or 0.
     case hide
-    /// Refreshes the leases of a node's members, restores those Redis lost and drops those the node no longer holds:
-    /// `node snapshot [user session hidden]…` → `{seq, life[, user, session, node, hidden, …]}`.
+    /// Renews the node's lease on the room and restores the records of its members Redis lost; reconciling, also drops
+    /// the records of the node that it no longer holds: `node mode [user session hidden]…` → `{seq, life[, user, session, node,
+    /// hidden, …]}`, where `mode` is `0` (refresh), `r` (reconcile) or `1` (reconcile and answer the members).
     case sync
 
     var source: String {
@@ -43,13 +44,18 @@ enum PresenceScript: CaseIterable {
         end
         local function prune()
           local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
-          for _, user in ipairs(gone) do
-            local held = redis.call('HGET', KEYS[1], user)
-            redis.call('HDEL', KEYS[1], user)
-            redis.call('ZREM', KEYS[2], user)
-            if held then
-              local m = cjson.decode(held)
-              publish('leave', user, m.i, m.n, m.h, 'dropped')
+          if #gone == 0 then return end
+          local lapsed = {}
+          for _, node in ipairs(gone) do
+            lapsed[node] = true
+            redis.call('ZREM', KEYS[2], node)
+          end
+          local all = redis.call('HGETALL', KEYS[1])
+          for i = 1, #all, 2 do
+            local m = cjson.decode(all[i + 1])
+            if lapsed[m.n] then
+              redis.call('HDEL', KEYS[1], all[i])
+              publish('leave', all[i], m.i, m.n, m.h, 'dropped')
             end
           end
         end
@@ -89,7 +95,7 @@ enum PresenceScript: CaseIterable {
           if limit and count >= limit then return {'cap'} end
         end
         redis.call('HSET', KEYS[1], user, cjson.encode({i = session, n = node, h = hidden}))
-        redis.call('ZADD', KEYS[2], now + lease, user)
+        redis.call('ZADD', KEYS[2], now + lease, node)
         local seq = publish('join', user, session, node, hidden, '')
         keep()
         local reply = {'ok', seq, tonumber(redis.call('GET', KEYS[4]) or '0')}
@@ -105,7 +111,6 @@ enum PresenceScript: CaseIterable {
         local seq = 0
         if m and m.i == session then
           redis.call('HDEL', KEYS[1], user)
-          redis.call('ZREM', KEYS[2], user)
           seq = publish('leave', user, session, m.n, m.h, reason)
         end
         keep()
@@ -124,47 +129,53 @@ enum PresenceScript: CaseIterable {
         return seq
         """
 
-    // One HGETALL, then one ZADD per thousand refreshed leases (Lua's `unpack` has a bounded stack): the script costs
-    // Redis a dozen commands per room whatever the room's size, not two per member.
+    // A refresh renews the node's one lease and looks up only the node's own members (one HMGET per thousand: Lua's
+    // `unpack` has a bounded stack) to restore any Redis lost: a dozen cheap commands per room, whatever its size.
+    // Finding the records the node no longer holds needs the whole room (HGETALL), so only a reconciling sync does it.
     private static let syncBody = """
-        local node, snapshot = ARGV[4], ARGV[5]
-        local all = redis.call('HGETALL', KEYS[1])
-        local held = {}
-        for i = 1, #all, 2 do held[all[i]] = cjson.decode(all[i + 1]) end
-        local count = #all / 2
-        local mine, leases = {}, {}
+        local node, mode = ARGV[4], ARGV[5]
+        redis.call('ZADD', KEYS[2], now + lease, node)
+        local mine, users, held, all = {}, {}, {}, nil
+        for i = 6, #ARGV - 2, 3 do
+          mine[ARGV[i]] = ARGV[i + 1]
+          users[#users + 1] = ARGV[i]
+        end
+        if mode == '0' then
+          for j = 1, #users, 1000 do
+            local last = math.min(j + 999, #users)
+            local got = redis.call('HMGET', KEYS[1], unpack(users, j, last))
+            for k = 1, last - j + 1 do
+              if got[k] then held[users[j + k - 1]] = true end
+            end
+          end
+        else
+          all = redis.call('HGETALL', KEYS[1])
+          for i = 1, #all, 2 do held[all[i]] = cjson.decode(all[i + 1]) end
+        end
+        local count = nil
         for i = 6, #ARGV - 2, 3 do
           local user, session, hidden = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-          mine[user] = session
-          local m = held[user]
-          if m then
-            if m.i == session and m.n == node then
-              leases[#leases + 1] = now + lease
-              leases[#leases + 1] = user
-            end
-          else
+          if not held[user] then
+            if count == nil then count = redis.call('HLEN', KEYS[1]) end
             if count == 0 then redis.call('INCR', KEYS[4]) end
             count = count + 1
             redis.call('HSET', KEYS[1], user, cjson.encode({i = session, n = node, h = hidden}))
-            leases[#leases + 1] = now + lease
-            leases[#leases + 1] = user
+            held[user] = true
             publish('join', user, session, node, hidden, '')
           end
         end
-        for i = 1, #leases, 2000 do
-          redis.call('ZADD', KEYS[2], unpack(leases, i, math.min(i + 1999, #leases)))
-        end
-        for i = 1, #all, 2 do
-          local m = held[all[i]]
-          if m.n == node and mine[all[i]] ~= m.i then
-            redis.call('HDEL', KEYS[1], all[i])
-            redis.call('ZREM', KEYS[2], all[i])
-            publish('leave', all[i], m.i, m.n, m.h, 'dropped')
+        if all then
+          for i = 1, #all, 2 do
+            local m = held[all[i]]
+            if m.n == node and mine[all[i]] ~= m.i then
+              redis.call('HDEL', KEYS[1], all[i])
+              publish('leave', all[i], m.i, m.n, m.h, 'dropped')
+            end
           end
         end
         keep()
         local reply = {tonumber(redis.call('GET', KEYS[3]) or '0'), tonumber(redis.call('GET', KEYS[4]) or '0')}
-        if snapshot == '1' then listing(reply) end
+        if mode == '1' then listing(reply) end
         return reply
         """
 }

@@ -63,6 +63,8 @@ final class PresenceShard: @unchecked Sendable {
         var claims: [ClusterClaim] = []
         /// Lease periods in a row the room had no members of its own.
         var idlePeriods = 0
+        /// Refreshing syncs since the last one that reconciled.
+        var refreshes = 0
         /// Whether the connection to Redis dropped since the feed was last synced (Redis may have restarted empty,
         /// and the other nodes may not have restored their members yet).
         var reconnected = false
@@ -464,7 +466,12 @@ final class PresenceShard: @unchecked Sendable {
     }
 
     private func sync(_ feed: Feed, snapshot: Bool) {
-        var arguments = [nodeID, snapshot ? "1" : "0"]
+        // Most syncs only refresh the node's leases. One in `reconcileEvery`, and every snapshot (after a dropped
+        // connection), also drops records Redis holds for this node that it no longer has: a release lost with its
+        // connection, or one Redis failed.
+        let reconcile = snapshot || feed.refreshes >= Self.reconcileEvery - 1
+        feed.refreshes = reconcile ? 0 : feed.refreshes + 1
+        var arguments = [nodeID, snapshot ? "1" : reconcile ? "r" : "0"]
         for member in feed.room.onLoop({ $0.localMembers }) {
             arguments += [member.userID, String(member.session.rawValue, radix: 16), member.hidden ? "1" : "0"]
         }
@@ -477,6 +484,9 @@ final class PresenceShard: @unchecked Sendable {
             applySnapshot(Array(answer[2...]), sequence: UInt64(max(sequence, 0)), to: feed)
         }
     }
+
+    /// How often a room's sync reconciles the node's records (reads the whole room), in syncs.
+    static let reconcileEvery = 10
 
     private func unfollow(_ feed: Feed) {
         let channel = feed.keys.channel

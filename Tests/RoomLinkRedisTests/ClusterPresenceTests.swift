@@ -32,7 +32,7 @@ struct ClusterPresenceTests {
         #expect(await carol.logoutRoom("room-1") == .success)
         try await RedisTest.until("bob sees carol leave") { bobLog.presence == ["+alice", "+carol", "-carol"] }
         try await RedisTest.until("alice too") { aliceLog.presence == ["+bob", "+carol", "-carol"] }
-        // Both nodes list the whole room; Redis holds its members and their leases.
+        // Both nodes list the whole room; Redis holds its members and the leases of the two nodes holding them.
         #expect(await a.server.rooms.serverRoom("room-1").memberIDs == ["alice", "bob"])
         #expect(await b.server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
         #expect(try redis.cli("HLEN", "roomlink:{room-1}:members") == "(integer) 2")

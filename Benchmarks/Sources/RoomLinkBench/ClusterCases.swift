@@ -32,6 +32,7 @@ struct Cluster: AsyncParsableCommand {
     @Option(help: "Admission control on each node for a second storm run (e.g. rate=2000/s), or none.")
     var admission: String?
     @Option(help: "Loops per serve node.") var loops = 1
+    @Option(help: "Each serve node's lease period (serve's --lease-period), e.g. 2s.") var leasePeriod: String?
 
     func run() async throws {
         OpenFileLimit.raiseToHard()
@@ -236,6 +237,7 @@ private final class World {
                 "warning",
             ]
             if let admission { arguments += ["--admission", admission] }
+            if let period = bench.leasePeriod { arguments += ["--lease-period", period] }
             let node = try Child.start(bench.roomlink, arguments, readyWhen: " loops ")
             if port == 0 { port = Int(try node.servedAddress(after: "\(bench.dialect) on ").port) }
             nodes.append(node)
