@@ -32,6 +32,11 @@ struct Cluster: AsyncParsableCommand {
     @Option(help: "Admission control on each node for a second storm run (e.g. rate=2000/s), or none.")
     var admission: String?
     @Option(help: "Loops per serve node.") var loops = 1
+    @Flag(
+        inversion: .prefixedNo,
+        help: "ZEGO clients ask to hear of their peers (--notify); Agora and LiveKit clients always do."
+    )
+    var notify = true
     @Option(help: "Each serve node's lease period (serve's --lease-period), e.g. 2s.") var leasePeriod: String?
 
     func run() async throws {
@@ -251,9 +256,9 @@ private final class World {
                 [
                     "load", "--server", "127.0.0.1:\(port)", "--clock", "real", "--clients", "\(bench.clients)",
                     "--rooms", "\(bench.rooms)", "--dialect", bench.dialect, "--login-over", "\(bench.loginOver)s",
-                    "--latency", "0", "--notify", "--shard", "\(index)/\(generatorCount)", "--source-addresses",
+                    "--latency", "0", "--shard", "\(index)/\(generatorCount)", "--source-addresses",
                     "127.0.\(index + 2).1-127.0.\(index + 2).4", "--loops", "1", "--quiet", "--report", report,
-                ] + loadArguments
+                ] + (bench.notify ? ["--notify"] : []) + loadArguments
             generators.append(try Child.launch(bench.roomlink, arguments))
         }
         let world = World(
