@@ -37,6 +37,7 @@ struct Cluster: AsyncParsableCommand {
         help: "ZEGO clients ask to hear of their peers (--notify); Agora and LiveKit clients always do."
     )
     var notify = true
+    @Option(help: "Also write each case's merged report to PREFIX-CASE.json.") var report: String?
     @Option(help: "Each serve node's lease period (serve's --lease-period), e.g. 2s.") var leasePeriod: String?
 
     func run() async throws {
@@ -62,6 +63,13 @@ struct Cluster: AsyncParsableCommand {
         }
     }
 
+    private func keep(_ merged: RunReport, as name: String) throws {
+        guard let report else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(merged).write(to: URL(fileURLWithPath: "\(report)-\(name).json"))
+    }
+
     private func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
@@ -85,6 +93,7 @@ struct Cluster: AsyncParsableCommand {
         try await Task.sleep(for: .seconds(window))
         let after = world.sample()
         let reports = try world.finish()
+        try keep(reports, as: "steady")
         let seconds = after.time - before.time
         let per10k = 10_000 / Double(clients)
         let cpu = zip(after.cpu, before.cpu).map { $0 - $1 }
@@ -135,7 +144,10 @@ struct Cluster: AsyncParsableCommand {
                 )
             )
         }
-        say("  generators kept up: \(reports.keptUp.map(String.init) ?? "?"), violations \(reports.violations)")
+        say(
+            "  online at the end \(reports.load?.online ?? 0), gave up \(reports.load?.failed ?? 0); generators kept "
+                + "up: \(reports.keptUp.map(String.init) ?? "?"), violations \(reports.violations)"
+        )
     }
 
     private func storm(nodes: Int, generators: Int, admission: String?) async throws {
@@ -151,6 +163,7 @@ struct Cluster: AsyncParsableCommand {
         )
         defer { world.stop() }
         let reports = try world.finish()
+        try keep(reports, as: admission == nil ? "storm" : "storm-admission")
         let load = reports.load
         let recovery = load?.recoveries.first
         say(
@@ -179,6 +192,7 @@ struct Cluster: AsyncParsableCommand {
         let held = world.sample().open
         world.killNode(0)
         let reports = try world.finish()
+        try keep(reports, as: "kill")
         let load = reports.load
         say(
             "kill: a node of \(nodes) killed with \(clients) held (\(held) sockets); \(load?.peakReconnecting ?? 0) "
