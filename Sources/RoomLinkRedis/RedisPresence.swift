@@ -7,16 +7,16 @@ import RoomLinkRuntime
 ///
 /// Each loop of the node has two connections to Redis — one for commands, one subscribed to the channels of the
 /// rooms on that loop — so a room's changes, its scripts' answers and the room itself share a thread. The layout
-/// (`docs/redis.md`) follows Centrifugo's presence: per room a hash of members and a sorted set of their lease
-/// expiry times, both with a time to live, and changes published on a per-room channel; LiveKit's rule that one node
-/// holds a participant's connection and the others only route to it.
+/// (`docs/redis.md`) follows Centrifugo's presence: per room a hash of members and a sorted set of lease expiry
+/// times, both with a time to live, and changes published on a per-room channel; LiveKit's rule that one node holds a
+/// participant's connection and the others only route to it.
 ///
-/// - Heartbeats stay on the node that holds the connection. Redis holds a lease per member, refreshed for all the
-///   node's members of a room by one script every ``Configuration/leasePeriod``. A lease runs the dialect's
-///   heartbeat timeout plus two periods (one for the refresh that the node's death stopped, one for a refresh
-///   timer running late), so a node that dies leaves its members' leases to lapse no sooner than the timeout after
-///   their last heartbeat; the next script to touch the room (another node's refresh, within a period) drops them
-///   and tells every node.
+/// - Heartbeats stay on the node that holds the connection. Redis holds one lease per node per room — it covers the
+///   node's members of the room — renewed by one script every ``Configuration/leasePeriod``. A lease runs the
+///   dialect's heartbeat timeout plus two periods (one for the refresh that the node's death stopped, one for a
+///   refresh timer running late), so a node that dies leaves its lease to lapse no sooner than the timeout after
+///   its members' last heartbeat; the next script to touch the room (another node's refresh, within a period) drops
+///   them and tells every node.
 /// - When Redis cannot be reached, the node answers new logins busy, keeps serving its connected clients from its
 ///   own state, and reconnects every ``Configuration/reconnectDelay``; once back, it restores its members' records
 ///   and reloads each room's membership (peers hear the differences).
@@ -26,7 +26,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         public var endpoint: RedisEndpoint
         /// This node's name, unique in the cluster: letters, digits, `-`, `_` and `.`, up to 64.
         public var nodeID: String
-        /// How often the node refreshes its members' leases (one script per room it holds members of).
+        /// How often the node renews its lease on each room it holds members of (one script per room).
         public var leasePeriod: Duration
         /// How long the node waits before reconnecting to Redis.
         public var reconnectDelay: Duration
@@ -183,7 +183,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         }
     }
 
-    /// Closes the connections to Redis (the node's members' leases then lapse as a dead node's would, unless the
+    /// Closes the connections to Redis (the node's leases then lapse as a dead node's would, unless the
     /// server said goodbye to its clients first, which releases them).
     public func shutdown() async {
         for shard in shards {
