@@ -127,6 +127,44 @@ struct ClusterPresenceTests {
         for node in nodes { await node.stop() }
     }
 
+    /// Redis holds one lease per node per room, and a node's reconciling sync drops the records Redis holds for it
+    /// that it does not have (a release lost with its connection), without touching its own members or the other
+    /// node's records.
+    @Test func aNodeReconcilesRecordsItNoLongerHolds() async throws {
+        let redis = try RedisServer()
+        let a = try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration)
+        let b = try await ClusterNode.start("b", redis: redis, configuration: RedisTest.serverConfiguration)
+        let alice = try RedisTest.client("alice", on: a)
+        let bob = try RedisTest.client("bob", on: b)
+        let aliceLog = await ClientLog(alice)
+        let bobLog = await ClientLog(bob)
+        #expect(await alice.loginRoom("room-1") == .success)
+        try await RedisTest.until("alice is in") { aliceLog.count(of: .logined) == 1 }
+        #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+        let leases = "roomlink:{room-1}:leases"
+        try await RedisTest.until("both nodes hold a lease on the room, and only they") {
+            (try? redis.cli("ZCARD", leases)) == "(integer) 2"
+        }
+        #expect(try redis.cli("ZSCORE", leases, "a") != "(nil)" && redis.cli("ZSCORE", leases, "b") != "(nil)")
+
+        // Records of sessions the nodes do not hold, as a release lost with a dropped connection leaves them.
+        let members = "roomlink:{room-1}:members"
+        _ = try redis.cli("HSET", members, "ghost-a", #"{"i":"beef","n":"a","h":0}"#)
+        _ = try redis.cli("HSET", members, "ghost-b", #"{"i":"feed","n":"b","h":0}"#)
+        try await RedisTest.until("each node drops its own ghost") {
+            (try? redis.cli("HLEN", members)) == "(integer) 2"
+        }
+        #expect(try redis.cli("HEXISTS", members, "alice") == "(integer) 1")
+        #expect(try redis.cli("HEXISTS", members, "bob") == "(integer) 1")
+        #expect(bobLog.presence == ["+alice"])
+        #expect(aliceLog.count(of: .reconnecting) == 0 && bobLog.count(of: .reconnecting) == 0)
+
+        for client in [alice, bob] { await client.shutdown() }
+        await a.stop()
+        await b.stop()
+    }
+
     /// Two live nodes with one ID would take each other's members for their own: the second one finds the ID held
     /// (a short `SET NX` lock), admits no one, and takes the ID once the first has let it go.
     @Test func aNodeIDIsHeldByOneLiveNode() async throws {
