@@ -8,13 +8,14 @@ import Testing
 /// population, and their reports merge into exactly the report of one run over them all.
 struct ShardedRunTests {
     static func plan() throws -> Scenario {
-        var plan = LoadPlan(clients: 600, rooms: 12, duration: .seconds(360))
+        // Small enough to run many times under ThreadSanitizer; every fault still touches several rooms.
+        var plan = LoadPlan(clients: 300, rooms: 10, duration: .seconds(180))
         plan.loginOver = .seconds(10)
         plan.notify = true
         plan.faults = [
-            try LoadPlan.storm("0.5@1m:60s", field: "--storm"),
-            try LoadPlan.outages("0.1@3m:10s..1m", field: "--outages"),
-            try LoadPlan.partition("0.25@4m:30s", field: "--partition"),
+            try LoadPlan.storm("0.5@40s:30s", field: "--storm"),
+            try LoadPlan.outages("0.1@80s:10s..30s", field: "--outages"),
+            try LoadPlan.partition("0.25@130s:20s", field: "--partition"),
         ]
         return try plan.scenario()
     }
