@@ -99,7 +99,9 @@ struct SimulationAgreesWithRealityTests {
         // cannot change them. A longer one can, even towards earlier: a server whose deadline timer ran seconds
         // late still holds a session its client resumes, and the client is back sooner than in virtual time.
         if stall < 1_000 {
-            #expect(comparison.minOffsetMs > -5, "\(name): never earlier than in virtual time")
+            // A real millisecond is 50 scenario milliseconds here, and the two loop groups stamp events from their
+            // own clocks: a fraction of a real millisecond (25 scenario ms, the loops' 0.5 ms tick) is noise.
+            #expect(comparison.minOffsetMs > -25, "\(name): never earlier than in virtual time")
             #expect(comparison.sameSequences, "\(name): \(comparison.mismatches)")
             #expect(violations == 0, "\(name): the oracle checks a real run as it checks a simulated one")
         } else {
