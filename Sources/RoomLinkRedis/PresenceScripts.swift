@@ -12,9 +12,10 @@ enum PresenceScript: CaseIterable {
     case release
     /// Hides or shows a member: `user session hidden` → its sequence number, or 0.
     case hide
-    /// Renews the node's lease on the room and restores the records of its members Redis lost; reconciling, also drops
-    /// the records of the node that it no longer holds: `node mode [user session hidden]…` → `{seq, life[, user, session, node,
-    /// hidden, …]}`, where `mode` is `0` (refresh), `r` (reconcile) or `1` (reconcile and answer the members).
+    /// Renews the node's lease on the room and restores the records of its members Redis lost; reconciling, also
+    /// drops the records of the node that it no longer holds: `node mode [user session hidden]…` → `{seq, life[,
+    /// user, session, node, hidden, …]}`, where `mode` is `0` (refresh), `r` (reconcile) or `1` (reconcile and
+    /// answer the members).
     case sync
 
     var source: String {
