@@ -148,3 +148,48 @@ struct TimerTablePrefetchTests {
         _ = handle
     }
 }
+
+/// The prefetch word of handlers that are values: Swift 6 opens an existential handed to a generic parameter, so a
+/// word read from "the handler's bytes" would read the concrete value, which may be empty.
+struct TimerTableValueHandlerPrefetchTests {
+    struct Empty: TimerHandler {
+        func timerFired(_ timer: TimerHandle) {}
+    }
+    struct OneByte: TimerHandler {
+        var flag: UInt8 = 7
+        func timerFired(_ timer: TimerHandle) {}
+    }
+    struct Reference: TimerHandler {
+        let object: TimerTablePrefetchTests.Handler
+        func timerFired(_ timer: TimerHandle) {}
+    }
+    struct Boxed: TimerHandler {
+        var words: (UInt, UInt, UInt, UInt, UInt) = (1, 2, 3, 4, 5)
+        func timerFired(_ timer: TimerHandle) {}
+    }
+
+    /// An empty or one-byte handler gives a word without trapping (it trapped "out of bounds" before); a struct
+    /// holding a reference inline gives that reference; a value too big to store inline gives its box, not its first
+    /// field.
+    @Test
+    func everyKindOfValueHandlerGivesAWordWithoutTrapping() {
+        var table = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: 10))
+        let object = TimerTablePrefetchTests.Handler()
+        let handlers: [any TimerHandler] = [Empty(), OneByte(), Reference(object: object), Boxed()]
+        for handler in handlers {
+            _ = table.arm(deadline: .zero.advanced(by: .milliseconds(1)), period: nil, handler: handler)
+        }
+        var due: [TimerWheel<TimerRecord>.Expired] = []
+        table.expire(at: 10_000_000, into: &due)
+        #expect(due.count == 4)
+        let words = due.map { table.handlerWord($0.id) }
+        #expect(words[2] == UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()))
+        #expect(words[3] != 1, "a boxed value's word is its box's address, not its first field")
+        #expect(words[3] != 0)
+        for expired in due {
+            _ = table.beginFiring(expired.id)
+            _ = table.endFiring(expired.id, now: 10_000_000)
+        }
+        #expect(table.count == 0)
+    }
+}

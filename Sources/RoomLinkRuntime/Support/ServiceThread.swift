@@ -32,6 +32,10 @@ package final class ServiceThread: Sendable {
                 let context = Unmanaged<Context>.fromOpaque(argument!).takeRetainedValue()
                 context.thread.threadID.store(UInt(pthread_self()), ordering: .releasing)
                 context.body()
+                // glibc reuses an ended thread's stack, and with it its `pthread_t`, for the next thread it starts:
+                // left set, the ID would make that unrelated thread pass for this one (a job enqueued there on a
+                // stopped loop would sit in its run queue for ever instead of going to the retired executor).
+                context.thread.threadID.store(0, ordering: .releasing)
                 return nil
             },
             argument

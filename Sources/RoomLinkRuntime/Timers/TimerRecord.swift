@@ -12,6 +12,10 @@
     /// Cancelled while due in a batch, before its turn to fire; the handler was told, and it will not fire.
     @_spi(RoomLinkInternals) public var isCancelled = false
 
+    /// Where ``handler``'s existential container starts in a record, for reading its first word without opening it.
+    /// (Computed once: a key path's offset is looked up at run time.)
+    @_spi(RoomLinkInternals) public static let handlerOffset = MemoryLayout<TimerRecord>.offset(of: \.handler)!
+
     @inlinable
     public init(handler: any TimerHandler, deadline: Int64, period: Int64, remoteID: UInt64) {
         self.handler = handler

@@ -112,12 +112,19 @@
         return (handler, TimerHandle(rawValue: remoteID != 0 ? remoteID : id.rawValue))
     }
 
-    /// The first word of a due timer's handler: the address of its object (or of its box) when the handler is a
-    /// class instance (or a value too big to store inline), for a loop to prefetch before the timer fires; 0 when
-    /// the timer is gone. Not an address to dereference: for a small value-type handler it is the value's first word.
+    /// The first word of a due timer's handler existential: the address of its object (or of its box) when the
+    /// handler is a class instance (or a value too big to store inline), for a loop to prefetch before the timer
+    /// fires; 0 when the timer is gone. Not an address to dereference: for a small value-type handler it is the
+    /// value's inline bits (for an empty one, whatever the container holds), which a prefetch may be given safely.
     @inlinable
     @_spi(RoomLinkInternals) public mutating func handlerWord(_ id: TimerQueueID) -> UInt {
-        queue.withPayload(id) { record in withUnsafeBytes(of: &record.handler) { $0.load(as: UInt.self) } } ?? 0
+        // Read the container through the record, a concrete struct. `withUnsafeBytes(of: &record.handler)` would
+        // not do: Swift 6 opens an existential passed to a generic parameter, so the buffer is the *handler's own*
+        // value — zero bytes for an empty struct such as a stall watch, and loading a word from it trapped
+        // ("UnsafeRawBufferPointer.load out of bounds") whenever such a timer was due four places down a batch.
+        queue.withPayload(id) { record in
+            withUnsafeBytes(of: &record) { $0.load(fromByteOffset: TimerRecord.handlerOffset, as: UInt.self) }
+        } ?? 0
     }
 
     /// Finishes a firing: re-arms a periodic timer on its absolute schedule (skipping periods that have wholly

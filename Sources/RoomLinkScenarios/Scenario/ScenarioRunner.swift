@@ -179,6 +179,7 @@ public struct ScenarioRunner: Sendable {
                 )
             }
             if let simulation = group as? SimulationRuntime { try await simulation.run(play) } else { try await play() }
+            reportEnd(progress, of: [run], wallStart: wallStart)
             var report = report([run], group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
             report.slice = slice
             return report
@@ -187,6 +188,7 @@ public struct ScenarioRunner: Sendable {
             // Real time: one world on the group's loops.
             let run = Shard<Dialect>(group: group, origin: group.now)
             try await play(run, shard: 0, of: 1, events: events, progress: progress, wallStart: wallStart, all: [run])
+            reportEnd(progress, of: [run], wallStart: wallStart)
             return report([run], group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
         }
         let count = events == nil ? shardCount : 1
@@ -214,6 +216,7 @@ public struct ScenarioRunner: Sendable {
             }
             try await tasks.waitForAll()
         }
+        reportEnd(progress, of: shards, wallStart: wallStart)
         return report(shards, group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
     }
 
@@ -402,12 +405,19 @@ public struct ScenarioRunner: Sendable {
         }
         sampler?.cancel()
         world.recorder.close()
-        guard let progress, !shard.interrupted else { return }
-        // The last sample, once every shard is at the end.
-        while shards.contains(where: { $0.group.now < $0.origin.advanced(by: end) }) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        progress.report(Self.sample(shards, since: (wallStart, 0), wallStart: wallStart, end: end))
+        // The last sample is the caller's (``reportEnd(_:of:wallStart:)``), once every shard is at the end: waiting
+        // for the others here, inside a simulation's run, would be waiting on something the simulation cannot
+        // deliver, and a simulation with nothing left to do calls that a stall.
+    }
+
+    /// The last progress sample of a run whose shards have all returned (none when it was interrupted).
+    private func reportEnd<Dialect: RoomDialect>(
+        _ progress: Progress?,
+        of shards: [Shard<Dialect>],
+        wallStart: ContinuousClock.Instant
+    ) {
+        guard let progress, !shards.contains(where: \.interrupted) else { return }
+        progress.report(Self.sample(shards, since: (wallStart, 0), wallStart: wallStart, end: scenario.end))
     }
 
     /// The report of a run from its shards.
