@@ -22,8 +22,7 @@ struct Check: ParsableCommand {
 
     func run() throws {
         let scenarioData = try readFile(scenario, as: "scenario")
-        let eventData =
-            events == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try readFile(events, as: "event log")
+        let eventData = try readFile(events, as: "event log", limit: InputFile.eventLogLimit)
         let parsed: Scenario
         let logged: [LoggedEvent]
         do {

@@ -23,24 +23,12 @@ func fail(_ message: String) -> ExitCode {
     fail(RoomLinkError(code: .invalidInput, message: message))
 }
 
-/// Reads the file at `path` whole, or throws the I/O failure naming it and what it was expected to be.
-func readFile(_ path: String, as what: String) throws -> Data {
-    func failure(_ number: Int32) -> ExitCode {
-        fail(.ioFailure(path, cannot: "read the \(what)", errno: number))
-    }
-    guard !path.isEmpty else { throw fail("the \(what): expected a file path, got an empty one") }
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { throw failure(errno) }
-    defer { close(descriptor) }
-    var data = Data()
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count < 0 {
-            if errno == EINTR { continue }
-            throw failure(errno)  // EISDIR for a directory, EIO for a failing disk
-        }
-        if count == 0 { return data }
-        data.append(contentsOf: chunk[..<count])
+/// Reads the input at `path` (`-`: standard input) whole, up to `limit` bytes, or throws the failure naming it and
+/// what it was expected to be (see ``InputFile``: a FIFO or a device is refused, nothing is read past the limit).
+func readFile(_ path: String, as what: String, limit: Int = InputFile.scenarioLimit) throws -> Data {
+    do {
+        return Data(try InputFile(path, as: "the \(what)", limit: limit).read())
+    } catch {
+        throw fail(error)
     }
 }

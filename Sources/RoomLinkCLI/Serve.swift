@@ -56,7 +56,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
 
     func run() async throws {
-        let file = try config.map { try readFile($0, as: "serve configuration") }
+        let file = try config.map { try readFile($0, as: "serve configuration", limit: InputFile.configurationLimit) }
         var settings: ServeSettings
         do {
             settings = try ServeSettings(flags: self, file: file)
@@ -136,7 +136,7 @@ struct Serve: AsyncParsableCommand {
                     + (reachable ? "" : " (not reachable yet: logins are answered busy until it is)")
             )
         }
-        let connections = OpenFileLimit.connections(loops: settings.loops)
+        let connections = OpenFileLimit.connections(loops: settings.loops, reserve: OpenFileLimit.serverReserve)
         say(
             "roomlink serve: \(settings.server.dialect.rawValue) on \(address) — \(settings.loops) loops "
                 + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "

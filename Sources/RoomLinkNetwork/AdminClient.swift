@@ -75,6 +75,14 @@ public final class AdminClient: RoomAdministration, @unchecked Sendable {
         }
     }
 
+    /// Sends `data` as the body, as it is (for requests no JSON encoder would write); the answer, or status 0 when
+    /// none came or `method` is not one of GET, POST, PUT, DELETE, PATCH and OPTIONS.
+    public func request(_ method: String, _ path: String, bytes: [UInt8]) async -> Response {
+        await withCheckedContinuation { continuation in
+            send(method, path, data: Data(bytes)) { continuation.resume(returning: $0) }
+        }
+    }
+
     private func send(
         _ method: String,
         _ path: String,
@@ -113,7 +121,15 @@ public final class AdminClient: RoomAdministration, @unchecked Sendable {
                 let output = evhttp_request_get_output_buffer(request)
                 data.withUnsafeBytes { _ = evbuffer_add(output, $0.baseAddress, $0.count) }
             }
-            let command = method == "POST" ? EVHTTP_REQ_POST : EVHTTP_REQ_GET
+            let commands = [
+                "GET": EVHTTP_REQ_GET, "POST": EVHTTP_REQ_POST, "PUT": EVHTTP_REQ_PUT, "DELETE": EVHTTP_REQ_DELETE,
+                "PATCH": EVHTTP_REQ_PATCH, "OPTIONS": EVHTTP_REQ_OPTIONS,
+            ]
+            guard let command = commands[method] else {
+                evhttp_request_free(request)
+                Unmanaged<Completion>.fromOpaque(context).release()
+                return completion(Response(status: 0, body: ""))
+            }
             // On failure libevent has freed the request and called back (with no answer).
             _ = evhttp_make_request(connection, request, command, path)
         }

@@ -35,7 +35,16 @@ final class AdminServer: @unchecked Sendable {
     private let token: String?
     private let metrics: ServerMetrics
     private var http: OpaquePointer?
+    /// evhttp's listener, paused while the process is out of descriptors.
+    private var listener: OpaquePointer?
+    private var resumeTimer: TimerHandle?
+    /// Accepting failed and the log said so; cleared (and said) when a request arrives again.
+    private var isStarved = false
     private let logger: Logger
+
+    /// The admin server of each evhttp listener: evhttp gives its listener's error callback evhttp's own context,
+    /// so the callback finds its server here.
+    fileprivate static let byListener = LockedBox<[UInt: AdminServer]>([:])
 
     private init(loop: LibeventLoop, server: NetworkServer, token: String?, metrics: ServerMetrics) {
         self.loop = loop
@@ -68,7 +77,12 @@ final class AdminServer: @unchecked Sendable {
         guard let http = evhttp_new(loop.eventBase) else {
             return .failure(.cannotListen(address: "\(address)", reason: "evhttp_new failed"))
         }
-        evhttp_set_allowed_methods(http, UInt16(EVHTTP_REQ_GET.rawValue | EVHTTP_REQ_POST.rawValue))
+        // Every method reaches `handle`, which answers 405 for a wrong one (evhttp itself would answer 501).
+        let methods = [
+            EVHTTP_REQ_GET, EVHTTP_REQ_POST, EVHTTP_REQ_HEAD, EVHTTP_REQ_PUT, EVHTTP_REQ_DELETE, EVHTTP_REQ_OPTIONS,
+            EVHTTP_REQ_TRACE, EVHTTP_REQ_CONNECT, EVHTTP_REQ_PATCH,
+        ]
+        evhttp_set_allowed_methods(http, UInt16(methods.reduce(0) { $0 | $1.rawValue }))
         evhttp_set_max_body_size(http, 64 * 1024)
         evhttp_set_max_headers_size(http, 16 * 1024)
         evhttp_set_timeout(http, 30)
@@ -79,6 +93,11 @@ final class AdminServer: @unchecked Sendable {
             return .failure(.cannotListen(address: "\(address)", reason: reason))
         }
         self.http = http
+        if let listener = evhttp_bound_socket_get_listener(bound) {
+            self.listener = listener
+            AdminServer.byListener.withLock { $0[UInt(bitPattern: listener)] = self }
+            evconnlistener_set_error_cb(listener, adminListenerErrorCallback)
+        }
         let local = ResolvedAddress.local(of: evhttp_bound_socket_get_fd(bound)) ?? address
         return .success(local)
     }
@@ -87,6 +106,10 @@ final class AdminServer: @unchecked Sendable {
     func stop() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute { [self] in
+                if let listener { _ = AdminServer.byListener.withLock { $0.removeValue(forKey: UInt(bitPattern: listener)) } }
+                resumeTimer.map { _ = loop.cancel($0) }
+                resumeTimer = nil
+                listener = nil
                 if let http { evhttp_free(http) }
                 http = nil
                 continuation.resume()
@@ -96,7 +119,27 @@ final class AdminServer: @unchecked Sendable {
 
     // MARK: - Requests
 
+    /// evhttp's accept failed (out of descriptors, most likely): accepting again at once would spin on the
+    /// connection left in the backlog, so pause for 100 ms, and say so once. The server keeps descriptors in reserve
+    /// (``OpenFileLimit/serverReserve``), so this happens only when something else took them.
+    fileprivate func acceptFailed() {
+        if !isStarved {
+            isStarved = true
+            logger.warning("admin API: accept failed: \(Sockets.errorText(errno)); retrying every 100 ms")
+        }
+        guard let listener, resumeTimer == nil else { return }
+        evconnlistener_disable(listener)
+        resumeTimer = try? loop.schedule(after: .milliseconds(100)) { [self] in
+            resumeTimer = nil
+            if let listener = self.listener { evconnlistener_enable(listener) }
+        }
+    }
+
     fileprivate func handle(_ request: OpaquePointer) {
+        if isStarved {
+            isStarved = false
+            logger.notice("admin API: accepting again")
+        }
         let reply = Reply(request: request, loop: loop)
         let method = evhttp_request_get_command(request)
         let rawPath = evhttp_request_get_evhttp_uri(request).flatMap { evhttp_uri_get_path($0) }.map {
@@ -120,16 +163,22 @@ final class AdminServer: @unchecked Sendable {
             guard value == "Bearer \(token)" else { return reply.error(403, "wrong token") }
         }
         let body = Self.body(of: request)
-        switch (method == EVHTTP_REQ_GET, parts.count, parts.first) {
-        case (true, 1, "metrics"):
+        let verb: String? =
+            switch method {
+            case EVHTTP_REQ_GET: "GET"
+            case EVHTTP_REQ_POST: "POST"
+            default: nil
+            }
+        switch (verb, parts.count, parts.first) {
+        case ("GET", 1, "metrics"):
             reply.send(200, metrics.render(), type: "text/plain; version=0.0.4")
-        case (true, 1, "rooms"):
+        case ("GET", 1, "rooms"):
             listRooms(reply)
-        case (true, 3, "rooms") where parts[2] == "members":
+        case ("GET", 3, "rooms") where parts[2] == "members":
             withRoom(parts[1], reply) { room in
                 reply.json(["room": room.roomID, "members": room.memberIDs])
             }
-        case (false, 3, "rooms") where parts[2] == "kick" || parts[2] == "reconnect":
+        case ("POST", 3, "rooms") where parts[2] == "kick" || parts[2] == "reconnect":
             guard let users = Self.strings("users", in: body, required: true) else {
                 return reply.error(400, "expected a JSON body {\"users\": [\"user ID\", …]}")
             }
@@ -141,7 +190,7 @@ final class AdminServer: @unchecked Sendable {
                 }
                 reply.json(["room": room.roomID, kick ? "kicked" : "asked": present])
             }
-        case (false, 3, "users") where parts[2] == "expire-token":
+        case ("POST", 3, "users") where parts[2] == "expire-token":
             guard body.isEmpty || Self.strings("rooms", in: body, required: false) != nil else {
                 return reply.error(400, "expected no body, or a JSON body {\"rooms\": [\"room ID\", …]}")
             }
@@ -193,11 +242,17 @@ final class AdminServer: @unchecked Sendable {
         return Data(bytes: bytes, count: length)
     }
 
-    /// The array of strings under `key` in a JSON object body; `nil` when the body is not one.
+    /// The array of strings under `key` in a JSON object body; `nil` when the body is not one. Read strictly (RFC
+    /// 8259, no key twice): a body with a trailing comma is a mistake to report, not a request to carry out.
     private static func strings(_ key: String, in body: Data, required: Bool) -> [String]? {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-            let values = object[key] as? [String], !values.isEmpty || !required
+        guard case .object(let object)? = try? JSONValue.parse(body, what: "body"), case .array(let items)? = object[key]
         else { return nil }
+        var values: [String] = []
+        for item in items {
+            guard case .string(let value) = item else { return nil }
+            values.append(value)
+        }
+        guard !values.isEmpty || !required else { return nil }
         return values
     }
 
@@ -243,6 +298,11 @@ final class AdminServer: @unchecked Sendable {
             }
         }
     }
+}
+
+private func adminListenerErrorCallback(_ listener: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {
+    guard let listener, let admin = AdminServer.byListener.withLock({ $0[UInt(bitPattern: listener)] }) else { return }
+    admin.loop.runCallback { admin.acceptFailed() }
 }
 
 private func adminRequestCallback(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {

@@ -26,9 +26,14 @@ public enum OpenFileLimit {
         return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
     }
 
+    /// Descriptors a server never spends on clients, so that its admin API (health checks, kicks), Redis and its
+    /// logs go on working when clients would take every descriptor: a server refuses a connection that would leave
+    /// fewer free.
+    public static let serverReserve = 64
+
     /// How many connections the limit leaves room for, after the files a process keeps open besides them (standard
-    /// streams, each loop's internal descriptors, listeners, logs).
-    public static func connections(loops: Int) -> Int {
-        max(0, current - 16 - 4 * loops)
+    /// streams, each loop's internal descriptors, listeners, logs) and `reserve` descriptors kept free.
+    public static func connections(loops: Int, reserve: Int = 0) -> Int {
+        max(0, current - reserve - 16 - 4 * loops)
     }
 }

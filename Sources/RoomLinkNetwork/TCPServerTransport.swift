@@ -42,6 +42,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         var whenEmpty: (() -> Void)?
         /// Resumes an accept paused after a failure (out of file descriptors).
         var resumeTimer: TimerHandle?
+        /// Accepting is paused for want of descriptors, and the log has said so (once per episode).
+        var isStarved = false
         /// Checks the connections' media every media interval (a dialect whose media flows continuously).
         var mediaTimer: TimerHandle?
 
@@ -145,6 +147,18 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     }
 
     fileprivate func accepted(fd: Int32, peer: SocketAddress?, on state: LoopState) {
+        // The system hands out the lowest free descriptor, so one this high means fewer than `descriptorReserve` are
+        // left: refuse the client (it sees the connection closed and retries later) rather than take the ones the
+        // admin API, Redis and the logs need to go on answering.
+        if Int(fd) >= descriptorCeiling {
+            _ = Glibc.close(fd)
+            pauseAccepting(on: state, because: "\(Self.descriptorReserve) descriptors are kept for the admin API")
+            return
+        }
+        if state.isStarved {
+            state.isStarved = false
+            logger.notice("accepting connections again")
+        }
         statistics.add(.connectionsAccepted)
         let peer = peer.map(\.description) ?? "?"
         if configuration.servesOnRoomLoop, perLoop.count > 1 {
@@ -210,11 +224,25 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     }
 
     fileprivate func acceptFailed(on state: LoopState) {
-        let code = errno
+        pauseAccepting(on: state, because: "accept failed: \(Sockets.errorText(errno))")
+    }
+
+    /// Descriptors a server never spends on clients: the admin API's connections, Redis, log files.
+    static var descriptorReserve: Int { OpenFileLimit.serverReserve }
+    /// The lowest descriptor number a client's connection may not have (see ``accepted(fd:peer:on:)``).
+    private let descriptorCeiling = max(
+        TCPServerTransport.descriptorReserve,
+        OpenFileLimit.current - TCPServerTransport.descriptorReserve
+    )
+
+    /// Stops this loop's listener for 100 ms: out of descriptors, accepting again at once would spin (the pending
+    /// connection stays in the backlog, and the listener is readable again straight away). Said once per episode.
+    private func pauseAccepting(on state: LoopState, because reason: String) {
         statistics.add(.acceptFailures)
-        logger.warning("accept failed: \(Sockets.errorText(code)); pausing this loop's listener for 100 ms")
-        // Out of file descriptors, most likely: the pending connection stays in the backlog, and accepting again at
-        // once would spin. Pause, then try again.
+        if !state.isStarved {
+            state.isStarved = true
+            logger.warning("\(reason); not accepting connections until descriptors free up (retrying every 100 ms)")
+        }
         guard let listener = state.listener, state.resumeTimer == nil else { return }
         evconnlistener_disable(listener)
         state.resumeTimer = try? state.loop.schedule(after: .milliseconds(100)) {

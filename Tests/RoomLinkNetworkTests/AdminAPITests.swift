@@ -50,6 +50,29 @@ struct AdminAPITests {
             let missing = await admin.request("POST", "/rooms/r/kick", body: ["people": ["a"]])
             #expect(missing.status == 400)
             #expect((missing.object?["error"] as? String)?.contains("users") == true)
+            // Any other method is the wrong one (405, as documented), not one the server does not know (501).
+            for method in ["PUT", "DELETE", "PATCH", "OPTIONS"] {
+                #expect(await admin.request(method, "/rooms").status == 405, "\(method) /rooms")
+                #expect(await admin.request(method, "/healthz").status == 405, "\(method) /healthz")
+            }
+        }
+    }
+
+    /// A body that is not strict JSON is refused and changes nothing: a trailing comma, a key twice, a user that is
+    /// not a string.
+    @Test func aBodyThatIsNotStrictJSONIsRefusedAndChangesNothing() async throws {
+        try await Self.withAdmin { server, admin, address, group in
+            let client = try NetworkServerTests.client("a", on: group, to: address)
+            #expect(await client.loginRoom("r", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+            try await NetworkTest.until("a is in") { await admin.members(of: "r") == ["a"] }
+            for body in [#"{"users": ["a"],}"#, #"{"users": ["a",]}"#, #"{"users": ["b"], "users": ["a"]}"#,
+                #"{"users": ["a", 1]}"#]
+            {
+                let answer = await admin.request("POST", "/rooms/r/kick", bytes: Array(body.utf8))
+                #expect(answer.status == 400, "\(body)")
+            }
+            #expect(await admin.members(of: "r") == ["a"], "nobody was kicked")
+            _ = (server, client)
         }
     }
 

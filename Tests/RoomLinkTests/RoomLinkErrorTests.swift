@@ -71,3 +71,70 @@ struct RoomLinkErrorTests {
         #expect(throws: RoomLinkError.ioFailure) { try OutputFile("/nonexistent-directory/r.json").checkWritable() }
     }
 }
+
+/// Inputs and outputs that are not plain files: nothing hangs, nothing is read without end, a failed run leaves no
+/// empty file behind.
+@Suite(.timeLimit(.minutes(2)))
+struct InputAndOutputFileTests {
+    static func withFolder(_ body: (String) throws -> Void) throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roomlink-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try body(folder)
+    }
+
+    @Test
+    func aFIFOOrADeviceIsRefusedAsInputWithoutWaitingOrReading() throws {
+        try Self.withFolder { folder in
+            let fifo = folder + "/f"
+            #expect(mkfifo(fifo, 0o600) == 0)
+            // No process writes it: opening it for reading the ordinary way would wait for ever.
+            let error = #expect(throws: RoomLinkError.self) {
+                try InputFile(fifo, as: "the scenario", limit: InputFile.scenarioLimit).read()
+            }
+            #expect(error?.code == .invalidInput && error?.message.contains("a FIFO") == true)
+            for device in ["/dev/zero", "/dev/urandom"] {
+                let error = #expect(throws: RoomLinkError.self) {
+                    try InputFile(device, as: "the event log", limit: InputFile.eventLogLimit).read()
+                }
+                #expect(error?.message == "\(device): the event log must be a regular file, and this is a character "
+                    + "device; to read a stream, give '-' and redirect it to standard input")
+            }
+        }
+    }
+
+    @Test
+    func anInputLargerThanItsLimitIsRefusedAndAFolderOrAMissingFileIsAnIOFailure() throws {
+        try Self.withFolder { folder in
+            let path = folder + "/big.json"
+            try Data(repeating: 0x20, count: 3 << 20).write(to: URL(fileURLWithPath: path))
+            let error = #expect(throws: RoomLinkError.self) {
+                try InputFile(path, as: "the scenario", limit: 2 << 20).read()
+            }
+            #expect(error?.message == "\(path): the scenario is larger than 2 MiB, the most RoomLink reads")
+            #expect(try InputFile(path, as: "the scenario", limit: 3 << 20).read().count == 3 << 20)
+            #expect(throws: RoomLinkError.ioFailure) { try InputFile(folder, as: "x", limit: 10).read() }
+            #expect(throws: RoomLinkError.ioFailure) { try InputFile(folder + "/none", as: "x", limit: 10).read() }
+            #expect(throws: RoomLinkError.invalidInput) { try InputFile("", as: "x", limit: 10).read() }
+        }
+    }
+
+    @Test
+    func checkingAnOutputCreatesNothingAndAFIFOWithNoReaderFailsAtOnce() throws {
+        try Self.withFolder { folder in
+            let report = folder + "/report.json"
+            try OutputFile(report).checkWritable()
+            #expect(!FileManager.default.fileExists(atPath: report), "a check leaves no empty file behind")
+            #expect(throws: RoomLinkError.ioFailure) { try OutputFile(folder).checkWritable() }
+            #expect(throws: RoomLinkError.ioFailure) { try OutputFile(folder + "/none/r.json").checkWritable() }
+
+            let fifo = folder + "/f"
+            #expect(mkfifo(fifo, 0o600) == 0)
+            try OutputFile(fifo).checkWritable()  // not opened: a reader would see its end of file
+            let error = #expect(throws: RoomLinkError.self) { try OutputFile(fifo).write("{}\n") }
+            #expect(error?.message.contains("no process reads this FIFO") == true)
+            let events = #expect(throws: RoomLinkError.self) { try EventLogWriter<EventLogLine>(path: fifo) }
+            #expect(events?.code == .ioFailure)
+        }
+    }
+}

@@ -20,24 +20,51 @@ package struct OutputFile {
     /// The destination's name in messages.
     package var name: String { destination == "-" ? "standard output" : destination }
 
-    /// Checks that the destination can be opened for writing, creating it (empty) if it does not exist, without
-    /// changing what it holds: a bad path fails before a long run, not after it.
+    /// Checks that the destination can be written, without creating or changing anything: a bad path fails before
+    /// a long run, not after it, and a run that fails leaves no empty file behind.
+    ///
+    /// A FIFO is not opened here: opening and closing it would hand a one-shot reader its end of file before the
+    /// run wrote anything.
     package func checkWritable() throws(RoomLinkError) {
         guard destination != "-" else { return }
-        let descriptor = open(destination, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .ioFailure(destination, cannot: "open for writing", errno: errno) }
-        _ = close(descriptor)
+        var status = stat()
+        if stat(destination, &status) == 0 {
+            if status.st_mode & S_IFMT == S_IFDIR {
+                throw .ioFailure(destination, cannot: "open for writing", errno: EISDIR)
+            }
+            guard access(destination, W_OK) == 0 else {
+                throw .ioFailure(destination, cannot: "open for writing", errno: errno)
+            }
+            return
+        }
+        guard errno == ENOENT else { throw .ioFailure(destination, cannot: "open for writing", errno: errno) }
+        // A new file: its folder must exist and take new entries.
+        let folder = destination.lastIndex(of: "/").map { String(destination[..<$0]) } ?? "."
+        guard access(folder.isEmpty ? "/" : folder, W_OK | X_OK) == 0 else {
+            throw .ioFailure(destination, cannot: "open for writing", errno: errno)
+        }
     }
 
     /// Writes `bytes` as the destination's whole content.
+    ///
+    /// A FIFO is opened without waiting: with no process reading it the write fails at once ("no such device or
+    /// address") instead of blocking the command for ever.
     package func write(_ bytes: some Sequence<UInt8>) throws(RoomLinkError) {
         let data = Array(bytes)
         if destination == "-" {
             try Self.writeAll(data, to: STDOUT_FILENO, name: name)
             return
         }
-        let descriptor = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .ioFailure(destination, cannot: "open for writing", errno: errno) }
+        let descriptor = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644)
+        guard descriptor >= 0 else {
+            let number = errno
+            // ENXIO: a FIFO that no process has open for reading.
+            let operation = number == ENXIO ? "open for writing: no process reads this FIFO" : "open for writing"
+            throw .ioFailure(destination, cannot: operation, errno: number)
+        }
+        // Blocking again for the writes (a reader that is slow is waited for; a full pipe is not an error).
+        let flags = fcntl(descriptor, F_GETFL)
+        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
         do {
             try Self.writeAll(data, to: descriptor, name: name)
         } catch {

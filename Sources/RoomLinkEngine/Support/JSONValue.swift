@@ -1,7 +1,7 @@
-import Foundation
+package import Foundation
 
 /// A parsed JSON document, kept generic so that scenario validation can name every field it rejects.
-enum JSONValue: Sendable, Equatable, Decodable {
+package enum JSONValue: Sendable, Equatable, Decodable {
     case null
     case bool(Bool)
     case number(Double)
@@ -9,7 +9,7 @@ enum JSONValue: Sendable, Equatable, Decodable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         // Bool first: JSONDecoder refuses to read a number as a Bool, so `true` and `1` stay apart.
         if container.decodeNil() {
@@ -31,7 +31,7 @@ enum JSONValue: Sendable, Equatable, Decodable {
     ///
     /// - Throws: `RoomLinkError.Code.invalidInput` saying where the text stops being JSON, or naming the path of a
     ///   key written twice (`timeline[2].at`, or `root` and the path when `root` is not empty).
-    static func parse(_ data: Data, what: String = "scenario", root: String = "") throws(RoomLinkError) -> JSONValue {
+    package static func parse(_ data: Data, what: String = "scenario", root: String = "") throws(RoomLinkError) -> JSONValue {
         do {
             return try StrictJSONParser.parse(Array(data), root: root)
         } catch {
@@ -49,7 +49,7 @@ enum JSONValue: Sendable, Equatable, Decodable {
     }
 
     /// A short description for error messages: the value itself when short, its kind otherwise.
-    var summary: String {
+    package var summary: String {
         switch self {
         case .null: "null"
         case .bool(let value): "\(value)"

@@ -5,12 +5,12 @@
 /// strictly: no trailing commas, comments, single quotes, `NaN`, leading zeros or control characters in strings;
 /// one value and nothing after it but whitespace; nesting at most ``maximumDepth`` deep (a hostile file cannot
 /// exhaust the stack).
-struct StrictJSONParser {
+package struct StrictJSONParser {
     /// Objects and arrays nested deeper than this are refused.
-    static let maximumDepth = 256
+    package static let maximumDepth = 256
 
     /// Why the text is not JSON, and where (1-based line and column), or which key was duplicated.
-    enum Failure: Error, Equatable {
+    package enum Failure: Error, Equatable {
         case syntax(String, line: Int, column: Int)
         case duplicateKey(path: String)
     }
@@ -23,7 +23,7 @@ struct StrictJSONParser {
 
     /// Parses `bytes` as one JSON document. Paths in duplicate-key failures start at `root` (`""` for keys named
     /// bare, as `end` or `timeline[2].at`).
-    static func parse(_ bytes: [UInt8], root: String = "") throws(Failure) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], root: String = "") throws(Failure) -> JSONValue {
         var parser = StrictJSONParser(bytes)
         // A byte-order mark is not JSON, but editors write one; skip it rather than reject the file.
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
