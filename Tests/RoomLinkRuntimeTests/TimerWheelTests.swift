@@ -3,6 +3,7 @@ import Testing
 
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
+@Suite(.timeLimit(.minutes(10)))
 struct TimerWheelTests {
     @Test(arguments: [UInt64(0), 10, 19])
     func expiresTimersInDeadlineOrderAcrossAllLevels(tickShift: UInt64) {
@@ -126,6 +127,7 @@ struct TimerWheelTests {
 }
 
 /// What a loop prefetches before a due timer fires.
+@Suite(.timeLimit(.minutes(10)))
 struct TimerTablePrefetchTests {
     final class Handler: TimerHandler {
         func timerFired(_ timer: TimerHandle) {}
@@ -151,6 +153,7 @@ struct TimerTablePrefetchTests {
 
 /// The prefetch word of handlers that are values: Swift 6 opens an existential handed to a generic parameter, so a
 /// word read from "the handler's bytes" would read the concrete value, which may be empty.
+@Suite(.timeLimit(.minutes(10)))
 struct TimerTableValueHandlerPrefetchTests {
     struct Empty: TimerHandler {
         func timerFired(_ timer: TimerHandle) {}

@@ -3,6 +3,7 @@ import RoomLink
 import Testing
 
 /// The Agora and LiveKit oracles on good logs (the engine's own) and on logs broken one rule at a time.
+@Suite(.timeLimit(.minutes(10)))
 struct DialectOracleTests {
     /// The scenario and the JSON log of a run.
     static func run(_ json: String) async throws -> (Scenario, [String]) {

@@ -3,6 +3,7 @@ import RoomLinkRuntime
 import Testing
 
 /// The snippet of the Agora and LiveKit clients in the "Embedding the Engine" article, run in virtual time.
+@Suite(.timeLimit(.minutes(10)))
 struct DialectSnippetSampleTests {
     @Test
     func theSnippetRunsAsTheArticleSays() async throws {

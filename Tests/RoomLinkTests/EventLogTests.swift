@@ -3,6 +3,7 @@ import RoomLink
 import RoomLinkRuntime
 import Testing
 
+@Suite(.timeLimit(.minutes(10)))
 struct EventLogTests {
     static func line(_ event: ZegoEvent, user: String, ms: Int64) -> String {
         event.eventLogLine.json(user: user, time: .zero.advanced(by: .milliseconds(ms)))

@@ -1,6 +1,7 @@
 import RoomLink
 import Testing
 
+@Suite(.timeLimit(.minutes(10)))
 struct NetworkModelTests {
     static let conditions = Scenario.Network(latency: .milliseconds(50), jitter: .milliseconds(20), loss: 0.1)
 

@@ -32,6 +32,7 @@ func readmeSample() async throws -> (events: [Stamped<ZegoEvent>], members: [Str
     }
 }
 
+@Suite(.timeLimit(.minutes(10)))
 struct ReadmeSampleTests {
     @Test
     func theShortSampleReconnectsAliceWithinTheServersTimeout() async throws {

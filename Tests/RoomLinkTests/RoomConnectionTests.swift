@@ -3,6 +3,7 @@ import RoomLinkRuntime
 import Testing
 
 /// A client room's decisions alone, and how the ZEGO dialect words them.
+@Suite(.timeLimit(.minutes(10)))
 struct RoomConnectionTests {
     static func connection(notify: Bool = true, policy: RetryPolicy = .zegoDefault) -> RoomConnection {
         RoomConnection(

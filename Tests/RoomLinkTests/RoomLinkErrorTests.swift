@@ -7,7 +7,7 @@ import Testing
 
 /// Errors say what kind of thing went wrong (so a caller can branch), name the field or path, and map to the CLI's
 /// documented exit statuses; whole outputs are written through the path given, never replacing it.
-@Suite
+@Suite(.timeLimit(.minutes(10)))
 struct RoomLinkErrorTests {
     @Test
     func aMalformedScenarioIsInvalidInputNamingTheFieldPath() {

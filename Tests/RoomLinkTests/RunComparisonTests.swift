@@ -3,6 +3,7 @@ import Testing
 @testable import RoomLinkScenarios
 
 /// Comparing a real run's event log with its virtual one, on hand-written logs.
+@Suite(.timeLimit(.minutes(10)))
 struct RunComparisonTests {
     static func event(_ user: String, _ time: Double, _ reason: String, users: [String]? = nil) -> LoggedEvent {
         LoggedEvent(

@@ -2,6 +2,7 @@ import Foundation
 import RoomLink
 import Testing
 
+@Suite(.timeLimit(.minutes(10)))
 struct ScenarioTests {
     static func parse(_ json: String) throws -> Scenario {
         try Scenario(json: Data(json.utf8))

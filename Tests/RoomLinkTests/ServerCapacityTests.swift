@@ -6,6 +6,7 @@ import Testing
 
 /// SPEC §9: server nodes with finite capacity, admission control, and what the report says about them. Virtual time
 /// throughout: every count here is exact and the same on every run.
+@Suite(.timeLimit(.minutes(10)))
 struct ServerCapacityTests {
     static func at(_ milliseconds: Int64) -> RuntimeInstant { RuntimeInstant(nanoseconds: milliseconds * 1_000_000) }
 

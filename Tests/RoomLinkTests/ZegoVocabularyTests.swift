@@ -1,6 +1,7 @@
 import RoomLink
 import Testing
 
+@Suite(.timeLimit(.minutes(10)))
 struct ZegoVocabularyTests {
     @Test
     func reasonsHaveZegosRawValuesAndLowerCamelNames() {

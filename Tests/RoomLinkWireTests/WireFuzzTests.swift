@@ -6,7 +6,7 @@ import Testing
 
 /// Thousands of hostile frames, seeded: every one decodes or is refused with a ``WireError``; none crashes, hangs or
 /// yields a value the engine could not take.
-@Suite struct WireFuzzTests {
+@Suite(.timeLimit(.minutes(10))) struct WireFuzzTests {
     @Test(arguments: [UInt64(1), 2, 3])
     func randomAndMutatedFramesNeverCrash(seed: UInt64) {
         var random = SeededRandom(seed: seed)
