@@ -161,14 +161,14 @@ struct Playback {
             throw fail(error, in: "the run stopped")
         }
         result.load?.measureRecoveries(after: faultWindows)
-        let closedOutput = interruption.reason == .closedOutput
         do {
             try writer?.close()
-        } catch  where closedOutput {
-            // The reader went away: nothing to say to it, and nothing lost that it wanted.
         } catch {
-            throw fail(error)
+            // The reader went away (during the run, or before the last block): nothing to say to it, and nothing
+            // lost that it wanted.
+            guard interruption.reason == .closedOutput else { throw fail(error) }
         }
+        let closedOutput = interruption.reason == .closedOutput
         do {
             try Self.write(result, to: report)
         } catch  where closedOutput && report == "-" {

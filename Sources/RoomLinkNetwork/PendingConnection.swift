@@ -75,7 +75,7 @@ final class PendingConnection: @unchecked Sendable {
                 }
                 greetedClient = hello.clientID
                 guard sent == answer.count else { return serve(on: state) }
-                guard let next = try reader.next() else { return }
+                guard let next = try reader.next() else { return waitOrServe(count) }
                 frame = next
             }
             guard case .room(let roomID, .login) = try ClientFrame(body: frame, receivedAt: now),
@@ -87,9 +87,15 @@ final class PendingConnection: @unchecked Sendable {
         }
     }
 
-    /// Waits for more of the stream, unless what it peeked at is already all it would look at.
+    /// Waits for more of the stream, unless what it peeked at is already all it would look at, or the client has
+    /// closed its side: a peek keeps returning the bytes of its cut frame and never the end of stream, so without
+    /// asking for the hang-up the connection would wait for its login timeout.
     private func waitOrServe(_ count: Int) {
-        if count >= Self.peekLimit { serve(on: state) }
+        // POLLRDHUP (0x2000, Linux) is not imported from Glibc.
+        let readHangUp: Int16 = 0x2000
+        var poll = pollfd(fd: fd, events: readHangUp, revents: 0)
+        let hungUp = Glibc.poll(&poll, 1, 0) > 0 && poll.revents & (readHangUp | Int16(POLLHUP | POLLERR)) != 0
+        if count >= Self.peekLimit || hungUp { serve(on: state) }
     }
 
     /// Stops waiting, and serves the connection on `target`'s loop.

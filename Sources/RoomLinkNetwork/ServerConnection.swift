@@ -128,7 +128,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
             clientID = hello.clientID
             phase = .open
             write(ServerFrame.helloAck(server.hello).encoded())
-        case (.awaitingHello, .room):
+        case (.awaitingHello, .room), (.awaitingHello, .media):
             close(.protocolError, goodbye: .protocolError, detail: "the first frame must be a hello")
         case (_, .hello):
             close(.protocolError, goodbye: .protocolError, detail: "a second hello")

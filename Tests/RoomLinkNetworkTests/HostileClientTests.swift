@@ -97,8 +97,35 @@ struct HostileClientTests {
             impostor.send(.room("room-1", .logout(userID: "bystander", session: Self.session)))
             #expect(try Self.goodbye(impostor) == .protocolError)
 
-            #expect(server.statistics.connectionsClosed(by: .protocolError) == 6)
+            // Media before the hello: out of turn like any other frame.
+            let mediaFirst = try RawConnection(port: port)
+            mediaFirst.send(.media(room: "room-1"))
+            #expect(try Self.goodbye(mediaFirst) == .protocolError)
+
+            #expect(server.statistics.connectionsClosed(by: .protocolError) == 7)
             #expect(server.statistics.connectionsClosed(by: .handshakeRefused) == 2)
+        }
+    }
+
+    /// A client that closes its side in the middle of a frame, before it logged in, is let go as soon as the
+    /// server sees the end of its stream, not at the login timeout (here ten minutes, longer than the suite may run).
+    @Test func aConnectionClosedMidFrameBeforeLoginIsNoticedAtOnce() async throws {
+        try await Self.withBystander(.init(dialect: .zego, loginTimeout: .seconds(600))) { server, port in
+            let hello = ClientFrame.hello(ClientHello(dialect: .zego, clientID: "cut")).encoded(at: .zero)
+            let login = Self.login("cut").encoded(at: .zero)
+            let cuts: [[UInt8]] = [Array(hello.prefix(3)), Array(hello.prefix(hello.count - 1)),
+                hello + login.prefix(5)]
+            for (index, cut) in cuts.enumerated() {
+                let connection = try RawConnection(port: port)
+                connection.write(cut)
+                shutdown(connection.fd, Int32(SHUT_WR))
+                _ = try connection.untilClosed()
+                try await NetworkTest.until("cut \(index) is let go") {
+                    server.statistics.connectionsClosed(by: .peerClosed)
+                        + server.statistics.connectionsClosed(by: .protocolError) == index + 1
+                }
+            }
+            #expect(server.statistics.connectionsClosed(by: .loginTimeout) == 0)
         }
     }
 

@@ -76,14 +76,17 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
     ///
     /// - Throws: `RoomLinkError.Code.ioFailure` if a write failed (disk full, closed pipe).
     public func close() throws(RoomLinkError) {
-        let error = state.withLock { state -> Int32? in
+        let (error, isNew) = state.withLock { state -> (Int32?, Bool) in
+            let before = state.writeError
             Self.flush(&state)
             if state.ownsDescriptor, state.descriptor >= 0 {
                 Glibc.close(state.descriptor)
                 state.descriptor = -1
             }
-            return state.writeError
+            return (state.writeError, before == nil && state.writeError != nil)
         }
+        // The last block failed (a reader gone before the end, as `| true` is): heard like any other failure.
+        if isNew, let error { onFailure?(error) }
         if let error { throw .ioFailure(destination, cannot: "write the event log", errno: error) }
     }
 
