@@ -20,6 +20,12 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// Heartbeats of each session waiting for a worker (capacity modelled only): a member dropped for silence while
     /// one waits was dropped by the server's own delay — a false departure.
     private var queuedHeartbeats: [SessionID: Int] = [:]
+    /// Sessions whose login is being processed, with their later messages (a logout, a renewal) that arrived
+    /// meanwhile: a connection's messages take effect in the order it sent them, so a logout sent right after a
+    /// login leaves the room once the login took it in — not before, which would leave a member nobody is behind
+    /// until its heartbeat timeout.
+    private var behindLogin: [SessionID: [(message: ClientMessage, channel: any ClientChannel, arrived: RuntimeInstant)]] =
+        [:]
 
     init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
@@ -62,9 +68,22 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
 
     private func receive(_ message: ClientMessage, on channel: any ClientChannel) {
         let now = loop.now
+        switch message {
+        case .logout(_, let session), .renewToken(_, let session, _), .setHidden(_, let session, _):
+            if behindLogin[session] != nil {
+                behindLogin[session]!.append((message, channel, now))
+                return
+            }
+        default:
+            break
+        }
         guard let node else {
             if case .login(let request) = message {
-                at(now.advanced(by: state.timings.loginProcessing)) { room in room.login(request, on: channel) }
+                behindLogin[request.session] = behindLogin[request.session] ?? []
+                at(now.advanced(by: state.timings.loginProcessing)) { room in
+                    room.login(request, on: channel)
+                    room.releaseBehindLogin(request.session)
+                }
             } else {
                 handle(message, on: channel, arrivedAt: now)
             }
@@ -91,6 +110,14 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             handle(message, on: channel, arrivedAt: now)
         case .serve(let done, _):
             guard case .heartbeat(_, let session) = message else {
+                if case .login(let request) = message {
+                    behindLogin[request.session] = behindLogin[request.session] ?? []
+                    at(done) { room in
+                        room.handle(message, on: channel, arrivedAt: now)
+                        room.releaseBehindLogin(request.session)
+                    }
+                    return
+                }
                 at(done) { room in room.handle(message, on: channel, arrivedAt: now) }
                 return
             }
@@ -183,6 +210,12 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
     /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
     @inline(__always)
+    /// The login of `session` was processed: the messages it sent meanwhile take effect now, in order.
+    private func releaseBehindLogin(_ session: SessionID) {
+        guard let held = behindLogin.removeValue(forKey: session) else { return }
+        for item in held { handle(item.message, on: item.channel, arrivedAt: item.arrived) }
+    }
+
     private func handle(_ message: ClientMessage, on channel: any ClientChannel, arrivedAt: RuntimeInstant) {
         let now = loop.now
         switch message {

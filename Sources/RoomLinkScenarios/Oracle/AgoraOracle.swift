@@ -195,6 +195,8 @@ public struct AgoraOracle: SpecOracle {
             tolerance: tolerance.milliseconds,
             isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
             isState: { $0.type == "connectionState" },
+            // After `failed` the app is still in the channel until it leaves (Agora: call leaveChannel).
+            isEnd: { $0.type == "connectionState" && $0.strings["state"] == "disconnected" },
             attemptTimeout: AgoraTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }

@@ -205,6 +205,7 @@ public struct LiveKitOracle: SpecOracle {
             tolerance: tolerance.milliseconds,
             isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
             isState: { $0.type == "connectionState" },
+            isEnd: { $0.type == "connectionState" && $0.strings["state"] == "disconnected" },
             attemptTimeout: timings.attemptTimeout.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }

@@ -6,8 +6,11 @@
 /// - `cause`: a user starts joining a room (ZEGO `logining`, Agora and LiveKit `connecting`) only when the scenario
 ///   made the app call for it: a login (or ZEGO's `switchRoom` into the room) of that user at most the tolerance
 ///   earlier.
-/// - `effect`: each such call is answered at once — the user reports something for that room within the tolerance
-///   (the start of the join, or a refusal).
+/// - `effect`: each call that changes something is answered at once — the user reports something for that room
+///   within the tolerance (the start of the join, the leave, or a refusal). A call the SDK refuses by its return
+///   value alone, with no callback, is not one: a login while in a room already, a logout of a room the user is not
+///   in, a switch out of a room it is not in or into one it is in (from a room to itself). Which rooms a user is in
+///   is read from the log: from each start of a join to the dialect's end of it (`isEnd`).
 ///
 /// - `token`: a token warning comes only after the server expired the user's token (`expireToken`), within the
 ///   tolerance.
@@ -25,6 +28,27 @@
 ///
 /// Population users are not checked: a population run's oracle keeps no per-user memory beyond its state tables.
 enum LogStructure {
+    /// An app call that starts or ends a join: when, into which room (`nil`: any), the rooms whose answer counts
+    /// (a `switchRoom` out of a room the user is not in is refused for that room), and what it asks.
+    private struct Call {
+        enum Kind {
+            case login(String)
+            case logout(String?)
+            case switchRoom(String, String)
+        }
+        var time: Double
+        var room: String?
+        var answeredIn: [String]?
+        var kind: Kind
+
+        init(_ time: Double, _ room: String?, _ answeredIn: [String]?, _ kind: Kind) {
+            self.time = time
+            self.room = room
+            self.answeredIn = answeredIn
+            self.kind = kind
+        }
+    }
+
     /// The violations in `events` (a scenario's named users' events, in log order).
     ///
     /// - Parameters:
@@ -36,6 +60,7 @@ enum LogStructure {
         tolerance: Double,
         isStart: (LoggedEvent) -> Bool,
         isState: (LoggedEvent) -> Bool,
+        isEnd: (LoggedEvent) -> Bool,
         attemptTimeout: Double,
         presence: (LoggedEvent) -> (peers: [String], joined: Bool)?,
         tokenWarning: String? = nil,
@@ -83,13 +108,14 @@ enum LogStructure {
 
         // The calls that start a join, by user: when, into which room (`nil`: any), and the rooms whose answer
         // counts (a `switchRoom` out of a room the user is not in is refused for that room).
-        var calls: [String: [(time: Double, room: String?, answeredIn: [String]?)]] = [:]
+        var calls: [String: [Call]] = [:]
         for entry in scenario.timeline {
             guard case .user(let user) = entry.target else { continue }
+            let time = entry.at.milliseconds
             switch entry.action {
-            case .login(let room, _): calls[user, default: []].append((entry.at.milliseconds, room, room.map { [$0] }))
-            case .switchRoom(let from, let to): calls[user, default: []].append((entry.at.milliseconds, to, [from]))
-            case .logout(let room): calls[user, default: []].append((entry.at.milliseconds, nil, room.map { [$0] }))
+            case .login(let room?, _): calls[user, default: []].append(Call(time, room, [room], .login(room)))
+            case .switchRoom(let from, let to): calls[user, default: []].append(Call(time, to, [from], .switchRoom(from, to)))
+            case .logout(let room): calls[user, default: []].append(Call(time, nil, room.map { [$0] }, .logout(room)))
             default: continue
             }
         }
@@ -108,8 +134,38 @@ enum LogStructure {
         var byUser: [String: [LoggedEvent]] = [:]
         for event in events { byUser[event.user, default: []].append(event) }
         for (user, userCalls) in calls where scenario.users.contains(where: { $0.id == user }) {
-            for call in userCalls {
-                let answered = byUser[user, default: []].contains { event in
+            let userEvents = byUser[user, default: []]
+            // The rooms the user is in (or joining) before each call: the log's events before the call's time,
+            // then the calls made earlier at the same instant, in the timeline's order.
+            var rooms: Set<String> = []
+            var next = 0
+            for (index, call) in userCalls.enumerated() {
+                if index == 0 || userCalls[index - 1].time < call.time {
+                    while next < userEvents.count, userEvents[next].time < call.time {
+                        let event = userEvents[next]
+                        if let room = event.room {
+                            if isStart(event) { rooms.insert(room) } else if isEnd(event) { rooms.remove(room) }
+                        }
+                        next += 1
+                    }
+                }
+                let changes: Bool
+                switch call.kind {
+                case .login(let room):
+                    changes = rooms.isEmpty
+                    if changes { rooms.insert(room) }
+                case .logout(let room):
+                    changes = room.map { rooms.contains($0) } ?? !rooms.isEmpty
+                    if let room { rooms.remove(room) } else { rooms.removeAll() }
+                case .switchRoom(let from, let to):
+                    changes = rooms.contains(from) && !rooms.contains(to)
+                    if changes {
+                        rooms.remove(from)
+                        rooms.insert(to)
+                    }
+                }
+                guard changes else { continue }
+                let answered = userEvents.contains { event in
                     (call.answeredIn.map { rooms in rooms.contains { $0 == event.room } } ?? true)
                         && event.time >= call.time - 1
                         && event.time <= call.time + tolerance

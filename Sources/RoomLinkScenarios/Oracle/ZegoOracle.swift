@@ -182,6 +182,7 @@ public struct ZegoOracle: SpecOracle {
             tolerance: tolerance.milliseconds,
             isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
             isState: { $0.type == "roomState" },
+            isEnd: { $0.type == "roomState" && ["logout", "loginFailed", "reconnectFailed", "kickOut"].contains($0.strings["reason"] ?? "") },
             attemptTimeout: ZegoTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
             presence: {
                 guard $0.type == "userUpdate", let update = $0.strings["update"], let users = $0.lists["users"] else {
