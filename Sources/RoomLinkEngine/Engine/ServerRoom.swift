@@ -20,12 +20,11 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// Heartbeats of each session waiting for a worker (capacity modelled only): a member dropped for silence while
     /// one waits was dropped by the server's own delay — a false departure.
     private var queuedHeartbeats: [SessionID: Int] = [:]
-    /// Sessions whose login is being processed, with their later messages (a logout, a renewal) that arrived
-    /// meanwhile: a connection's messages take effect in the order it sent them, so a logout sent right after a
-    /// login leaves the room once the login took it in — not before, which would leave a member nobody is behind
-    /// until its heartbeat timeout.
-    private var behindLogin: [SessionID: [(message: ClientMessage, channel: any ClientChannel, arrived: RuntimeInstant)]] =
-        [:]
+    /// When the login being processed for each session is done: a connection's messages take effect in the order
+    /// it sent them, so a logout sent right after a login is handled at that instant, after the login (timers of one
+    /// deadline fire in the order they were armed) — not before it, which would leave a member nobody is behind until
+    /// its heartbeat timeout.
+    private var loginDone: [SessionID: RuntimeInstant] = [:]
 
     init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
@@ -70,8 +69,8 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         let now = loop.now
         switch message {
         case .logout(_, let session), .renewToken(_, let session, _), .setHidden(_, let session, _):
-            if behindLogin[session] != nil {
-                behindLogin[session]!.append((message, channel, now))
+            if let done = loginDone[session] {
+                at(done) { room in room.handle(message, on: channel, arrivedAt: now) }
                 return
             }
         default:
@@ -79,10 +78,11 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         }
         guard let node else {
             if case .login(let request) = message {
-                behindLogin[request.session] = behindLogin[request.session] ?? []
-                at(now.advanced(by: state.timings.loginProcessing)) { room in
+                let done = now.advanced(by: state.timings.loginProcessing)
+                loginDone[request.session] = max(loginDone[request.session] ?? done, done)
+                at(done) { room in
                     room.login(request, on: channel)
-                    room.releaseBehindLogin(request.session)
+                    room.loginProcessed(request.session, at: done)
                 }
             } else {
                 handle(message, on: channel, arrivedAt: now)
@@ -111,10 +111,10 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         case .serve(let done, _):
             guard case .heartbeat(_, let session) = message else {
                 if case .login(let request) = message {
-                    behindLogin[request.session] = behindLogin[request.session] ?? []
+                    loginDone[request.session] = max(loginDone[request.session] ?? done, done)
                     at(done) { room in
                         room.handle(message, on: channel, arrivedAt: now)
-                        room.releaseBehindLogin(request.session)
+                        room.loginProcessed(request.session, at: done)
                     }
                     return
                 }
@@ -210,10 +210,9 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
     /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
     @inline(__always)
-    /// The login of `session` was processed: the messages it sent meanwhile take effect now, in order.
-    private func releaseBehindLogin(_ session: SessionID) {
-        guard let held = behindLogin.removeValue(forKey: session) else { return }
-        for item in held { handle(item.message, on: item.channel, arrivedAt: item.arrived) }
+    /// The login of `session` due at `time` was processed; a later one of the session may still be pending.
+    private func loginProcessed(_ session: SessionID, at time: RuntimeInstant) {
+        if let done = loginDone[session], done <= time { loginDone[session] = nil }
     }
 
     private func handle(_ message: ClientMessage, on channel: any ClientChannel, arrivedAt: RuntimeInstant) {

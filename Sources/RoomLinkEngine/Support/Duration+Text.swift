@@ -44,5 +44,7 @@ extension Duration {
     }
 
     /// The duration in milliseconds, as a floating-point number.
-    public var milliseconds: Double { seconds * 1_000 }
+    /// (Whole seconds and the rest converted apart: `520.2 * 1_000` is 520200.00000000006, which put a scenario's
+    /// call at 520.2 s after the event it caused, logged at exactly 520200.0 ms.)
+    public var milliseconds: Double { Double(components.seconds) * 1_000 + Double(components.attoseconds) / 1e15 }
 }

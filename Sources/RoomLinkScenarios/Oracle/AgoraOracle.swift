@@ -188,6 +188,10 @@ public struct AgoraOracle: SpecOracle {
         }
     }
 
+    private static func isState(_ event: LoggedEvent, _ state: String, _ reason: String) -> Bool {
+        event.type == "connectionState" && event.strings["state"] == state && event.strings["reason"] == reason
+    }
+
     public func finish() -> [Violation] {
         let structure = LogStructure.violations(
             named.events,
@@ -195,14 +199,29 @@ public struct AgoraOracle: SpecOracle {
             tolerance: tolerance.milliseconds,
             isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
             isState: { $0.type == "connectionState" },
-            // After `failed` the app is still in the channel until it leaves (Agora: call leaveChannel).
-            isEnd: { $0.type == "connectionState" && $0.strings["state"] == "disconnected" },
+            // `failed` ends the join as `disconnected` does: the SDK has left the channel (a refusal, a kick, a
+            // give-up), and a leaveChannel after it changes nothing.
+            isEnd: { $0.type == "connectionState" && ["disconnected", "failed"].contains($0.strings["state"] ?? "") },
             attemptTimeout: AgoraTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }
                 return $0.type == "userJoined" ? ([peer], true) : $0.type == "userOffline" ? ([peer], false) : nil
             },
             tokenWarning: "tokenPrivilegeWillExpire",
+            pairs: [
+                ("a join's success", { Self.isState($0, "connected", "joinSuccess") }, { $0.type == "joinChannelSuccess" }),
+                ("a join's success", { $0.type == "joinChannelSuccess" }, { Self.isState($0, "connected", "joinSuccess") }),
+                (
+                    "a rejoin's success",
+                    { Self.isState($0, "connected", "rejoinSuccess") }, { $0.type == "rejoinChannelSuccess" }
+                ),
+                (
+                    "a rejoin's success",
+                    { $0.type == "rejoinChannelSuccess" }, { Self.isState($0, "connected", "rejoinSuccess") }
+                ),
+                ("a lost connection", { Self.isState($0, "reconnecting", "lost") }, { $0.type == "connectionLost" }),
+                ("a lost connection", { $0.type == "connectionLost" }, { Self.isState($0, "reconnecting", "lost") }),
+            ],
             vocabulary: ["userOffline": ["reason": Set(AgoraUserOfflineReason.allCases.map(\.description))]]
         )
         return (violations + timelineViolations() + structure).sorted { $0.time < $1.time }

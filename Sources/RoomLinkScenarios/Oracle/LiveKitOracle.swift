@@ -198,13 +198,23 @@ public struct LiveKitOracle: SpecOracle {
         }
     }
 
+    /// A `connectionState` event into `state` (from `from`, when given).
+    private static func isState(_ event: LoggedEvent, _ state: String, from: String?) -> Bool {
+        event.type == "connectionState" && event.strings["state"] == state
+            && (from == nil || event.strings["from"] == from)
+    }
+
     public func finish() -> [Violation] {
         let structure = LogStructure.violations(
             named.events,
             scenario: scenario,
             tolerance: tolerance.milliseconds,
             isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
-            isState: { $0.type == "connectionState" },
+            // A full reconnection starts the room over: the SDK clears its participants (each one reported as
+            // disconnected) at that instant.
+            isState: {
+                $0.type == "connectionState" || ($0.type == "reconnectStarted" && $0.strings["mode"] == "full")
+            },
             isEnd: { $0.type == "connectionState" && $0.strings["state"] == "disconnected" },
             attemptTimeout: timings.attemptTimeout.milliseconds,
             presence: {
@@ -212,6 +222,28 @@ public struct LiveKitOracle: SpecOracle {
                 return $0.type == "participantConnected"
                     ? ([peer], true) : $0.type == "participantDisconnected" ? ([peer], false) : nil
             },
+            pairs: [
+                // A reconnection starts quick, or (the server asks) full at once; it may turn full later.
+                (
+                    "a reconnection's start",
+                    { Self.isState($0, "reconnecting", from: "connected") }, { $0.type == "reconnectStarted" }
+                ),
+                (
+                    "a reconnection's start",
+                    { $0.type == "reconnectStarted" && $0.strings["mode"] == "quick" },
+                    { Self.isState($0, "reconnecting", from: "connected") }
+                ),
+                (
+                    "a reconnection's end",
+                    { Self.isState($0, "connected", from: "reconnecting") }, { $0.type == "reconnectCompleted" }
+                ),
+                (
+                    "a reconnection's end",
+                    { $0.type == "reconnectCompleted" }, { Self.isState($0, "connected", from: "reconnecting") }
+                ),
+                ("a disconnection", { Self.isState($0, "disconnected", from: nil) }, { $0.type == "disconnected" }),
+                ("a disconnection", { $0.type == "disconnected" }, { Self.isState($0, "disconnected", from: nil) }),
+            ],
             vocabulary: ["disconnected": ["reason": Set(LiveKitDisconnectReason.allCases.map(\.description))]]
         )
         return (violations + presenceViolations() + structure).sorted { $0.time < $1.time }

@@ -23,6 +23,10 @@
 ///   an outage of the peer that had begun.
 /// - `vocabulary`: a field holds one of the values its dialect defines for it (Agora's `userOffline` reasons, LiveKit's
 ///   `DisconnectReason`s, ZEGO's update types and the seconds its token warning gives).
+/// - `pair`: events the SDK reports together come together — the same user, room and instant (Agora's
+///   `connected`/`joinSuccess` with `joinChannelSuccess`, LiveKit's `reconnecting` with `reconnectStarted`, …):
+///   each of `pairs` names an event and the partner it never comes without.
+/// - `peer`: a presence event names at least one peer, and (with no population) only users of the scenario.
 /// - `lateOrder`: the log, in delivery order, never goes back in time by more than the tolerance (loops on the
 ///   real clock may interleave by less).
 ///
@@ -64,12 +68,20 @@ enum LogStructure {
         attemptTimeout: Double,
         presence: (LoggedEvent) -> (peers: [String], joined: Bool)?,
         tokenWarning: String? = nil,
+        pairs: [(name: String, event: (LoggedEvent) -> Bool, partner: (LoggedEvent) -> Bool)] = [],
         vocabulary: [String: [String: Set<String>]] = [:],
         numbers: [String: [String: Set<Int64>]] = [:]
     ) -> [Violation] {
         var found: [Violation] = []
         func violation(_ rule: String, _ event: LoggedEvent, _ message: String) {
             found.append(Violation(rule: rule, time: event.time, user: event.user, room: event.room, message: message))
+        }
+        // Instants at which a user made several calls: each may be answered by the same line (two logouts of a
+        // room the user is not in are two refusals), which is then no duplicate.
+        var callsAt: [String: [Double: Int]] = [:]
+        for entry in scenario.timeline {
+            guard case .user(let user) = entry.target else { continue }
+            callsAt[user, default: [:]][entry.at.milliseconds, default: 0] += 1
         }
         var previous: [String: LoggedEvent] = [:]
         var latest = -Double.infinity
@@ -99,7 +111,7 @@ enum LogStructure {
                         event,
                         "\(event.type) at \(event.time) ms comes after an event at \(last.time) ms"
                     )
-                } else if event == last {
+                } else if event == last, callsAt[event.user]?[event.time] ?? 0 < 2 {
                     violation("duplicate", event, "\(event.type) reported twice")
                 }
             }
@@ -224,6 +236,7 @@ enum LogStructure {
             if firstStart[key] == nil { firstStart[key] = event.time }
         }
         let named = Set(scenario.users.map(\.id))
+        let knownIDs = named.union(scenario.users.map(\.userID))
         var states: [String: [Double]] = [:]  // own state times by user and room
         for event in events where isState(event) {
             states["\(event.user)\u{0}\(event.room ?? "")", default: []].append(event.time)
@@ -239,6 +252,10 @@ enum LogStructure {
                 continue
             }
             guard let (peers, joined) = presence(event) else { continue }
+            if peers.isEmpty { violation("peer", event, "\(event.type) names no peer") }
+            for peer in peers where scenario.population == nil && !knownIDs.contains(peer) {
+                violation("peer", event, "\(event.type) names \(peer), who is not a user of the scenario")
+            }
             for peer in peers {
                 if joined {
                     if views[key, default: []].contains(peer) {
@@ -266,6 +283,19 @@ enum LogStructure {
                         event,
                         "told \(peer) \(joined ? "joined" : "left") with no change of either near it"
                     )
+                }
+            }
+        }
+        // Pairs: each event of a pair has its partner for the same user and room at the same instant.
+        if !pairs.isEmpty {
+            var byInstant: [String: [LoggedEvent]] = [:]
+            for event in events {
+                byInstant["\(event.user)\u{0}\(event.room ?? "")\u{0}\(event.time)", default: []].append(event)
+            }
+            for event in events {
+                let together = byInstant["\(event.user)\u{0}\(event.room ?? "")\u{0}\(event.time)", default: []]
+                for pair in pairs where pair.event(event) && !together.contains(where: pair.partner) {
+                    violation("pair", event, "\(pair.name): \(event.type) without its partner")
                 }
             }
         }

@@ -82,13 +82,15 @@ struct NamedUserRecord: Sendable {
             guard let userID = userIDs[outage.user] else { continue }
             let earliest = outage.start + rule.timeout - rule.earlier(outage)
             let latest = outage.start + rule.timeout
+            // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
+            let removals = scenario.serverRemovals(of: outage.user).filter { $0 <= latest + slack }
             for room in rooms(of: outage.user, at: outage.start) {
                 for peer in others(of: outage.user, in: room, from: outage.start, through: latest) {
                     let gone = events(of: peer, in: room) {
                         rule.departs($0, userID) && $0.time >= outage.start && $0.time <= outage.end + slack
                     }
                     if outage.length < earliest - outage.start - slack {
-                        for event in gone {
+                        for event in gone where !removals.contains(where: { $0 <= event.time + slack }) {
                             found.append(
                                 Violation(
                                     rule: "presence",
@@ -103,7 +105,9 @@ struct NamedUserRecord: Sendable {
                         continue
                     }
                     guard outage.length > rule.timeout + slack else { continue }
-                    guard gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack }) else {
+                    let removedEarlier = removals.contains { $0 >= outage.start - slack }
+                    guard removedEarlier || gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack })
+                    else {
                         found.append(
                             Violation(
                                 rule: "presence",

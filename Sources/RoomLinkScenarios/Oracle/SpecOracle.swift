@@ -111,6 +111,19 @@ extension Scenario {
         return result + open.values.sorted { $0.start < $1.start }
     }
 
+    /// When the server may remove named user `user` of its own accord, whatever its network does: at a `kick` of
+    /// the user, and from an `expireToken` of it on (the server kicks once the renewal grace has passed). Times in
+    /// milliseconds, in timeline order.
+    func serverRemovals(of user: String) -> [Double] {
+        timeline.compactMap { entry in
+            guard case .user(user) = entry.target else { return nil }
+            switch entry.action {
+            case .kick, .expireToken: return entry.at.milliseconds
+            default: return nil
+            }
+        }
+    }
+
     /// How long the outage that timeline entry `index` starts lasts for `participant` (named users numbered in
     /// `users` order, population users after them): one draw of `length` from the scenario's seed, on a stream of its
     /// own per entry and participant. The runner brings the network back after it; the oracle expects the same.

@@ -209,6 +209,8 @@ public struct ZegoOracle: SpecOracle {
         for outage in scenario.namedOutages() {
             guard let userID = userIDs[outage.user] else { continue }
             let length = outage.end - outage.start
+            // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
+            let removals = scenario.serverRemovals(of: outage.user).filter { $0 <= outage.start + timeout + slack }
             // The server last heard the user at most one heartbeat interval before a blackhole began.
             let earliest = outage.start + timeout - (outage.silent ? heartbeatInterval.milliseconds : 0) - slack
             let latest = outage.start + timeout + slack
@@ -225,7 +227,7 @@ public struct ZegoOracle: SpecOracle {
                             && $0.time <= outage.end + slack
                     }
                     if length < timeout - slack {
-                        for delete in deletes {
+                        for delete in deletes where !removals.contains(where: { $0 <= delete.time + slack }) {
                             violations.append(
                                 Violation(
                                     rule: "presence",
@@ -238,7 +240,9 @@ public struct ZegoOracle: SpecOracle {
                             )
                         }
                     } else if length > timeout + slack {
-                        if !deletes.contains(where: { $0.time >= earliest && $0.time <= latest }) {
+                        if !removals.contains(where: { $0 >= outage.start - slack }),
+                            !deletes.contains(where: { $0.time >= earliest && $0.time <= latest })
+                        {
                             violations.append(
                                 Violation(
                                     rule: "presence",
