@@ -65,7 +65,7 @@ struct ValidScenarioFuzzTests {
     func randomValidScenariosPassTheirOwnOracle(dialect: String) async throws {
         var random = SeededRandom(seed: 2026, stream: UInt64(dialect.utf8.reduce(0) { $0 &* 31 &+ UInt64($1) }))
         var failures: [String] = []
-        let count = 150
+        let count = 1_000
         for index in 0..<count {
             let json = Self.scenario(dialect: dialect, seed: UInt64(index), using: &random)
             let scenario: Scenario
@@ -82,8 +82,10 @@ struct ValidScenarioFuzzTests {
             }
         }
         for failure in failures.prefix(6) { print("false alarm (\(dialect)):\n\(failure)") }
-        withKnownIssue("false alarms left: see the closing note of issue 26", isIntermittent: true) {
-            #expect(failures.isEmpty, "\(failures.count) of \(count) valid \(dialect) scenarios fail their own oracle")
-        }
+        // The residue (4, 2 and 2 of 1,000 when this was written) are outages combined with a second fault of the
+        // same user — a networkChange behind a blackhole, a logout or a kick inside an outage — whose timing the
+        // oracle's outage model does not yet follow; the bound keeps it from growing.
+        print("false alarms (\(dialect)): \(failures.count) of \(count)")
+        #expect(failures.count <= 5, "\(failures.count) of \(count) valid \(dialect) scenarios fail their own oracle")
     }
 }

@@ -58,6 +58,9 @@ public struct ServerRoomState {
         /// A remote member the cluster lost track of (its store restarted): it times out as a silent member of the
         /// room's own would, unless its node restores it first.
         var orphaned = false
+        /// The member's connection closed and nothing was heard since: its timeout runs from that close, and a
+        /// second close (a client that changes networks while its link is down) does not move it.
+        var connectionClosed = false
         /// Where the member's latest deadline is in the room's queue (counted from the room's first), if queued.
         var queued: UInt64? = nil
     }
@@ -300,6 +303,7 @@ public struct ServerRoomState {
             return (.sessionUnknown(session: session), -1, nil)
         }
         members.values[index].lastHeard = now
+        members.values[index].connectionClosed = false
         // A member whose data flows is heard all the time: no deadline until its data stops.
         return (
             .heartbeatAck(session: session),
@@ -321,9 +325,10 @@ public struct ServerRoomState {
     /// it stays a member meanwhile.
     public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {
         guard let index = members.index(forKey: userID), members.values[index].session == session,
-            members.values[index].node == nil
+            members.values[index].node == nil, !members.values[index].connectionClosed
         else { return nil }
         members.values[index].lastHeard = now
+        members.values[index].connectionClosed = true
         return queue(memberAt: index, heardAt: now)
     }
 
@@ -583,6 +588,7 @@ public struct ServerRoomState {
     private mutating func heard(_ userID: String, at now: RuntimeInstant) -> Effect? {
         guard let index = members.index(forKey: userID) else { return nil }
         members.values[index].lastHeard = now
+        members.values[index].connectionClosed = false
         return timings.continuousData ? nil : queue(memberAt: index, heardAt: now)
     }
 

@@ -202,6 +202,7 @@ public struct AgoraOracle: SpecOracle {
             // `failed` ends the join as `disconnected` does: the SDK has left the channel (a refusal, a kick, a
             // give-up), and a leaveChannel after it changes nothing.
             isEnd: { $0.type == "connectionState" && ["disconnected", "failed"].contains($0.strings["state"] ?? "") },
+            lingers: peerOfflineAfter.milliseconds,
             attemptTimeout: AgoraTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }
@@ -249,6 +250,8 @@ public struct AgoraOracle: SpecOracle {
                         )
                     )
                 } else if outage.length > detect + slack,
+                    // Still in the channel when the detection is due (not left meanwhile).
+                    named.wasIn(outage.user, room: room, from: outage.start, through: outage.start + detect + slack),
                     !own.contains(where: {
                         $0.strings["reason"] == "interrupted" && abs($0.time - (outage.start + detect)) <= slack
                     })

@@ -44,6 +44,9 @@ public struct LiveKitOracle: SpecOracle {
         var time = -1.0
         var episodeStart: Double?
         var modes: [String] = []
+        /// How long the reconnection that just ended in `disconnected` lasted: judged by the give-up window once
+        /// its reason is known (a removal by the server ends a reconnection at any time).
+        var endedReconnection: Double?
     }
 
     private static let allowed: [String: Set<String>] = [
@@ -138,16 +141,9 @@ public struct LiveKitOracle: SpecOracle {
                 track.episodeStart = time
                 track.modes = []
             }
-            if from == "reconnecting", state == "disconnected", let start = track.episodeStart,
-                let window = giveUpWindow
-            {
-                let elapsed = time - start
-                if elapsed < window.earliest - slack || elapsed > window.latest + slack {
-                    violation(
-                        "giveUp",
-                        "gave up \(elapsed) ms into the reconnection; the policy allows \(window.earliest)–\(window.latest) ms"
-                    )
-                }
+            track.endedReconnection = nil
+            if from == "reconnecting", state == "disconnected", let start = track.episodeStart {
+                track.endedReconnection = time - start
             }
             if named.isNamed(user) {
                 if state == "connected", from == "connecting" { named.entered(user, room: room, at: time) }
@@ -193,6 +189,16 @@ public struct LiveKitOracle: SpecOracle {
             } else if (reason == "clientInitiated") != (track.from == "disconnecting") {
                 violation("disconnect", "disconnected(\(reason)) after \(track.from)")
             }
+            // A give-up is the retries running out (`connectionTimeout`); a removal or a refusal may come earlier.
+            if reason == "connectionTimeout", let elapsed = track.endedReconnection, let window = giveUpWindow,
+                elapsed < window.earliest - slack || elapsed > window.latest + slack
+            {
+                violation(
+                    "giveUp",
+                    "gave up \(elapsed) ms into the reconnection; the policy allows \(window.earliest)–\(window.latest) ms"
+                )
+            }
+            track.endedReconnection = nil
         default:
             return
         }
@@ -216,6 +222,7 @@ public struct LiveKitOracle: SpecOracle {
                 $0.type == "connectionState" || ($0.type == "reconnectStarted" && $0.strings["mode"] == "full")
             },
             isEnd: { $0.type == "connectionState" && $0.strings["state"] == "disconnected" },
+            lingers: timings.server.heartbeatTimeout.milliseconds,
             attemptTimeout: timings.attemptTimeout.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }

@@ -20,7 +20,8 @@
 ///   leaves only after it joined, and joins only once it started joining the room itself (its own first start
 ///   there, at most the tolerance later). The view starts over when the user starts a join again. Each change
 ///   has a cause near it: a state of the peer or of the user in the room within the tolerance, or — for a leave —
-///   an outage of the peer that had begun.
+///   an outage of the peer that had begun, or the end of the peer's join at most the server's timeout (`lingers`)
+///   earlier (a client that gave up on a join the server had admitted is dropped at the timeout).
 /// - `vocabulary`: a field holds one of the values its dialect defines for it (Agora's `userOffline` reasons, LiveKit's
 ///   `DisconnectReason`s, ZEGO's update types and the seconds its token warning gives).
 /// - `pair`: events the SDK reports together come together — the same user, room and instant (Agora's
@@ -65,6 +66,7 @@ enum LogStructure {
         isStart: (LoggedEvent) -> Bool,
         isState: (LoggedEvent) -> Bool,
         isEnd: (LoggedEvent) -> Bool,
+        lingers: Double = 0,
         attemptTimeout: Double,
         presence: (LoggedEvent) -> (peers: [String], joined: Bool)?,
         tokenWarning: String? = nil,
@@ -244,6 +246,16 @@ enum LogStructure {
         func stateNear(_ user: String, _ room: String?, _ time: Double) -> Bool {
             states["\(user)\u{0}\(room ?? "")"]?.contains { abs($0 - time) <= tolerance } ?? false
         }
+        // A join that ended on the client's side (it failed, gave up, lost its connection) may stay on the server
+        // until the server's own timeout: its peers then see it leave up to `lingers` later.
+        var ends: [String: [Double]] = [:]
+        for event in events where isEnd(event) {
+            ends["\(event.user)\u{0}\(event.room ?? "")", default: []].append(event.time)
+        }
+        func endedLately(_ user: String, _ room: String?, _ time: Double) -> Bool {
+            ends["\(user)\u{0}\(room ?? "")"]?.contains { $0 <= time + tolerance && time <= $0 + lingers + tolerance }
+                ?? false
+        }
         var views: [String: Set<String>] = [:]
         for event in events {
             let key = "\(event.user)\u{0}\(event.room ?? "")"
@@ -277,7 +289,7 @@ enum LogStructure {
                     $0.user == peer && $0.start <= event.time
                         && event.time <= max($0.end, $0.start + 1_200_000) + tolerance
                 }
-                if joined || !inOutage {
+                if joined || !(inOutage || endedLately(peer, event.room, event.time)) {
                     violation(
                         "view",
                         event,

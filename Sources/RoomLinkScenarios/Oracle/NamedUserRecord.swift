@@ -78,19 +78,20 @@ struct NamedUserRecord: Sendable {
     func presenceViolations(_ rule: PresenceRule, scenario: Scenario, slack: Double) -> [Violation] {
         var found: [Violation] = []
         let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
-        for outage in scenario.namedOutages() {
+        let outages = scenario.namedOutages()
+        for outage in outages {
             guard let userID = userIDs[outage.user] else { continue }
             let earliest = outage.start + rule.timeout - rule.earlier(outage)
             let latest = outage.start + rule.timeout
             // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
-            let removals = scenario.serverRemovals(of: outage.user).filter { $0 <= latest + slack }
+            let removals = scenario.serverRemovals(of: outage.user).filter { $0.time <= latest + slack }
             for room in rooms(of: outage.user, at: outage.start) {
                 for peer in others(of: outage.user, in: room, from: outage.start, through: latest) {
                     let gone = events(of: peer, in: room) {
                         rule.departs($0, userID) && $0.time >= outage.start && $0.time <= outage.end + slack
                     }
                     if outage.length < earliest - outage.start - slack {
-                        for event in gone where !removals.contains(where: { $0 <= event.time + slack }) {
+                        for event in gone where !removals.contains(where: { $0.time <= event.time + slack }) {
                             found.append(
                                 Violation(
                                     rule: "presence",
@@ -105,7 +106,12 @@ struct NamedUserRecord: Sendable {
                         continue
                     }
                     guard outage.length > rule.timeout + slack else { continue }
-                    let removedEarlier = removals.contains { $0 >= outage.start - slack }
+                    // A peer whose own network is down meanwhile cannot be told.
+                    let peerCutOff = outages.contains {
+                        $0.user == peer && $0.start <= latest + slack && $0.end >= outage.start
+                    }
+                    guard !peerCutOff else { continue }
+                    let removedEarlier = removals.contains { $0.open || $0.time >= outage.start - slack }
                     guard removedEarlier || gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack })
                     else {
                         found.append(
@@ -125,7 +131,9 @@ struct NamedUserRecord: Sendable {
                             in: room,
                             where: { rule.isBack($0) && $0.time >= outage.end }
                         ).first,
-                        wasIn(peer, room: room, from: outage.start, through: back.time + slack)
+                        wasIn(peer, room: room, from: outage.start, through: back.time + slack),
+                        // A peer whose own network is down when the user is back cannot be told.
+                        !outages.contains(where: { $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time })
                     else { continue }
                     let arrived = !events(of: peer, in: room) {
                         rule.arrives($0, userID) && abs($0.time - back.time) <= slack

@@ -112,13 +112,14 @@ extension Scenario {
     }
 
     /// When the server may remove named user `user` of its own accord, whatever its network does: at a `kick` of
-    /// the user, and from an `expireToken` of it on (the server kicks once the renewal grace has passed). Times in
-    /// milliseconds, in timeline order.
-    func serverRemovals(of user: String) -> [Double] {
+    /// the user (`open` false: at that instant), and any time from an `expireToken` of it on (`open`: the server
+    /// kicks once the renewal grace has passed). Times in milliseconds, in timeline order.
+    func serverRemovals(of user: String) -> [(time: Double, open: Bool)] {
         timeline.compactMap { entry in
             guard case .user(user) = entry.target else { return nil }
             switch entry.action {
-            case .kick, .expireToken: return entry.at.milliseconds
+            case .kick: return (entry.at.milliseconds, false)
+            case .expireToken: return (entry.at.milliseconds, true)
             default: return nil
             }
         }

@@ -183,6 +183,7 @@ public struct ZegoOracle: SpecOracle {
             isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
             isState: { $0.type == "roomState" },
             isEnd: { $0.type == "roomState" && ["logout", "loginFailed", "reconnectFailed", "kickOut"].contains($0.strings["reason"] ?? "") },
+            lingers: serverHeartbeatTimeout.milliseconds,
             attemptTimeout: ZegoTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
             presence: {
                 guard $0.type == "userUpdate", let update = $0.strings["update"], let users = $0.lists["users"] else {
@@ -206,11 +207,12 @@ public struct ZegoOracle: SpecOracle {
         let timeout = serverHeartbeatTimeout.milliseconds
         let slack = tolerance.milliseconds
 
-        for outage in scenario.namedOutages() {
+        let outages = scenario.namedOutages()
+        for outage in outages {
             guard let userID = userIDs[outage.user] else { continue }
             let length = outage.end - outage.start
             // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
-            let removals = scenario.serverRemovals(of: outage.user).filter { $0 <= outage.start + timeout + slack }
+            let removals = scenario.serverRemovals(of: outage.user).filter { $0.time <= outage.start + timeout + slack }
             // The server last heard the user at most one heartbeat interval before a blackhole began.
             let earliest = outage.start + timeout - (outage.silent ? heartbeatInterval.milliseconds : 0) - slack
             let latest = outage.start + timeout + slack
@@ -227,7 +229,7 @@ public struct ZegoOracle: SpecOracle {
                             && $0.time <= outage.end + slack
                     }
                     if length < timeout - slack {
-                        for delete in deletes where !removals.contains(where: { $0 <= delete.time + slack }) {
+                        for delete in deletes where !removals.contains(where: { $0.time <= delete.time + slack }) {
                             violations.append(
                                 Violation(
                                     rule: "presence",
@@ -240,7 +242,13 @@ public struct ZegoOracle: SpecOracle {
                             )
                         }
                     } else if length > timeout + slack {
-                        if !removals.contains(where: { $0 >= outage.start - slack }),
+                        // The peer must still be in the room, and reachable, when the deletion is due.
+                        let peerStays = stays[peerKey]?.contains { $0.from <= outage.start && $0.to >= latest } ?? false
+                        let peerCutOff = outages.contains {
+                            $0.user == peer && $0.start <= latest && $0.end >= outage.start
+                        }
+                        guard peerStays, !peerCutOff else { continue }
+                        if !removals.contains(where: { $0.open || $0.time >= outage.start - slack }),
                             !deletes.contains(where: { $0.time >= earliest && $0.time <= latest })
                         {
                             violations.append(
@@ -256,7 +264,7 @@ public struct ZegoOracle: SpecOracle {
                         } else if let back = events.first(where: {
                             $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
                                 && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
-                        }) {
+                        }), !outages.contains(where: { $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time }) {
                             let added = events.contains {
                                 $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
                                     && $0.strings["update"] == "add"
