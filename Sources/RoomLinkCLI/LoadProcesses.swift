@@ -108,7 +108,12 @@ struct LoadProcesses {
         var lines: [(time: Double, child: Int, order: Int, line: Substring)] = []
         var contents: [String] = []
         for (child, part) in paths.enumerated() {
-            contents.append(String(decoding: try readFile(part, as: "generator \(child)'s event log", limit: InputFile.eventLogLimit), as: UTF8.self))
+            contents.append(
+                String(
+                    decoding: try readFile(part, as: "generator \(child)'s event log", limit: InputFile.eventLogLimit),
+                    as: UTF8.self
+                )
+            )
         }
         for (child, text) in contents.enumerated() {
             for (order, line) in text.split(separator: "\n").enumerated() {

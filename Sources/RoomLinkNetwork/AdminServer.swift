@@ -106,7 +106,9 @@ final class AdminServer: @unchecked Sendable {
     func stop() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             loop.execute { [self] in
-                if let listener { _ = AdminServer.byListener.withLock { $0.removeValue(forKey: UInt(bitPattern: listener)) } }
+                if let listener {
+                    _ = AdminServer.byListener.withLock { $0.removeValue(forKey: UInt(bitPattern: listener)) }
+                }
                 resumeTimer.map { _ = loop.cancel($0) }
                 resumeTimer = nil
                 listener = nil
@@ -245,7 +247,8 @@ final class AdminServer: @unchecked Sendable {
     /// The array of strings under `key` in a JSON object body; `nil` when the body is not one. Read strictly (RFC
     /// 8259, no key twice): a body with a trailing comma is a mistake to report, not a request to carry out.
     private static func strings(_ key: String, in body: Data, required: Bool) -> [String]? {
-        guard case .object(let object)? = try? JSONValue.parse(body, what: "body"), case .array(let items)? = object[key]
+        guard case .object(let object)? = try? JSONValue.parse(body, what: "body"),
+            case .array(let items)? = object[key]
         else { return nil }
         var values: [String] = []
         for item in items {

@@ -65,9 +65,10 @@ struct AdminAPITests {
             let client = try NetworkServerTests.client("a", on: group, to: address)
             #expect(await client.loginRoom("r", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
             try await NetworkTest.until("a is in") { await admin.members(of: "r") == ["a"] }
-            for body in [#"{"users": ["a"],}"#, #"{"users": ["a",]}"#, #"{"users": ["b"], "users": ["a"]}"#,
-                #"{"users": ["a", 1]}"#]
-            {
+            for body in [
+                #"{"users": ["a"],}"#, #"{"users": ["a",]}"#, #"{"users": ["b"], "users": ["a"]}"#,
+                #"{"users": ["a", 1]}"#,
+            ] {
                 let answer = await admin.request("POST", "/rooms/r/kick", bytes: Array(body.utf8))
                 #expect(answer.status == 400, "\(body)")
             }

@@ -113,8 +113,10 @@ struct HostileClientTests {
         try await Self.withBystander(.init(dialect: .zego, loginTimeout: .seconds(600))) { server, port in
             let hello = ClientFrame.hello(ClientHello(dialect: .zego, clientID: "cut")).encoded(at: .zero)
             let login = Self.login("cut").encoded(at: .zero)
-            let cuts: [[UInt8]] = [Array(hello.prefix(3)), Array(hello.prefix(hello.count - 1)),
-                hello + login.prefix(5)]
+            let cuts: [[UInt8]] = [
+                Array(hello.prefix(3)), Array(hello.prefix(hello.count - 1)),
+                hello + login.prefix(5),
+            ]
             for (index, cut) in cuts.enumerated() {
                 let connection = try RawConnection(port: port)
                 connection.write(cut)

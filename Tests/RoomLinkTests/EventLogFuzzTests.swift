@@ -15,7 +15,8 @@ struct EventLogFuzzTests {
     /// Values a field may be set to.
     static let extremes: [String] = [
         "0", "-0", "-1", "1e308", "-1e308", "1e-308", "4.9e-324", "1.7976931348623157e309", "9223372036854775807",
-        "9223372036854775808", "-9223372036854775809", "18446744073709551616", "0.5", "1e21", "123456789012345678901234",
+        "9223372036854775808", "-9223372036854775809", "18446744073709551616", "0.5", "1e21",
+        "123456789012345678901234",
         "\"\"", "\"x\"", "\"\(String(repeating: "u", count: 10_000))\"", "\"\\u0000\"", "\"\\ud800\"", "\"é😀\"",
         "\"NaN\"", "\"Infinity\"", "null", "true", "false", "[]", "[null]", "[\"A\",\"A\"]",
         "[\(Array(repeating: "\"p\"", count: 5_000).joined(separator: ","))]", "{}", "{\"a\":1}",
@@ -39,9 +40,14 @@ struct EventLogFuzzTests {
 
     /// `line` with `key` set to `value` (raw JSON), or removed when `value` is nil.
     static func setting(_ key: String, to value: String?, in line: String) -> String? {
-        guard var object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+        guard var object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            return nil
+        }
         object[key] = nil
-        var text = String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+        var text = String(
+            decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+            as: UTF8.self
+        )
         guard let value else { return text }
         text.removeLast()  // "}"
         return text + (object.isEmpty ? "" : ",") + "\"\(key)\":\(value)}"

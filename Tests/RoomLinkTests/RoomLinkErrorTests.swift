@@ -97,8 +97,10 @@ struct InputAndOutputFileTests {
                 let error = #expect(throws: RoomLinkError.self) {
                     try InputFile(device, as: "the event log", limit: InputFile.eventLogLimit).read()
                 }
-                #expect(error?.message == "\(device): the event log must be a regular file, and this is a character "
-                    + "device; to read a stream, give '-' and redirect it to standard input")
+                #expect(
+                    error?.message == "\(device): the event log must be a regular file, and this is a character "
+                        + "device; to read a stream, give '-' and redirect it to standard input"
+                )
             }
         }
     }

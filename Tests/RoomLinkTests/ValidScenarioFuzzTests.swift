@@ -40,7 +40,9 @@ struct ValidScenarioFuzzTests {
             case 4: fields = #""action": "switchRoom", "from": "\#(room)", "to": "\#(other)""#
             case 5:
                 let length = ["\"2s\"", "\"30s\"", "\"3m\""].randomElement(using: &random)!
-                fields = Bool.random(using: &random) ? #""action": "networkDown""# : #""action": "networkDown", "for": \#(length)"#
+                fields =
+                    Bool.random(using: &random)
+                    ? #""action": "networkDown""# : #""action": "networkDown", "for": \#(length)"#
             case 6: fields = #""action": "networkUp""#
             case 7: fields = #""action": "blackhole""#
             case 8: fields = #""action": "networkChange""#

@@ -31,7 +31,11 @@ package enum JSONValue: Sendable, Equatable, Decodable {
     ///
     /// - Throws: `RoomLinkError.Code.invalidInput` saying where the text stops being JSON, or naming the path of a
     ///   key written twice (`timeline[2].at`, or `root` and the path when `root` is not empty).
-    package static func parse(_ data: Data, what: String = "scenario", root: String = "") throws(RoomLinkError) -> JSONValue {
+    package static func parse(
+        _ data: Data,
+        what: String = "scenario",
+        root: String = ""
+    ) throws(RoomLinkError) -> JSONValue {
         do {
             return try StrictJSONParser.parse(Array(data), root: root)
         } catch {

@@ -44,7 +44,9 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
         guard descriptor >= 0 else {
             let number = errno
             // ENXIO: a FIFO that no process has open for reading.
-            let operation = number == ENXIO ? "open the event log for writing: no process reads this FIFO" : "open the event log for writing"
+            let operation =
+                number == ENXIO
+                ? "open the event log for writing: no process reads this FIFO" : "open the event log for writing"
             throw .ioFailure(path, cannot: operation, errno: number)
         }
         let flags = fcntl(descriptor, F_GETFL)

@@ -210,8 +210,14 @@ public struct AgoraOracle: SpecOracle {
             },
             tokenWarning: "tokenPrivilegeWillExpire",
             pairs: [
-                ("a join's success", { Self.isState($0, "connected", "joinSuccess") }, { $0.type == "joinChannelSuccess" }),
-                ("a join's success", { $0.type == "joinChannelSuccess" }, { Self.isState($0, "connected", "joinSuccess") }),
+                (
+                    "a join's success", { Self.isState($0, "connected", "joinSuccess") },
+                    { $0.type == "joinChannelSuccess" }
+                ),
+                (
+                    "a join's success", { $0.type == "joinChannelSuccess" },
+                    { Self.isState($0, "connected", "joinSuccess") }
+                ),
                 (
                     "a rejoin's success",
                     { Self.isState($0, "connected", "rejoinSuccess") }, { $0.type == "rejoinChannelSuccess" }

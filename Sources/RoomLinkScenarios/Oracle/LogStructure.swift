@@ -128,7 +128,8 @@ enum LogStructure {
             let time = entry.at.milliseconds
             switch entry.action {
             case .login(let room?, _): calls[user, default: []].append(Call(time, room, [room], .login(room)))
-            case .switchRoom(let from, let to): calls[user, default: []].append(Call(time, to, [from], .switchRoom(from, to)))
+            case .switchRoom(let from, let to):
+                calls[user, default: []].append(Call(time, to, [from], .switchRoom(from, to)))
             case .logout(let room): calls[user, default: []].append(Call(time, nil, room.map { [$0] }, .logout(room)))
             default: continue
             }

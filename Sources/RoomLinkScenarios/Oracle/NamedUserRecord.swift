@@ -112,7 +112,9 @@ struct NamedUserRecord: Sendable {
                     }
                     guard !peerCutOff else { continue }
                     let removedEarlier = removals.contains { $0.open || $0.time >= outage.start - slack }
-                    guard removedEarlier || gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack })
+                    guard
+                        removedEarlier
+                            || gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack })
                     else {
                         found.append(
                             Violation(
@@ -133,7 +135,9 @@ struct NamedUserRecord: Sendable {
                         ).first,
                         wasIn(peer, room: room, from: outage.start, through: back.time + slack),
                         // A peer whose own network is down when the user is back cannot be told.
-                        !outages.contains(where: { $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time })
+                        !outages.contains(where: {
+                            $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time
+                        })
                     else { continue }
                     let arrived = !events(of: peer, in: room) {
                         rule.arrives($0, userID) && abs($0.time - back.time) <= slack

@@ -182,7 +182,10 @@ public struct ZegoOracle: SpecOracle {
             tolerance: tolerance.milliseconds,
             isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
             isState: { $0.type == "roomState" },
-            isEnd: { $0.type == "roomState" && ["logout", "loginFailed", "reconnectFailed", "kickOut"].contains($0.strings["reason"] ?? "") },
+            isEnd: {
+                $0.type == "roomState"
+                    && ["logout", "loginFailed", "reconnectFailed", "kickOut"].contains($0.strings["reason"] ?? "")
+            },
             lingers: serverHeartbeatTimeout.milliseconds,
             attemptTimeout: ZegoTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
             presence: {
@@ -264,7 +267,11 @@ public struct ZegoOracle: SpecOracle {
                         } else if let back = events.first(where: {
                             $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
                                 && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
-                        }), !outages.contains(where: { $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time }) {
+                        }),
+                            !outages.contains(where: {
+                                $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time
+                            })
+                        {
                             let added = events.contains {
                                 $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
                                     && $0.strings["update"] == "add"
