@@ -260,10 +260,8 @@ extension LoadPlanTests {
 }
 
 extension LoadPlanTests {
-    @Test
-    func progressIsSampledWhileTheRunGoesAndOnceAtItsEnd() async throws {
-        var runner = try ScenarioRunner(scenario: try Self.plan([try LoadPlan.storm("0.25@2m:30s")]).scenario())
-        runner.collectsLoadStatistics = true
+    /// Runs `runner` in virtual time with progress every real millisecond; its report and every sample.
+    static func runWithProgress(_ runner: ScenarioRunner) async throws -> (RunReport, [LoadProgress]) {
         let samples = LockedBox<[LoadProgress]>([])
         let report = try await SimulationRuntime.withSimulation(seed: 1) { simulation in
             try await runner.run(
@@ -272,7 +270,14 @@ extension LoadPlanTests {
                 progressInterval: .milliseconds(1)
             )
         }
-        let taken = samples.withLock { $0 }
+        return (report, samples.withLock { $0 })
+    }
+
+    @Test
+    func progressIsSampledWhileTheRunGoesAndOnceAtItsEnd() async throws {
+        var runner = try ScenarioRunner(scenario: try Self.plan([try LoadPlan.storm("0.25@2m:30s")]).scenario())
+        runner.collectsLoadStatistics = true
+        let (report, taken) = try await Self.runWithProgress(runner)
         let last = try #require(taken.last)
         #expect(last.scenarioSeconds == 300 && last.scenarioEnd == 300)
         #expect(last.online == 40 && last.reconnecting == 0 && last.events == report.events)
@@ -293,15 +298,7 @@ extension LoadPlanTests {
         for _ in 0..<5 {
             var runner = try ScenarioRunner(scenario: try plan.scenario())
             runner.shards = 4
-            let samples = LockedBox<[LoadProgress]>([])
-            let report = try await SimulationRuntime.withSimulation(seed: 1) { simulation in
-                try await runner.run(
-                    on: simulation,
-                    progress: { sample in samples.withLock { $0.append(sample) } },
-                    progressInterval: .milliseconds(1)
-                )
-            }
-            let taken = samples.withLock { $0 }
+            let (report, taken) = try await Self.runWithProgress(runner)
             #expect(report.shards == 4 && report.violations == 0)
             #expect(taken.filter { $0.scenarioSeconds == 300 }.count == 1, "the end is reported once")
             #expect(taken.last?.scenarioSeconds == 300 && taken.last?.events == report.events)
