@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -10,7 +11,10 @@ import Testing
 /// long and odd strings, nulls, arrays, objects), fields dropped and added, lines cut at every byte, duplicated,
 /// reordered and dropped. Each log is read or refused naming its line, and the oracle judges what reads — no trap
 /// (the process would end), no hang (the suite's time limit).
-@Suite(.timeLimit(.minutes(10)))
+@Suite(
+    .timeLimit(.minutes(10)),
+    .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread, pure values: nothing for ThreadSanitizer")
+)
 struct EventLogFuzzTests {
     /// Values a field may be set to.
     static let extremes: [String] = [

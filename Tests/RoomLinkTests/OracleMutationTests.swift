@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -7,7 +8,10 @@ import Testing
 
 /// The oracle's power: seeded mutants of the bundled examples' true event logs — a line dropped, duplicated, moved
 /// in time or swapped with the next, each field changed, the log judged against another scenario — must be caught.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(
+    .timeLimit(.minutes(10)),
+    .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread, pure values: nothing for ThreadSanitizer")
+)
 struct OracleMutationTests {
     struct Case {
         var name: String
