@@ -102,7 +102,7 @@ struct TimerWheelTests {
         #expect(wheel.isScheduled(id))
     }
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread, a value: nothing for ThreadSanitizer"))
     func bucketsDoNotHoardCapacityAsTimersKeepMovingThroughTheWheel() {
         // Given 2,000 timers re-armed every 2,000 ns for 500 rounds, like heartbeats, so that levels cascade
         // again and again.

@@ -1,4 +1,5 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 /// SPEC §2's three reconnection situations and the blackhole, in virtual time, with both users' logs and times.
@@ -109,7 +110,7 @@ struct ZegoSituationTests {
         #expect(events.lines(of: "B") == Self.loggedIn)
     }
 
-    @Test
+    @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one simulation thread: nothing for ThreadSanitizer"))
     func theSameSeedGivesTheSameLogAndAnotherSeedAnotherOne() async throws {
         let json = """
             { "seed": 5, "network": { "latency": "40ms", "jitter": "30ms", "loss": 0.02 },
