@@ -38,7 +38,8 @@ struct Check: ParsableCommand {
         let violations = parsed.makeOracle().check(logged)
         do {
             try OutputFile.standardOutput(
-                "\(logged.count) events, \(violations.count) \(violations.count == 1 ? "violation" : "violations")\n" + violations.map { "  \($0)\n" }.joined()
+                "\(logged.count) events, \(violations.count) \(violations.count == 1 ? "violation" : "violations")\n"
+                    + violations.map { "  \($0)\n" }.joined()
             )
         } catch {
             throw fail(error)
