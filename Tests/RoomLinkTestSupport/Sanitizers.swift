@@ -1,3 +1,5 @@
+package import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,4 +20,12 @@ package enum Sanitizers {
         #endif
         return dlsym(everywhere, "__tsan_init") != nil
     }()
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Skips a single-threaded test on pure values under ThreadSanitizer, which has nothing to find there and only
+    /// multiplies its length.
+    package static var skippedUnderThreadSanitizer: Self {
+        .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread, pure values: nothing for ThreadSanitizer")
+    }
 }

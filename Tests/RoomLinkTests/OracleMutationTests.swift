@@ -8,10 +8,7 @@ import Testing
 
 /// The oracle's power: seeded mutants of the bundled examples' true event logs — a line dropped, duplicated, moved
 /// in time or swapped with the next, each field changed, the log judged against another scenario — must be caught.
-@Suite(
-    .timeLimit(.minutes(10)),
-    .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread, pure values: nothing for ThreadSanitizer")
-)
+@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
 struct OracleMutationTests {
     struct Case {
         var name: String

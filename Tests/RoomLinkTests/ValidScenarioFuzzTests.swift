@@ -9,10 +9,7 @@ import Testing
 /// Random valid scenarios — every core action, in every dialect, at the edges of time (at 0, at `end`, two at one
 /// instant), with legal oddities (a switch from a room to itself, a logout of a room never joined, a kick of a user
 /// not in the room) — pass their own oracle. A false alarm is as bad as a miss.
-@Suite(
-    .timeLimit(.minutes(10)),
-    .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread, pure values: nothing for ThreadSanitizer")
-)
+@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
 struct ValidScenarioFuzzTests {
     /// One random scenario as JSON text, from `random`.
     static func scenario(dialect: String, seed: UInt64, using random: inout SeededRandom) -> String {

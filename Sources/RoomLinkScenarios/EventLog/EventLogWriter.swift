@@ -38,19 +38,8 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
     ///
     /// - Throws: `RoomLinkError.Code.ioFailure` naming the path when it cannot be opened.
     public init(path: String, onFailure: (@Sendable (Int32) -> Void)? = nil) throws(RoomLinkError) {
-        // Not waiting for a reader: a FIFO that no process reads fails at once ("no such device or address")
-        // instead of blocking the command before its run starts. The writes block as usual.
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644)
-        guard descriptor >= 0 else {
-            let number = errno
-            // ENXIO: a FIFO that no process has open for reading.
-            let operation =
-                number == ENXIO
-                ? "open the event log for writing: no process reads this FIFO" : "open the event log for writing"
-            throw .ioFailure(path, cannot: operation, errno: number)
-        }
-        let flags = fcntl(descriptor, F_GETFL)
-        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
+        // A FIFO that no process reads fails at once instead of blocking the command before its run starts.
+        let descriptor = try OutputFile.openForWriting(path, operation: "open the event log for writing")
         state = LockedBox(State(descriptor: descriptor, ownsDescriptor: true))
         destination = path
         self.onFailure = onFailure

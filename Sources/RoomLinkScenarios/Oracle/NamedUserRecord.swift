@@ -107,10 +107,9 @@ struct NamedUserRecord: Sendable {
                     }
                     guard outage.length > rule.timeout + slack else { continue }
                     // A peer whose own network is down meanwhile cannot be told.
-                    let peerCutOff = outages.contains {
-                        $0.user == peer && $0.start <= latest + slack && $0.end >= outage.start
+                    guard !Scenario.isCutOff(peer, from: outage.start, through: latest + slack, in: outages) else {
+                        continue
                     }
-                    guard !peerCutOff else { continue }
                     let removedEarlier = removals.contains { $0.open || $0.time >= outage.start - slack }
                     guard
                         removedEarlier
@@ -135,9 +134,7 @@ struct NamedUserRecord: Sendable {
                         ).first,
                         wasIn(peer, room: room, from: outage.start, through: back.time + slack),
                         // A peer whose own network is down when the user is back cannot be told.
-                        !outages.contains(where: {
-                            $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time
-                        })
+                        !Scenario.isCutOff(peer, from: back.time, through: back.time + slack, in: outages)
                     else { continue }
                     let arrived = !events(of: peer, in: room) {
                         rule.arrives($0, userID) && abs($0.time - back.time) <= slack

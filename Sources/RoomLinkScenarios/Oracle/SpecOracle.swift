@@ -111,6 +111,12 @@ extension Scenario {
         return result + open.values.sorted { $0.start < $1.start }
     }
 
+    /// Whether one of `outages` cuts `user` off at some time from `from` through `through` (milliseconds): a peer in
+    /// an outage of its own cannot be told of another's departure or return.
+    static func isCutOff(_ user: String, from: Double, through: Double, in outages: [Outage]) -> Bool {
+        outages.contains { $0.user == user && $0.start <= through && $0.end >= from }
+    }
+
     /// When the server may remove named user `user` of its own accord, whatever its network does: at a `kick` of
     /// the user (`open` false: at that instant), and any time from an `expireToken` of it on (`open`: the server
     /// kicks once the renewal grace has passed). Times in milliseconds, in timeline order.

@@ -247,10 +247,8 @@ public struct ZegoOracle: SpecOracle {
                     } else if length > timeout + slack {
                         // The peer must still be in the room, and reachable, when the deletion is due.
                         let peerStays = stays[peerKey]?.contains { $0.from <= outage.start && $0.to >= latest } ?? false
-                        let peerCutOff = outages.contains {
-                            $0.user == peer && $0.start <= latest && $0.end >= outage.start
-                        }
-                        guard peerStays, !peerCutOff else { continue }
+                        guard peerStays, !Scenario.isCutOff(peer, from: outage.start, through: latest, in: outages)
+                        else { continue }
                         if !removals.contains(where: { $0.open || $0.time >= outage.start - slack }),
                             !deletes.contains(where: { $0.time >= earliest && $0.time <= latest })
                         {
@@ -268,9 +266,7 @@ public struct ZegoOracle: SpecOracle {
                             $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
                                 && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
                         }),
-                            !outages.contains(where: {
-                                $0.user == peer && $0.start <= back.time + slack && $0.end >= back.time
-                            })
+                            !Scenario.isCutOff(peer, from: back.time, through: back.time + slack, in: outages)
                         {
                             let added = events.contains {
                                 $0.user == peer && $0.room == key.room && $0.type == "userUpdate"

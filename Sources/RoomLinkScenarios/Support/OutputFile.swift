@@ -55,16 +55,7 @@ package struct OutputFile {
             try Self.writeAll(data, to: STDOUT_FILENO, name: name)
             return
         }
-        let descriptor = open(destination, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644)
-        guard descriptor >= 0 else {
-            let number = errno
-            // ENXIO: a FIFO that no process has open for reading.
-            let operation = number == ENXIO ? "open for writing: no process reads this FIFO" : "open for writing"
-            throw .ioFailure(destination, cannot: operation, errno: number)
-        }
-        // Blocking again for the writes (a reader that is slow is waited for; a full pipe is not an error).
-        let flags = fcntl(descriptor, F_GETFL)
-        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
+        let descriptor = try Self.openForWriting(destination, operation: "open for writing")
         do {
             try Self.writeAll(data, to: descriptor, name: name)
         } catch {
@@ -72,6 +63,23 @@ package struct OutputFile {
             throw error
         }
         guard close(descriptor) == 0 else { throw .ioFailure(destination, cannot: "write", errno: errno) }
+    }
+
+    /// Opens (creating or truncating) `path` for writing without waiting for a reader: a FIFO that no process reads
+    /// fails at once ("no such device or address") instead of blocking the command. The descriptor is blocking
+    /// again for the writes (a slow reader is waited for; a full pipe is not an error). `operation` names the open in
+    /// the error.
+    package static func openForWriting(_ path: String, operation: String) throws(RoomLinkError) -> Int32 {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0o644)
+        guard descriptor >= 0 else {
+            let number = errno
+            // ENXIO: a FIFO that no process has open for reading.
+            let what = number == ENXIO ? "\(operation): no process reads this FIFO" : operation
+            throw .ioFailure(path, cannot: what, errno: number)
+        }
+        let flags = fcntl(descriptor, F_GETFL)
+        if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
+        return descriptor
     }
 
     /// Writes `text` (UTF-8) as the destination's whole content.
