@@ -5,16 +5,16 @@ import RoomLink
 /// `roomlink check SCENARIO EVENTS`: the spec oracle on any event log, however it was produced.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check an event log (JSON Lines) against SPEC for its scenario, and list the violations.",
+        abstract: "Check an event log (JSON Lines) against docs/contract.md for its scenario; list violations.",
         discussion: """
             The oracle knows only the scenario (its users, faults and timings) and the log: it does not run the \
             engine, so it can judge a log from RoomLink, from another simulator, or from a real SDK's callbacks \
-            written in SPEC §7's format. Exit status 0 when the log passes, 1 with violations, 2 on bad input, 74 when a file cannot be \
-            read or the verdict written (docs/cli.md).
+            written in the format of docs/contract.md §7. Exit status 0 when the log passes, 1 with violations, \
+            2 on bad input, 74 when a file cannot be read or the verdict written (docs/cli.md).
             """
     )
 
-    @Argument(help: "The scenario file the log belongs to (JSON; SPEC §7).")
+    @Argument(help: "The scenario file the log belongs to (JSON; docs/contract.md §7).")
     var scenario: String
 
     @Argument(help: "The event log (JSON Lines), or - for standard input.")

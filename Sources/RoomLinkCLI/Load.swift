@@ -9,7 +9,7 @@ struct Load: AsyncParsableCommand {
         abstract:
             "Load-test reconnection: a population of clients, fault patterns from flags, the spec oracle's verdict.",
         discussion: """
-            The flags build a population scenario (SPEC §7): --clients users in --rooms rooms log in over \
+            The flags build a population scenario (docs/contract.md §7): --clients users in --rooms rooms log in over \
             --login-over, then the faults strike, each on its own slice of the population. Faults combine and \
             repeat: --outages SHARE@AT:LENGTH[/OVER] (LENGTH 30s, 10s..2m uniform, ~30s exponential), --storm \
             SHARE@AT:LENGTH, --partition SHARE@AT:LENGTH (a share of the rooms), --flapping SHARE:PERIOD:DUTY[@FROM..UNTIL], \
@@ -67,7 +67,7 @@ struct Load: AsyncParsableCommand {
     var quiet = false
     @OptionGroup var output: OutputOptions
     @OptionGroup var clockOptions: ClockOptions
-    @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+    @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
 
     func validate() throws {

@@ -8,7 +8,7 @@ struct OutputOptions: ParsableArguments {
     @Option(help: "Write the run's report (one JSON object) to this file, or - for standard output.")
     var report: String?
 
-    @Flag(help: "Log each login attempt and how it ended (type attempt: an addition to SPEC §7's event log).")
+    @Flag(help: "Log each login attempt and how it ended (type attempt, beyond docs/contract.md §7's log).")
     var attempts = false
 
     func validate() throws {

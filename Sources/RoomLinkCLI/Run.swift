@@ -2,10 +2,10 @@ import ArgumentParser
 import Foundation
 import RoomLink
 
-/// `roomlink run SCENARIO.json`: plays a scenario and writes its event log and report (SPEC §7).
+/// `roomlink run SCENARIO.json`: plays a scenario and writes its event log and report (contract §7).
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a scenario: its users log in, lose their network, reconnect, and get kicked, as SPEC §7 says.",
+        abstract: "Run a scenario: users log in, lose their network, reconnect, get kicked (docs/contract.md §7).",
         discussion: """
             Runs in deterministic virtual time by default (the same seed gives the same event log); --clock real \
             runs on libevent loops, scaled by --time-scale. The report includes the spec oracle's verdict; the exit \
@@ -14,14 +14,14 @@ struct Run: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The scenario file (JSON; SPEC §7).")
+    @Argument(help: "The scenario file (JSON; docs/contract.md §7).")
     var scenario: String
 
     @OptionGroup var output: OutputOptions
 
     @OptionGroup var clockOptions: ClockOptions
 
-    @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+    @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
 
     func run() async throws {

@@ -53,7 +53,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "This node's name in the cluster (letters, digits, -, _, .); default HOST-PID.") var nodeID: String?
     @Option(help: "How often the node refreshes its members' leases in Redis (default 2s).")
     var leasePeriod: DurationArgument?
-    @OptionGroup(title: "Server capacity (SPEC §9)") var serverOptions: ServerOptions
+    @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
 
     func run() async throws {
         let file = try config.map { try readFile($0, as: "serve configuration", limit: InputFile.configurationLimit) }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import RoomLink
 
-/// The simulated server's nodes, capacity and admission control (SPEC §9), for `run` and `load`; given flags
+/// The simulated server's nodes, capacity and admission control (contract §9), for `run` and `load`; given flags
 /// override the scenario's `"server"` object.
 struct ServerOptions: ParsableArguments {
     @Option(help: "Server nodes the rooms are spread over (by a stable hash of the room ID).")

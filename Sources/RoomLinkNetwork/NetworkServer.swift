@@ -44,7 +44,7 @@ public final class NetworkServer: Sendable {
         public var heartbeatInterval: Duration?
         /// The valid token of each user ID; without one, tokens are not checked.
         public var auth: [String: String]?
-        /// Capacity and admission control, as the simulated server's (SPEC §9).
+        /// Capacity and admission control, as the simulated server's (contract §9).
         public var policy: ServerPolicy
         /// How long a new connection may take to log in before it is closed.
         public var loginTimeout: Duration

@@ -23,15 +23,25 @@ struct ClusterPresenceTests {
         let notify = ZegoRoomConfig(isUserStatusNotify: true)
 
         #expect(await alice.loginRoom("room-1", config: notify) == .success)
-        try await RedisTest.until("alice is in") { aliceLog.count(of: .logined) == 1 }
+        try await RedisTest.until("alice is in", showing: [bobLog, aliceLog]) { aliceLog.count(of: .logined) == 1 }
         #expect(await bob.loginRoom("room-1", config: notify) == .success)
-        try await RedisTest.until("bob is in and sees alice") { bobLog.presence == ["+alice"] }
-        try await RedisTest.until("alice sees bob, from the other node") { aliceLog.presence == ["+bob"] }
+        try await RedisTest.until("bob is in and sees alice", showing: [bobLog, aliceLog]) {
+            bobLog.presence == ["+alice"]
+        }
+        try await RedisTest.until("alice sees bob, from the other node", showing: [bobLog, aliceLog]) {
+            aliceLog.presence == ["+bob"]
+        }
         #expect(await carol.loginRoom("room-1") == .success)
-        try await RedisTest.until("bob sees carol") { bobLog.presence == ["+alice", "+carol"] }
+        try await RedisTest.until("bob sees carol", showing: [bobLog, aliceLog]) {
+            bobLog.presence == ["+alice", "+carol"]
+        }
         #expect(await carol.logoutRoom("room-1") == .success)
-        try await RedisTest.until("bob sees carol leave") { bobLog.presence == ["+alice", "+carol", "-carol"] }
-        try await RedisTest.until("alice too") { aliceLog.presence == ["+bob", "+carol", "-carol"] }
+        try await RedisTest.until("bob sees carol leave", showing: [bobLog, aliceLog]) {
+            bobLog.presence == ["+alice", "+carol", "-carol"]
+        }
+        try await RedisTest.until("alice too", showing: [bobLog, aliceLog]) {
+            aliceLog.presence == ["+bob", "+carol", "-carol"]
+        }
         // Both nodes list the whole room; Redis holds its members and the leases of the two nodes holding them.
         #expect(await a.server.rooms.serverRoom("room-1").memberIDs == ["alice", "bob"])
         #expect(await b.server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
@@ -58,11 +68,17 @@ struct ClusterPresenceTests {
         let bobLog = await ClientLog(bob)
 
         #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
-        try await RedisTest.until("bob is in") { bobLog.count(of: .logined) == 1 }
+        try await RedisTest.until("bob is in", showing: [phoneLog, laptopLog, bobLog]) {
+            bobLog.count(of: .logined) == 1
+        }
         #expect(await phone.loginRoom("room-1") == .success)
-        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+        try await RedisTest.until("bob sees alice", showing: [phoneLog, laptopLog, bobLog]) {
+            bobLog.presence == ["+alice"]
+        }
         #expect(await laptop.loginRoom("room-1") == .success)
-        try await RedisTest.until("the phone is kicked out") { phoneLog.count(of: .kickOut) == 1 }
+        try await RedisTest.until("the phone is kicked out", showing: [phoneLog, laptopLog, bobLog]) {
+            phoneLog.count(of: .kickOut) == 1
+        }
         let kick = phoneLog.all.first {
             if case .roomStateChanged(_, .kickOut, _, _) = $0 { true } else { false }
         }
@@ -72,9 +88,11 @@ struct ClusterPresenceTests {
         }
         #expect(code == .kickedByDuplicateLogin)
         // (The laptop's answer and the phone's kick leave two nodes at once: either may come first.)
-        try await RedisTest.until("the laptop is in") { laptopLog.count(of: .logined) == 1 }
+        try await RedisTest.until("the laptop is in", showing: [phoneLog, laptopLog, bobLog]) {
+            laptopLog.count(of: .logined) == 1
+        }
         // The newer session is alice's, on node B; node A's room lists her as B's.
-        try await RedisTest.until("node a sees alice on b") {
+        try await RedisTest.until("node a sees alice on b", showing: [phoneLog, laptopLog, bobLog]) {
             await a.server.rooms.serverRoom("room-1").remoteMembers.first { $0.userID == "alice" }?.node == "b"
         }
         #expect(await b.server.rooms.serverRoom("room-1").localMembers.map(\.userID).sorted() == ["alice", "bob"])
@@ -103,20 +121,26 @@ struct ClusterPresenceTests {
         let carolLog = await ClientLog(carol)
         let notify = ZegoRoomConfig(isUserStatusNotify: true)
         #expect(await bob.loginRoom("room-1", config: notify) == .success)
-        try await RedisTest.until("bob is in") { bobLog.count(of: .logined) == 1 }
+        try await RedisTest.until("bob is in", showing: [aliceLog, bobLog, carolLog]) {
+            bobLog.count(of: .logined) == 1
+        }
         #expect(await carol.loginRoom("room-1", config: notify) == .success)
-        try await RedisTest.until("carol is in, seeing bob") { carolLog.presence == ["+bob"] }
+        try await RedisTest.until("carol is in, seeing bob", showing: [aliceLog, bobLog, carolLog]) {
+            carolLog.presence == ["+bob"]
+        }
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("bob and carol see alice") {
+        try await RedisTest.until("bob and carol see alice", showing: [aliceLog, bobLog, carolLog]) {
             bobLog.presence == ["+carol", "+alice"] && carolLog.presence == ["+bob", "+alice"]
         }
 
         nodes[2].server.rooms.expireToken(userID: "alice", inRooms: ["room-1"])
-        try await RedisTest.until("alice is warned") {
+        try await RedisTest.until("alice is warned", showing: [aliceLog, bobLog, carolLog]) {
             aliceLog.all.contains { if case .roomTokenWillExpire = $0 { true } else { false } }
         }
-        try await RedisTest.until("and kicked out after the grace") { aliceLog.count(of: .kickOut) == 1 }
-        try await RedisTest.until("bob and carol see her go, once") {
+        try await RedisTest.until("and kicked out after the grace", showing: [aliceLog, bobLog, carolLog]) {
+            aliceLog.count(of: .kickOut) == 1
+        }
+        try await RedisTest.until("bob and carol see her go, once", showing: [aliceLog, bobLog, carolLog]) {
             bobLog.presence == ["+carol", "+alice", "-alice"] && carolLog.presence == ["+bob", "+alice", "-alice"]
         }
         try await Task.sleep(for: .milliseconds(300))
@@ -139,11 +163,11 @@ struct ClusterPresenceTests {
         let aliceLog = await ClientLog(alice)
         let bobLog = await ClientLog(bob)
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("alice is in") { aliceLog.count(of: .logined) == 1 }
+        try await RedisTest.until("alice is in", showing: [aliceLog, bobLog]) { aliceLog.count(of: .logined) == 1 }
         #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
-        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+        try await RedisTest.until("bob sees alice", showing: [aliceLog, bobLog]) { bobLog.presence == ["+alice"] }
         let leases = "roomlink:{room-1}:leases"
-        try await RedisTest.until("both nodes hold a lease on the room, and only they") {
+        try await RedisTest.until("both nodes hold a lease on the room, and only they", showing: [aliceLog, bobLog]) {
             (try? redis.cli("ZCARD", leases)) == "(integer) 2"
         }
         #expect(try redis.cli("ZSCORE", leases, "a") != "(nil)" && redis.cli("ZSCORE", leases, "b") != "(nil)")
@@ -152,7 +176,7 @@ struct ClusterPresenceTests {
         let members = "roomlink:{room-1}:members"
         _ = try redis.cli("HSET", members, "ghost-a", #"{"i":"beef","n":"a","h":0}"#)
         _ = try redis.cli("HSET", members, "ghost-b", #"{"i":"feed","n":"b","h":0}"#)
-        try await RedisTest.until("each node drops its own ghost") {
+        try await RedisTest.until("each node drops its own ghost", showing: [aliceLog, bobLog]) {
             (try? redis.cli("HLEN", members)) == "(integer) 2"
         }
         #expect(try redis.cli("HEXISTS", members, "alice") == "(integer) 1")
@@ -176,11 +200,15 @@ struct ClusterPresenceTests {
         let alice = try RedisTest.client("alice", on: second)
         let aliceLog = await ClientLog(alice)
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("alice is answered busy") { second.presence.statistics.unavailable >= 1 }
+        try await RedisTest.until("alice is answered busy", showing: [aliceLog]) {
+            second.presence.statistics.unavailable >= 1
+        }
         #expect(aliceLog.count(of: .logined) == 0)
         await first.stop()
-        try await RedisTest.until("the second takes the ID") { second.presence.statistics.nodeIDHeld }
-        try await RedisTest.until("and lets alice in") { aliceLog.count(of: .logined) == 1 }
+        try await RedisTest.until("the second takes the ID", showing: [aliceLog]) {
+            second.presence.statistics.nodeIDHeld
+        }
+        try await RedisTest.until("and lets alice in", showing: [aliceLog]) { aliceLog.count(of: .logined) == 1 }
         await alice.shutdown()
         await second.stop()
         #expect(try redis.cli("EXISTS", "roomlink:node:a") == "(integer) 0", "a node that stops lets its ID go")
@@ -197,11 +225,15 @@ struct ClusterPresenceTests {
         let bobLog = await ClientLog(bob)
         #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+        try await RedisTest.until("bob sees alice", showing: [aliceLog, bobLog]) { bobLog.presence == ["+alice"] }
 
         b.server.rooms.kickOut(roomID: "room-1", userIDs: ["alice"])
-        try await RedisTest.until("alice is kicked out") { aliceLog.count(of: .kickOut) == 1 }
-        try await RedisTest.until("bob sees her go") { bobLog.presence == ["+alice", "-alice"] }
+        try await RedisTest.until("alice is kicked out", showing: [aliceLog, bobLog]) {
+            aliceLog.count(of: .kickOut) == 1
+        }
+        try await RedisTest.until("bob sees her go", showing: [aliceLog, bobLog]) {
+            bobLog.presence == ["+alice", "-alice"]
+        }
         #expect(try redis.cli("HEXISTS", "roomlink:{room-1}:members", "alice") == "(integer) 0")
 
         for client in [alice, bob] { await client.shutdown() }
@@ -235,7 +267,7 @@ struct ClusterFailureTests {
         let alice = try RedisTest.client("alice", servers: nodes.map(\.address), on: clients)
         let aliceLog = await ClientLog(alice)
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("alice is in") { aliceLog.count(of: .logined) == 1 }
+        try await RedisTest.until("alice is in", showing: [aliceLog]) { aliceLog.count(of: .logined) == 1 }
         var dying = nodes[0]
         var survivor = nodes[1]
         if await nodes[1].server.rooms.serverRoom("room-1").hasLocalMembers { swap(&dying, &survivor) }
@@ -244,19 +276,27 @@ struct ClusterFailureTests {
         let carolLog = await ClientLog(carol)
         let bobLog = await ClientLog(bob)
         #expect(await carol.loginRoom("room-1") == .success)
-        try await RedisTest.until("carol is in") { carolLog.count(of: .logined) == 1 }
+        try await RedisTest.until("carol is in", showing: [aliceLog, carolLog, bobLog]) {
+            carolLog.count(of: .logined) == 1
+        }
         #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
-        try await RedisTest.until("bob sees alice and carol") { Set(bobLog.presence) == ["+alice", "+carol"] }
+        try await RedisTest.until("bob sees alice and carol", showing: [aliceLog, carolLog, bobLog]) {
+            Set(bobLog.presence) == ["+alice", "+carol"]
+        }
 
         let death = bob.loop.now
         await dying.die()
-        try await RedisTest.until("bob sees carol dropped") { bobLog.presence.contains("-carol") }
+        try await RedisTest.until("bob sees carol dropped", showing: [aliceLog, carolLog, bobLog]) {
+            bobLog.presence.contains("-carol")
+        }
         let dropped = try #require(
             bobLog.time { if case .roomUserUpdate(_, .delete, ["carol"]) = $0 { true } else { false } }
         )
         #expect(death.duration(to: dropped) >= timeout, "a dead node's member is dropped at the timeout, not before")
         // Alice came back on the survivor with her session: peers saw nothing.
-        try await RedisTest.until("alice reconnects on the other node") { aliceLog.count(of: .reconnected) == 1 }
+        try await RedisTest.until("alice reconnects on the other node", showing: [aliceLog, carolLog, bobLog]) {
+            aliceLog.count(of: .reconnected) == 1
+        }
         #expect(aliceLog.count(of: .reconnecting) == 1)
         #expect(
             await survivor.server.rooms.serverRoom("room-1").localMembers.map(\.userID).sorted() == ["alice", "bob"]
@@ -268,7 +308,9 @@ struct ClusterFailureTests {
         // With every node gone, the leases lapse and Redis is empty.
         for client in [alice, bob, carol] { await client.shutdown() }
         await survivor.die()
-        try await RedisTest.until("Redis holds nothing", limit: .seconds(60)) { (try? redis.keys()) == [] }
+        try await RedisTest.until("Redis holds nothing", limit: .seconds(60), showing: [aliceLog, carolLog, bobLog]) {
+            (try? redis.keys()) == []
+        }
     }
 
     /// Redis goes away and comes back empty: the nodes answer new logins busy meanwhile and keep serving their
@@ -285,26 +327,34 @@ struct ClusterFailureTests {
         let carolLog = await ClientLog(carol)
         #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("bob sees alice") { bobLog.presence == ["+alice"] }
+        try await RedisTest.until("bob sees alice", showing: [aliceLog, bobLog, carolLog]) {
+            bobLog.presence == ["+alice"]
+        }
 
         redis.stop()
-        try await RedisTest.until("both nodes notice") {
+        try await RedisTest.until("both nodes notice", showing: [aliceLog, bobLog, carolLog]) {
             let down = [await a.presence.isConnected, await b.presence.isConnected]
             return down == [false, false]
         }
         let heartbeats = a.server.statistics[.heartbeatsReceived] + b.server.statistics[.heartbeatsReceived]
         #expect(await carol.loginRoom("room-1") == .success)
-        try await RedisTest.until("carol is answered busy") { a.presence.statistics.unavailable >= 1 }
+        try await RedisTest.until("carol is answered busy", showing: [aliceLog, bobLog, carolLog]) {
+            a.presence.statistics.unavailable >= 1
+        }
         // Connected clients are served from the nodes' own state meanwhile.
-        try await RedisTest.until("heartbeats go on") {
+        try await RedisTest.until("heartbeats go on", showing: [aliceLog, bobLog, carolLog]) {
             a.server.statistics[.heartbeatsReceived] + b.server.statistics[.heartbeatsReceived] >= heartbeats + 4
         }
         #expect(carolLog.count(of: .logined) == 0)
 
         try redis.start()
-        try await RedisTest.until("carol gets in once Redis is back") { carolLog.count(of: .logined) == 1 }
-        try await RedisTest.until("bob sees carol") { bobLog.presence == ["+alice", "+carol"] }
-        try await RedisTest.until("Redis holds all three again") {
+        try await RedisTest.until("carol gets in once Redis is back", showing: [aliceLog, bobLog, carolLog]) {
+            carolLog.count(of: .logined) == 1
+        }
+        try await RedisTest.until("bob sees carol", showing: [aliceLog, bobLog, carolLog]) {
+            bobLog.presence == ["+alice", "+carol"]
+        }
+        try await RedisTest.until("Redis holds all three again", showing: [aliceLog, bobLog, carolLog]) {
             (try? redis.cli("HLEN", "roomlink:{room-1}:members")) == "(integer) 3"
         }
         #expect(aliceLog.count(of: .reconnecting) == 0 && bobLog.count(of: .reconnecting) == 0)

@@ -190,13 +190,20 @@ enum RedisTest {
         )
     }
 
-    /// Waits until `condition` holds, checking every 10 real milliseconds, for at most `limit` of real time.
-    static func until(_ what: String, limit: Duration = .seconds(60), _ condition: () async -> Bool) async throws {
+    /// Waits until `condition` holds, checking every 10 real milliseconds, for at most `limit` of real time. On a
+    /// timeout the failure lists every event of `logs`, so a failure seen once on a loaded machine says what happened.
+    static func until(
+        _ what: String,
+        limit: Duration = .seconds(60),
+        showing logs: [ClientLog] = [],
+        _ condition: () async -> Bool
+    ) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: limit)
         while !(await condition()) {
             guard clock.now < deadline else {
-                Issue.record("timed out waiting until \(what)")
+                let shown = logs.map { "\n  \($0)" }.joined()
+                Issue.record("timed out waiting until \(what)\(shown)")
                 throw RedisTestError("timed out waiting until \(what)")
             }
             try await Task.sleep(for: .milliseconds(10))
@@ -205,11 +212,13 @@ enum RedisTest {
 }
 
 /// A ZEGO client's events as they arrive, with when (the client's loop time).
-final class ClientLog: Sendable {
+final class ClientLog: Sendable, CustomStringConvertible {
     private let events = LockedBox<[(event: ZegoEvent, at: RuntimeInstant)]>([])
     private let task: Task<Void, Never>
+    let name: String
 
     init(_ client: ZegoClient) async {
+        name = client.endpointID
         let stream = await client.events()
         let events = self.events
         task = Task { for await change in stream { events.withLock { $0.append((change.event, change.time)) } } }
@@ -237,6 +246,12 @@ final class ClientLog: Sendable {
             guard case .roomUserUpdate(_, let update, let users) = event else { return [] }
             return users.map { (update == .add ? "+" : "-") + $0 }
         }
+    }
+
+    /// The client's name and every event it has seen, with when: what a timed-out wait shows.
+    var description: String {
+        let lines = events.withLock { $0.map { "\($0.at): \($0.event)" } }
+        return "\(name): " + lines.joined(separator: "; ")
     }
 
     deinit { task.cancel() }

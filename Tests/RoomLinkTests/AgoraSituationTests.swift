@@ -3,7 +3,7 @@ import RoomLink
 import RoomLinkRuntime
 import Testing
 
-/// SPEC §3's Agora timeline in virtual time, with both users' logs and times, and every state and reason.
+/// contract §3's Agora timeline in virtual time, with both users' logs and times, and every state and reason.
 ///
 /// Times follow from the defaults: 50 ms latency each way and 100 ms join processing (joined at 200 ms), peers told
 /// 100 ms after the server registers a change (300 ms), `interrupted` 4 s after data stops, `lost` 10 s after that,

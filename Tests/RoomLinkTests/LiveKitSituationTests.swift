@@ -3,7 +3,7 @@ import RoomLink
 import RoomLinkRuntime
 import Testing
 
-/// SPEC §4's LiveKit behaviour in virtual time: quick reconnection first, full when the server lost the session and
+/// contract §4's LiveKit behaviour in virtual time: quick reconnection first, full when the server lost the session and
 /// on the last attempt, the give-up after the tenth attempt, and every disconnect reason.
 ///
 /// Times follow from the defaults: 50 ms latency each way and 20 ms join processing (connected at 120 ms), peers

@@ -4,7 +4,7 @@ import RoomLinkRuntime
 import RoomLinkTestSupport
 import Testing
 
-/// SPEC §9: server nodes with finite capacity, admission control, and what the report says about them. Virtual time
+/// contract §9: server nodes with finite capacity, admission control, and what the report says about them. Virtual time
 /// throughout: every count here is exact and the same on every run.
 @Suite(.timeLimit(.minutes(10)))
 struct ServerCapacityTests {

@@ -38,7 +38,7 @@ struct ZegoOracleTests {
         return ZegoOracle(scenario: scenario).check(events)
     }
 
-    // MARK: - The three situations of SPEC §2, as they should be
+    // MARK: - The three situations of contract §2, as they should be
 
     @Test
     func situationOneARecoversWithinNinetySecondsAndBSeesNothing() throws {

@@ -2,7 +2,7 @@ import RoomLink
 import RoomLinkTestSupport
 import Testing
 
-/// SPEC §2's three reconnection situations and the blackhole, in virtual time, with both users' logs and times.
+/// contract §2's three reconnection situations and the blackhole, in virtual time, with both users' logs and times.
 ///
 /// Times follow from the defaults: 50 ms latency each way, 20 ms login processing (login at 120 ms), peers told
 /// 100 ms after the server registers a change, heartbeats every 30 s, server timeout 90 s, retry timeout 20 min.

@@ -81,7 +81,7 @@ public final class RoomServer: RoomDirectory {
     ///     (``ServerTransport/serve(_:)``), and a ``SimulatedNetwork`` keeps it alive for that.
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
-    ///   - policy: The nodes' capacity and admission control (SPEC §9); unlimited by default.
+    ///   - policy: The nodes' capacity and admission control (contract §9); unlimited by default.
     ///   - cluster: The cluster this server is one node of (``RoomCluster``), if any: rooms then share their members
     ///     with the other nodes, and the business server's calls reach the node that holds the users.
     public init(

@@ -7,7 +7,7 @@ public enum ServerMessage: Sendable, Equatable {
     case loginAccepted(session: SessionID, attempt: UInt32, roomSessionID: String, present: [String])
     /// The login `attempt` of `session` was refused and must not be retried.
     case loginRejected(session: SessionID, attempt: UInt32, reason: LoginRejection)
-    /// The server is too busy to take login `attempt` of `session` (admission control, SPEC §9): the client may
+    /// The server is too busy to take login `attempt` of `session` (admission control, contract §9): the client may
     /// try again, no sooner than `retryAfter` from now. Each dialect reports it in its own vocabulary.
     case busy(session: SessionID, attempt: UInt32, retryAfter: Duration)
     /// The server heard the heartbeat of `session`.

@@ -7,7 +7,7 @@ internal import OrderedCollections
 /// ``Effect``s that come back (send a message, arm a timer). Keeping the decisions here lets tests drive a room
 /// without a network or a clock.
 ///
-/// Rules (SPEC §2, dialect-neutral):
+/// Rules (contract §2, dialect-neutral):
 /// - A member is kept while heard from: a heartbeat, or its connection closing, restarts its heartbeat timeout; when
 ///   the timeout passes in silence the member is removed and the others are told `delete`. The room keeps one
 ///   deadline timer, not one per member: every time a member is heard it joins the back of a queue, and the timer

@@ -33,7 +33,7 @@ public struct ServerTimings: Sendable, Hashable {
         self.duplicateLoginVisible = duplicateLoginVisible
     }
 
-    /// ZEGO's server (SPEC §2): peers hear of a change ≈ 100 ms after the server registers it, and a silent member
+    /// ZEGO's server (contract §2): peers hear of a change ≈ 100 ms after the server registers it, and a silent member
     /// is dropped after 90 s. The 30 s token grace mirrors ZEGO's `onRoomTokenWillExpire`, sent 30 s before expiry.
     public static let zego = ServerTimings(
         loginProcessing: .milliseconds(20),
@@ -42,7 +42,7 @@ public struct ServerTimings: Sendable, Hashable {
         tokenRenewalGrace: .seconds(30)
     )
 
-    /// Agora's server (SPEC §3): with the default 50 ms latency a join completes ≈ 200 ms after `joinChannel`
+    /// Agora's server (contract §3): with the default 50 ms latency a join completes ≈ 200 ms after `joinChannel`
     /// (50 + 100 + 50) and peers see it ≈ 100 ms later; a member whose data stopped is dropped after 20 s.
     public static let agora = ServerTimings(
         loginProcessing: .milliseconds(100),
@@ -52,7 +52,7 @@ public struct ServerTimings: Sendable, Hashable {
         continuousData: true
     )
 
-    /// LiveKit's server (SPEC §4): a participant whose connection is gone is removed 20 s after it was last heard —
+    /// LiveKit's server (contract §4): a participant whose connection is gone is removed 20 s after it was last heard —
     /// 15–20 s after a silent connection's last ping — and a full reconnection is a new participant.
     public static let liveKit = ServerTimings(
         loginProcessing: .milliseconds(20),

@@ -1,4 +1,4 @@
-/// An event as one line of the event log (SPEC §7): `type`, `room` where a room is concerned, and the dialect's
+/// An event as one line of the event log (contract §7): `type`, `room` where a room is concerned, and the dialect's
 /// fields, in a fixed order.
 public struct EventLogLine: Sendable, Equatable {
     /// A field's value.

@@ -1,4 +1,4 @@
-/// The state of one client's network link (SPEC §1, the `networkDown`, `networkUp` and `blackhole` actions).
+/// The state of one client's network link (contract §1, the `networkDown`, `networkUp` and `blackhole` actions).
 public enum LinkState: Sendable, Hashable, CustomStringConvertible {
     /// Messages travel with the network's latency, jitter and loss.
     case up

@@ -1,9 +1,9 @@
 /// The reconnection policies people compare, as presets (`"retry": {"preset": …}` in a scenario).
 ///
-/// RoomLink's first attempt of an episode is never delayed (SPEC §5); a library whose first retry waits (Phoenix,
+/// RoomLink's first attempt of an episode is never delayed (contract §5); a library whose first retry waits (Phoenix,
 /// Socket.IO) has its delays apply from the second attempt.
 extension RetryPolicy {
-    /// Agora's default: retry until 20 minutes after `interrupted` (SPEC §3), at once and then with exponential
+    /// Agora's default: retry until 20 minutes after `interrupted` (contract §3), at once and then with exponential
     /// backoff from 1 s, doubling, capped at 10 s, equal jitter. Agora documents the limit, not the intervals.
     public static let agoraDefault = try! RetryPolicy(
         schedule: .exponential(base: .seconds(1), cap: .seconds(10), multiplier: 2, jitter: .equal),

@@ -2,7 +2,7 @@
 ///
 /// A policy is a value: a ``Schedule`` of delays plus optional limits on attempts and on time since the connection
 /// was lost. Walk it with an ``Iterator``, which draws any jitter from a `SeededRandom` so that virtual-time runs
-/// stay reproducible. The first attempt is never delayed (SPEC §5); each later delay is counted from the previous
+/// stay reproducible. The first attempt is never delayed (contract §5); each later delay is counted from the previous
 /// attempt's failure.
 ///
 /// ```swift
@@ -39,7 +39,7 @@ public struct RetryPolicy: Sendable, Hashable {
         self.maxElapsed = maxElapsed
     }
 
-    /// ZEGO's default: retry until 20 minutes after the connection was lost (SPEC §2), at once and then with
+    /// ZEGO's default: retry until 20 minutes after the connection was lost (contract §2), at once and then with
     /// exponential backoff from 1 s, doubling, capped at 30 s, with equal jitter.
     ///
     /// ZEGO documents the 20-minute limit but not its intervals; these are RoomLink's choice: quick first retries

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// Writes events as JSON Lines (SPEC §7) to a file or standard output: an `EventSink` for every client of a run.
+/// Writes events as JSON Lines (contract §7) to a file or standard output: an `EventSink` for every client of a run.
 ///
 /// Lines are written in the order `record` is called. Clients on several loops may record at once; the writer
 /// serialises them with a lock and writes in 64 KiB blocks.

@@ -1,7 +1,7 @@
 internal import struct Foundation.Data
 
 /// A reconnection load test said in numbers and fault patterns — what `roomlink load`'s flags say — and the
-/// population scenario (SPEC §7) it stands for.
+/// population scenario (contract §7) it stands for.
 ///
 /// The plan writes the scenario as JSON text and reads it back (``scenario()``), so the file `--save-scenario`
 /// writes is exactly what ran, and `roomlink run` replays it.

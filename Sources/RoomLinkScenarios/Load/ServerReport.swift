@@ -1,6 +1,6 @@
 internal import Foundation
 
-/// What the server nodes went through in a run whose server capacity is modelled (SPEC §9): per node and in total,
+/// What the server nodes went through in a run whose server capacity is modelled (contract §9): per node and in total,
 /// offered and completed logins, wasted and refused work, queue delay and length over time, false departures — and
 /// whether the system recovered once the last fault was over. The report's `servers` object.
 public struct ServerReport: Sendable, Codable, Equatable {

@@ -1,4 +1,4 @@
-/// Checks an Agora event log against SPEC §3, knowing only the scenario and the log — not the engine.
+/// Checks an Agora event log against contract §3, knowing only the scenario and the log — not the engine.
 ///
 /// Rules:
 /// - `reason`: each `connectionState` reason belongs to its state (`interrupted` to `reconnecting`, …).

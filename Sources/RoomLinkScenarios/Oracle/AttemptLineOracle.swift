@@ -1,5 +1,5 @@
 /// Checks the event log's optional `attempt` lines (`AttemptRecord`, `--attempts`) and hands every other line to
-/// the dialect's oracle, which never sees them: an attempt is not a callback of SPEC §§2–4.
+/// the dialect's oracle, which never sees them: an attempt is not a callback of contract §§2–4.
 ///
 /// Rules (`attempt`): `n` counts from 1; `after_ms` is not negative and never goes backwards within an episode; the
 /// outcome is one of `ok`, `timeout`, `refused`, `busy`; a busy outcome carries the dialect's busy code and a

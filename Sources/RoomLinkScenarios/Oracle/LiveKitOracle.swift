@@ -1,4 +1,4 @@
-/// Checks a LiveKit event log against SPEC §4, knowing only the scenario and the log — not the engine.
+/// Checks a LiveKit event log against contract §4, knowing only the scenario and the log — not the engine.
 ///
 /// Rules:
 /// - `transition`: each `connectionState` names as `from` the state the room was in, and moves along LiveKit's

@@ -1,6 +1,6 @@
 public import struct Foundation.Data
 
-/// One line of an event log, read back for checking: the common fields of SPEC §7 and the dialect's fields.
+/// One line of an event log, read back for checking: the common fields of contract §7 and the dialect's fields.
 public struct LoggedEvent: Sendable, Equatable {
     /// Milliseconds since the scenario's start.
     public var time: Double
@@ -78,7 +78,7 @@ public struct LoggedEvent: Sendable, Equatable {
                 switch field {
                 case .string(let text): if key == "room" { event.room = text } else { event.strings[key] = text }
                 case .number(let number) where number == number.rounded():
-                    // A whole number must fit in 64 bits: a code, a count or a time SPEC writes always does.
+                    // A whole number must fit in 64 bits: a code, a count or a time the contract writes always does.
                     guard let integer = Int64(exactly: number) else {
                         throw .invalidArgument(
                             "\(path).\(key)",

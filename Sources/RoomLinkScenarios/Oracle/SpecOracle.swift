@@ -13,7 +13,7 @@ public struct Violation: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Checks an event log against SPEC for one scenario, knowing only the scenario and the log — not the engine —
+/// Checks an event log against the contract for one scenario, knowing only the scenario and the log — not the engine —
 /// so it can judge a log from RoomLink, from another simulator, or from a real SDK's callbacks.
 ///
 /// An oracle streams: feed it the log in order with `observe`, then ask ``finish()`` for the violations.

@@ -1,9 +1,9 @@
-/// Checks a ZEGO event log against SPEC §2, knowing only the scenario and the log — not the engine.
+/// Checks a ZEGO event log against contract §2, knowing only the scenario and the log — not the engine.
 ///
 /// Rules:
 /// - `transition`: each (user, room) moves only along ZEGO's state sequences (`logout → logining → logined →
 ///   reconnecting → reconnected …`; a failure or kick ends it until a new `logining`).
-/// - `code`: each reason carries the error code SPEC §2 gives it.
+/// - `code`: each reason carries the error code contract §2 gives it.
 /// - `retryTimeout`: `reconnectFailed` comes at the retry timeout (20 min by default) after the episode's first
 ///   `reconnecting`.
 /// - `afterEnd`: after `loginFailed`, `reconnectFailed` or `kickOut`, nothing more for that room but a new login.
@@ -140,7 +140,7 @@ public struct ZegoOracle: SpecOracle {
                 return
             }
             if let allowedCodes = Self.codes[reason], let code, !allowedCodes.contains(code) {
-                violation("code", "\(reason) with code \(code); SPEC gives \(allowedCodes.sorted())")
+                violation("code", "\(reason) with code \(code); the contract gives \(allowedCodes.sorted())")
             }
             if reason == "logoutFailed" { return }  // a failed call, not a change of state
             if Self.terminal.contains(current), reason != "logining", !Self.isCallError(reason, code) {

@@ -1,4 +1,4 @@
-/// What a scenario run produced (SPEC §7's `--report`): counts of events, the spec oracle's verdict, and cost.
+/// What a scenario run produced (contract §7's `--report`): counts of events, the spec oracle's verdict, and cost.
 public struct RunReport: Sendable, Codable, Equatable {
     public var dialect: String
     public var clock: String
@@ -53,7 +53,7 @@ public struct RunReport: Sendable, Codable, Equatable {
     /// Whether the run was stopped before the scenario's end (``RunInterruption``: a signal, a closed pipe). The
     /// report then covers the scenario up to ``scenarioSeconds``, and the oracle's verdict judged a log cut short.
     public var interrupted: Bool = false
-    /// What the server nodes went through, when their capacity is modelled (SPEC §9; `"server"` in the scenario).
+    /// What the server nodes went through, when their capacity is modelled (contract §9; `"server"` in the scenario).
     public var servers: ServerReport? = nil
     /// The slice of the population the run played (`roomlink load --shard I/N`), if it played one.
     public var slice: RunSlice? = nil

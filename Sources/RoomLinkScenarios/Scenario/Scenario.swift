@@ -1,6 +1,6 @@
 public import struct Foundation.Data
 
-/// A scenario: who is in which room, what happens to their network and when, and how long to run (SPEC §7).
+/// A scenario: who is in which room, what happens to their network and when, and how long to run (contract §7).
 ///
 /// Read one with ``Scenario/init(json:)``; every field is checked, and the first one that is wrong is named in the
 /// error together with what was expected, e.g. `timeline[3].at: expected a duration like "90s", got "soon"`.
@@ -143,7 +143,7 @@ public struct Scenario: Sendable, Equatable {
     public var timings: [String: Duration] = [:]
     /// Overrides the dialect's default retry policy.
     public var retry: RetryPolicy?
-    /// The server's nodes, their capacity and admission control (`"server"`, SPEC §9); unlimited by default.
+    /// The server's nodes, their capacity and admission control (`"server"`, contract §9); unlimited by default.
     public var server = ServerPolicy.unlimited
     /// The timeline, sorted by time; entries at the same time keep their order in the file.
     public var timeline: [Entry] = []

@@ -180,7 +180,7 @@ struct ScenarioReader {
                     got: fields[name]!.summary
                 )
             }
-            // A timing another dialect reads is accepted and ignored here (SPEC §7).
+            // A timing another dialect reads is accepted and ignored here (contract §7).
             if mine.contains(name) { timings[name] = timing }
         }
         return timings

@@ -37,7 +37,7 @@ public struct ScenarioRunner: Sendable {
     public var slice: RunSlice?
 
     /// Whether the event log carries each login attempt and its outcome (`attempt` lines, `--attempts`); without
-    /// it the log is SPEC §7's.
+    /// it the log is contract §7's.
     public var logsAttempts = false
 
     /// Makes the network each share of the run talks through, and injects the scenario's faults into: by default

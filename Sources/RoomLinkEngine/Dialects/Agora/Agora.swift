@@ -1,4 +1,4 @@
-/// The Agora RTC dialect (SPEC §3): `connectionChangedToState(state, reason)`, `didJoinChannel`,
+/// The Agora RTC dialect (contract §3): `connectionChangedToState(state, reason)`, `didJoinChannel`,
 /// `didRejoinChannel`, `rtcEngineConnectionDidLost`, `didJoinedOfUid`, `didOfflineOfUid`.
 ///
 /// The engine's differences for Agora are switches and timings: no heartbeats (media flows continuously, and both
@@ -118,7 +118,7 @@ public enum Agora: RoomDialect {
     public static let defaultAppID = "0123456789abcdef0123456789abcdef"
 }
 
-/// One simulated Agora RTC engine (SPEC §3) on RoomLink's connection engine: one channel at a time.
+/// One simulated Agora RTC engine (contract §3) on RoomLink's connection engine: one channel at a time.
 ///
 /// ```swift
 /// let client = AgoraClient(id: "A", loop: group.loop(for: "A"), environment: AgoraClient.Environment(transport: network))

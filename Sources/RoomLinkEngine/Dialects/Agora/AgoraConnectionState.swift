@@ -1,4 +1,4 @@
-/// Agora's `CONNECTION_STATE_TYPE` (SPEC §3), logged as its lower-camel-case name.
+/// Agora's `CONNECTION_STATE_TYPE` (contract §3), logged as its lower-camel-case name.
 public enum AgoraConnectionState: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case disconnected = 1
     case connecting = 2
@@ -17,7 +17,7 @@ public enum AgoraConnectionState: Int, Sendable, Hashable, CaseIterable, CustomS
     }
 }
 
-/// Agora's `CONNECTION_CHANGED_REASON_TYPE` (SPEC §3), with its raw values, logged as its lower-camel-case name.
+/// Agora's `CONNECTION_CHANGED_REASON_TYPE` (contract §3), with its raw values, logged as its lower-camel-case name.
 public enum AgoraConnectionChangedReason: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Trying to join (`connecting`).
     case connecting = 0

@@ -1,4 +1,4 @@
-/// What an Agora client's delegate receives (SPEC §3): `connectionChangedToState`, `didJoinChannel`,
+/// What an Agora client's delegate receives (contract §3): `connectionChangedToState`, `didJoinChannel`,
 /// `didRejoinChannel`, `rtcEngineConnectionDidLost`, `didJoinedOfUid`, `didOfflineOfUid` and
 /// `tokenPrivilegeWillExpire`.
 public enum AgoraEvent: Sendable, Equatable {

@@ -1,6 +1,6 @@
-/// An Agora client's and server's timings (SPEC §3). Every value can be overridden from a scenario's `timings`.
+/// An Agora client's and server's timings (contract §3). Every value can be overridden from a scenario's `timings`.
 ///
-/// SPEC fixes the timeline: `interrupted` after **4 s** without data, `lost` **10 s** after that, peers see the user
+/// the contract fixes the timeline: `interrupted` after **4 s** without data, `lost` **10 s** after that, peers see the user
 /// `dropped` after **20 s** without its data, and the client gives up **20 min** after `interrupted`. Agora's media
 /// flows continuously, so neither side waits for a heartbeat: both notice the moment data stops (RoomLink models
 /// the stream by its edges — see the README). RoomLink's choices: an attempt unanswered for **5 s** fails, and a

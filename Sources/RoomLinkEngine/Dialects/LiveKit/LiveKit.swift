@@ -1,4 +1,4 @@
-/// The LiveKit dialect (SPEC §4): `didUpdateConnectionState(new, old)`, `didStartReconnectWithMode` /
+/// The LiveKit dialect (contract §4): `didUpdateConnectionState(new, old)`, `didStartReconnectWithMode` /
 /// `didCompleteReconnectWithMode`, participant events and `didDisconnect(reason)`.
 ///
 /// The engine's differences for LiveKit are switches: reconnections in modes (quick first — the same session,
@@ -81,7 +81,7 @@ public enum LiveKit: RoomDialect {
     }
 }
 
-/// One simulated LiveKit `Room` (SPEC §4) on RoomLink's connection engine: one room at a time.
+/// One simulated LiveKit `Room` (contract §4) on RoomLink's connection engine: one room at a time.
 ///
 /// ```swift
 /// let client = LiveKitClient(id: "A", loop: group.loop(for: "A"), environment: LiveKitClient.Environment(transport: network))

@@ -1,4 +1,4 @@
-/// What a LiveKit `RoomDelegate` receives (SPEC §4).
+/// What a LiveKit `RoomDelegate` receives (contract §4).
 public enum LiveKitEvent: Sendable, Equatable {
     /// `room(_:didUpdateConnectionState:from:)`.
     case connectionStateChanged(room: String, state: LiveKitConnectionState, from: LiveKitConnectionState)

@@ -1,6 +1,6 @@
-/// A LiveKit client's and server's timings (SPEC §4). Every value can be overridden from a scenario's `timings`.
+/// A LiveKit client's and server's timings (contract §4). Every value can be overridden from a scenario's `timings`.
 ///
-/// SPEC fixes ping every **5 s** with a **15 s** timeout, and the server removing a participant whose connection is
+/// the contract fixes ping every **5 s** with a **15 s** timeout, and the server removing a participant whose connection is
 /// gone ≈ 15–20 s later (RoomLink: **20 s** after it was last heard). RoomLink's choices: a connect or
 /// reconnect attempt unanswered for **10 s** fails; a first `connect` makes one attempt.
 public struct LiveKitTimings: DialectTimings {

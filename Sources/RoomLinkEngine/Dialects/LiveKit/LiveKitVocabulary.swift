@@ -1,4 +1,4 @@
-/// LiveKit's `ConnectionState` (SPEC §4), logged as its name.
+/// LiveKit's `ConnectionState` (contract §4), logged as its name.
 public enum LiveKitConnectionState: String, Sendable, Hashable, CaseIterable {
     case disconnected, connecting, connected, reconnecting, disconnecting
 }

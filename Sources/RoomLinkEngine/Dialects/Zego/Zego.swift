@@ -1,4 +1,4 @@
-/// The ZEGO Express dialect (SPEC §2): `onRoomStateChanged` reasons with their error codes, and
+/// The ZEGO Express dialect (contract §2): `onRoomStateChanged` reasons with their error codes, and
 /// `onRoomUserUpdate` for users who asked for it.
 ///
 /// Everything ZEGO-specific is here and in the vocabulary files next to it: the mapping of the engine's
@@ -57,7 +57,7 @@ public enum Zego: RoomDialect {
     }
 }
 
-/// One simulated ZEGO Express engine (SPEC §2) on RoomLink's connection engine.
+/// One simulated ZEGO Express engine (contract §2) on RoomLink's connection engine.
 ///
 /// It logs in, sends heartbeats, notices a closed connection at once and a silent one by missed heartbeats,
 /// reconnects with its retry policy until the retry timeout, and publishes ZEGO's callbacks (`onRoomStateChanged`,

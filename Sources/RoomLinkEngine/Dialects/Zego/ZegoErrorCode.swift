@@ -1,4 +1,4 @@
-/// A ZEGO room error code: the `errorCode` of `onRoomStateChanged` and of failed calls (SPEC §2's table).
+/// A ZEGO room error code: the `errorCode` of `onRoomStateChanged` and of failed calls (contract §2's table).
 public struct ZegoErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int
 
@@ -30,7 +30,7 @@ public struct ZegoErrorCode: RawRepresentable, Hashable, Sendable, CustomStringC
     /// Kicked because the token expired → `kickOut`.
     public static let kickedByTokenExpiry = ZegoErrorCode(rawValue: 1_002_056)
 
-    /// Every code SPEC §2 lists, success first.
+    /// Every code contract §2 lists, success first.
     public static let allKnown: [ZegoErrorCode] = [
         .success, .roomCountExceeded, .userNotInRoom, .roomIDEmpty, .tokenInvalid, .roomMemberCapReached,
         .kickedByDuplicateLogin, .connectionInterrupted, .networkTimeout, .kickedByAdmin, .kickedByTokenExpiry,

@@ -1,4 +1,4 @@
-/// What a ZEGO client's callbacks deliver: `onRoomStateChanged` and `onRoomUserUpdate` (SPEC §2).
+/// What a ZEGO client's callbacks deliver: `onRoomStateChanged` and `onRoomUserUpdate` (contract §2).
 public enum ZegoEvent: Sendable, Equatable {
     /// `onRoomStateChanged(roomID, reason, errorCode, extendedData)`.
     case roomStateChanged(

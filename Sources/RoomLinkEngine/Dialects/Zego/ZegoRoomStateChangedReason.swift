@@ -1,4 +1,4 @@
-/// Why a ZEGO client's room state changed: the `reason` of `onRoomStateChanged` (SPEC §2).
+/// Why a ZEGO client's room state changed: the `reason` of `onRoomStateChanged` (contract §2).
 ///
 /// The raw values are ZEGO's. `logout` is also the state before any login. In the event log a reason is written
 /// as its lower-camel-case name (`"logined"`, `"reconnectFailed"`).

@@ -1,6 +1,6 @@
-/// A ZEGO client's and server's timings (SPEC §2). Every value can be overridden from a scenario's `timings`.
+/// A ZEGO client's and server's timings (contract §2). Every value can be overridden from a scenario's `timings`.
 ///
-/// SPEC fixes the server's 90 s heartbeat timeout and the client's 20-minute retry timeout; the rest are
+/// the contract fixes the server's 90 s heartbeat timeout and the client's 20-minute retry timeout; the rest are
 /// RoomLink's choices, documented in the README:
 /// - The client sends a heartbeat every **30 s** and the server answers each one: the server's 90 s timeout is
 ///   three missed heartbeats, the usual ratio. A connection that closes is noticed at once; a silent one (a

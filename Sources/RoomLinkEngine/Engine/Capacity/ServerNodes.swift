@@ -1,4 +1,4 @@
-/// The simulated server's nodes (SPEC §9), shared by its rooms: each node's ``ServerNode`` behind its own lock, for
+/// The simulated server's nodes (contract §9), shared by its rooms: each node's ``ServerNode`` behind its own lock, for
 /// rooms on any loop. A room finds its node once, when it is created (``ServerPolicy/node(of:)``).
 public final class ServerNodes: Sendable {
     public let policy: ServerPolicy

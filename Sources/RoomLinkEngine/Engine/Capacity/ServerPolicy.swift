@@ -1,6 +1,6 @@
-/// How the simulated server's capacity is modelled (SPEC §9): how many nodes the rooms are spread over, what each
+/// How the simulated server's capacity is modelled (contract §9): how many nodes the rooms are spread over, what each
 /// node can do, and how it protects itself. The default — one node, no capacity, no admission control — is the
-/// server of SPEC §§2–4, whose every login takes the dialect's `loginProcessing` however many arrive.
+/// server of contract §§2–4, whose every login takes the dialect's `loginProcessing` however many arrive.
 ///
 /// In a scenario this is the `"server"` object; on the command line, `--server-nodes`, `--server-capacity`,
 /// `--admission`, `--max-queue` and `--shed-expired`.
@@ -33,7 +33,7 @@ public struct ServerPolicy: Sendable, Hashable {
         self.shedExpired = shedExpired
     }
 
-    /// The unlimited server of SPEC §§2–4.
+    /// The unlimited server of contract §§2–4.
     public static let unlimited = ServerPolicy()
 
     /// Whether nodes model anything: a capacity, admission control or a queue bound. Without one the server takes

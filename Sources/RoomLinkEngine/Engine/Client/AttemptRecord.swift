@@ -1,5 +1,5 @@
 /// One login attempt of a client and how it ended: the event log's optional `attempt` line (`--attempts`), an added
-/// type beyond SPEC §7 that shows a client's retry schedule.
+/// type beyond contract §7 that shows a client's retry schedule.
 ///
 /// `{"t_ms":…,"user":"A","room":"r1","type":"attempt","n":3,"after_ms":2400,"outcome":"busy","code":1002099,
 /// "retry_after_ms":500}`: the line's time is when the outcome was known; `n` counts the attempts of the join or

@@ -58,7 +58,7 @@ extension DialectTimings {
     /// The names a scenario's `timings` may give, for this dialect.
     public static var names: Set<String> { Set(settings.keys) }
 
-    /// The defaults with a scenario's `timings` applied; names of other dialects are ignored (SPEC §7).
+    /// The defaults with a scenario's `timings` applied; names of other dialects are ignored (contract §7).
     public init(overrides: [String: Duration]) {
         self = .default
         let settings = Self.settings

@@ -2,7 +2,7 @@
 ///
 /// The engine decides — when a connection is lost, when to retry, when to give up, what peers see — and reports
 /// each decision as a ``RoomTransition``; a dialect says what its vendor's SDK would call back for it, and which
-/// defaults its vendor uses. ``Zego``, ``Agora`` and ``LiveKit`` are the three of SPEC §2–4; a fourth vendor is one
+/// defaults its vendor uses. ``Zego``, ``Agora`` and ``LiveKit`` are the three of contract §2–4; a fourth vendor is one
 /// more conforming type (see the README's "Adding a dialect").
 public protocol RoomDialect: Sendable {
     /// What the dialect's client publishes: its SDK's callbacks.
@@ -22,7 +22,7 @@ public protocol RoomDialect: Sendable {
     /// Whether reconnections resume the session first and start a new one when that fails (LiveKit's quick and
     /// full modes); otherwise every attempt resumes the session, and the server re-adds a member it dropped.
     static var reconnectsInModes: Bool { get }
-    /// The vendor's code for a login the server was too busy to take (SPEC §9's admission control), as the
+    /// The vendor's code for a login the server was too busy to take (contract §9's admission control), as the
     /// `attempt` log line's `code` shows it.
     static var busyCode: Int64 { get }
 
