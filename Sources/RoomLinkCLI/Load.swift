@@ -120,7 +120,13 @@ struct Load: AsyncParsableCommand {
             plan = try self.plan()
             scenario = try plan.scenario()
         } catch {
-            throw fail(error.naming(fields: ["clients": "--clients", "rooms": "--rooms", "duration": "--duration"]))
+            throw fail(
+                error.naming(fields: [
+                    "clients": "--clients", "rooms": "--rooms", "duration": "--duration", "outages": "--outages",
+                    "storm": "--storm", "flapping": "--flapping", "kickStorm": "--kick-storm",
+                    "tokenWave": "--token-wave", "partition": "--partition", "churn": "--churn",
+                ])
+            )
         }
         do {
             try saveScenario.map { path throws(RoomLinkError) in try OutputFile(path).write(plan.scenarioJSON()) }
@@ -153,7 +159,7 @@ struct Load: AsyncParsableCommand {
             throw fail(error)
         }
         do {
-            try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions, comparing: false)
+            try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions)
         } catch {
             throw fail(error)
         }

@@ -170,7 +170,9 @@ struct Playback {
         }
         let closedOutput = interruption.reason == .closedOutput
         do {
-            try Self.write(result, to: report)
+            // After a closed pipe, a report file is still written, but no summary is said: the reader left, and the
+            // run ending early was its choice (`--events - | head`).
+            if !(closedOutput && report == nil) { try Self.write(result, to: report) }
         } catch  where closedOutput && report == "-" {
             // The report was to go to the same closed pipe.
         }
@@ -181,12 +183,7 @@ struct Playback {
             return  // quietly: the lines written so far are what the reader took (`--events - | head`)
         case .signal(let number):
             // Interrupted runs judge a log cut short, so the verdict does not set the status: the signal does.
-            FileHandle.standardError.write(
-                Data(
-                    ("roomlink: interrupted at \(String(format: "%.1f", result.scenarioSeconds)) s of scenario time; "
-                        + "\(result.events) events written, the report says interrupted\n").utf8
-                )
-            )
+            FileHandle.standardError.write(Data(Self.interruptionLine(result, events: events, report: report).utf8))
             throw ExitCode(128 + number)
         case .requested:
             throw ExitCode(1)
@@ -211,6 +208,15 @@ struct Playback {
         }
         try afterRun?(result)
         try Self.failOnViolations(result)
+    }
+
+    /// What an interrupted run says on standard error: how far it got, and what was kept where.
+    static func interruptionLine(_ result: RunReport, events: String?, report: String?) -> String {
+        var kept: [String] = []
+        if events != nil { kept.append("\(result.events) events written") }
+        kept.append(report == nil ? "the summary above says interrupted" : "the report says interrupted")
+        return "roomlink: interrupted at \(String(format: "%.1f", result.scenarioSeconds)) s of scenario time; "
+            + kept.joined(separator: ", ") + "\n"
     }
 
     /// Says the run's spec violations (a sample of them) and ends with exit status 1, if it had any.

@@ -27,29 +27,11 @@ struct RemoteOptions: ParsableArguments {
     )
     var sourceAddresses: String?
 
-    @Flag(
-        help: """
-            `run` only: also play the scenario in virtual time, and compare: each user must be told the same things in \
-            the same order, each within --tolerance of virtual time and never early (docs/protocol.md).
-            """
-    )
-    var compareWithVirtual = false
-
-    @Option(help: "How much later than in virtual time the real run may tell a user anything (--compare-with-virtual).")
-    var tolerance = DurationArgument("2s")
-
     /// The servers' addresses, checked; `nil` without `--server`.
     func addresses() throws(RoomLinkError) -> [SocketAddress]? {
         for (flag, value) in [("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken)]
         where value != nil && server == nil {
             throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag) needs --server")
-        }
-        if compareWithVirtual, server == nil {
-            throw RoomLinkError(
-                code: .invalidInput,
-                field: "--compare-with-virtual",
-                message: "--compare-with-virtual needs --server"
-            )
         }
         guard let server else { return nil }
         let parts = server.split(separator: ",", omittingEmptySubsequences: false)
@@ -96,25 +78,26 @@ struct RemoteOptions: ParsableArguments {
     }
 
     /// Points `playback` at the server, when `--server` is given, after checking that `scenario` can play against
-    /// it; `comparing` says whether the command compares with virtual time (`run`) or refuses to (`load`).
+    /// it; with `comparison` (`run`'s flags) the real run is compared with its simulation.
     func configure(
         _ playback: inout Playback,
         for scenario: Scenario,
         capacityFlags: ServerOptions,
-        comparing: Bool
+        comparison: ComparisonOptions? = nil
     ) throws(RoomLinkError) {
-        guard let servers = try addresses() else { return }
+        guard let servers = try addresses() else {
+            if comparison?.compareWithVirtual == true {
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "--compare-with-virtual",
+                    message: "--compare-with-virtual needs --server"
+                )
+            }
+            return
+        }
         try Self.check(scenario, hasAdmin: serverAdmin != nil, capacityFlags: capacityFlags)
         playback.remote = (servers, try adminAddress(), serverAdminToken, try sources())
-        guard compareWithVirtual else { return }
-        guard comparing else {
-            throw RoomLinkError(
-                code: .invalidInput,
-                field: "--compare-with-virtual",
-                message: "--compare-with-virtual is for roomlink run (a load's event log is too large to compare)"
-            )
-        }
-        playback.compareWithin = tolerance.duration
+        if let comparison, comparison.compareWithVirtual { playback.compareWithin = comparison.tolerance.duration }
     }
 
     /// Checks that `scenario` can run against a remote server: what it does from the server's side needs the admin
@@ -153,4 +136,18 @@ final class NoAdministration: RoomAdministration {
     func kickOut(roomID: String, userIDs: [String]) {}
     func requestReconnect(roomID: String, userIDs: [String]) {}
     func expireToken(userID: String, inRooms roomIDs: [String]?) {}
+}
+
+/// `run`'s check of a real run against its simulation (`load`'s event log is too large to compare).
+struct ComparisonOptions: ParsableArguments {
+    @Flag(
+        help: """
+            With --server: also play the scenario in virtual time, and compare: each user must be told the same \
+            things in the same order, each within --tolerance of virtual time and never early (docs/protocol.md).
+            """
+    )
+    var compareWithVirtual = false
+
+    @Option(help: "How much later than in virtual time the real run may tell a user anything (--compare-with-virtual).")
+    var tolerance = DurationArgument("2s")
 }

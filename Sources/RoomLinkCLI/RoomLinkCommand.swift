@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import RoomLink
 
 /// The `roomlink` command line.
 @main
@@ -6,6 +8,28 @@ struct RoomLinkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roomlink",
         abstract: "Reproduce how real-time SDK clients keep their connection to a room, at scale.",
+        version: RoomLinkVersion.description,
         subcommands: [Run.self, Load.self, Check.self, Serve.self, Heartbeats.self, ReportCommand.self]
     )
+
+    /// Parses and runs a command. A flag or argument the parser refuses is reported like every other error —
+    /// `roomlink: <what was wrong>`, then the usage — with the parser's exit status (64); help and `--version` go
+    /// to standard output; a command's own failures were reported where they happened.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            guard code != .success, !(error is ExitCode) else { exit(withError: error) }
+            var message = fullMessage(for: error)
+            if message.hasPrefix("Error: ") { message = "roomlink: " + message.dropFirst("Error: ".count) }
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            Foundation.exit(code.rawValue)
+        }
+    }
 }

@@ -23,6 +23,7 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
+    @OptionGroup(title: "A real server (roomlink serve)") var comparisonOptions: ComparisonOptions
 
     func run() async throws {
         var scenario = try load()
@@ -35,7 +36,12 @@ struct Run: AsyncParsableCommand {
         var playback = Playback(events: output.events, report: output.report, clockOptions: clockOptions)
         playback.logsAttempts = output.attempts
         do {
-            try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions, comparing: true)
+            try remoteOptions.configure(
+                &playback,
+                for: scenario,
+                capacityFlags: serverOptions,
+                comparison: comparisonOptions
+            )
         } catch {
             throw fail(error)
         }

@@ -17,6 +17,8 @@ final class PresenceShard: @unchecked Sendable {
     let isFirst: Bool
     let configuration: RedisPresence.Configuration
     let statistics = LockedBox(RedisPresenceStatistics())
+    /// When each followed room's lease was last renewed (the renewing script's send time): read from any thread.
+    let leaseRenewals = LockedBox<[String: ContinuousClock.Instant]>([:])
     private weak var presence: RedisPresence?
     private var leaseMilliseconds = "0"
     /// How long the node's ID stays registered without a refresh: three lease periods.
@@ -252,6 +254,7 @@ final class PresenceShard: @unchecked Sendable {
             claim.userID, String(claim.session.rawValue, radix: 16), nodeID, claim.hidden ? "1" : "0",
             claim.kind.rawValue, claim.maxMemberCount.map { String($0) } ?? "", snapshot ? "1" : "0",
         ]
+        let sentAt = ContinuousClock.now
         run(.claim, feed.keys, arguments) { [self] reply in
             if let index = feed.claims.firstIndex(of: claim) { feed.claims.remove(at: index) }
             let answer = reply?.elements ?? []
@@ -260,6 +263,7 @@ final class PresenceShard: @unchecked Sendable {
                 guard answer.count >= 3, let sequence = answer[1].integer, let life = answer[2].integer else {
                     fallthrough
                 }
+                noteLeaseRenewal(of: feed.room.roomID, sentAt: sentAt)
                 if snapshot, !feed.synced { applySnapshot(Array(answer[3...]), sequence: UInt64(sequence), to: feed) }
                 statistics.withLock { $0.admitted += 1 }
                 verdict(.admitted(life: UInt64(max(life, 0)), sequence: UInt64(sequence)))
@@ -478,11 +482,19 @@ final class PresenceShard: @unchecked Sendable {
         for claim in feed.claims {
             arguments += [claim.userID, String(claim.session.rawValue, radix: 16), claim.hidden ? "1" : "0"]
         }
+        let sentAt = ContinuousClock.now
         run(.sync, feed.keys, arguments) { [self] reply in
+            if reply?.elements != nil { noteLeaseRenewal(of: feed.room.roomID, sentAt: sentAt) }
             guard snapshot, !feed.synced, feed.subscription == .subscribed else { return }
             guard let answer = reply?.elements, answer.count >= 2, let sequence = answer[0].integer else { return }
             applySnapshot(Array(answer[2...]), sequence: UInt64(max(sequence, 0)), to: feed)
         }
+    }
+
+    /// A script that renews the node's lease on `roomID` (a sync, an admitted claim) succeeded. It was sent at
+    /// `sentAt`, no later than Redis ran it, so the lease lasts at least its length from then.
+    private func noteLeaseRenewal(of roomID: String, sentAt: ContinuousClock.Instant) {
+        leaseRenewals.withLock { $0[roomID] = max($0[roomID] ?? sentAt, sentAt) }
     }
 
     /// How often a room's sync reconciles the node's records (reads the whole room), in syncs.
@@ -491,6 +503,7 @@ final class PresenceShard: @unchecked Sendable {
     private func unfollow(_ feed: Feed) {
         let channel = feed.keys.channel
         feeds[feed.room.roomID] = nil
+        leaseRenewals.withLock { $0[feed.room.roomID] = nil }
         feedsByChannel[channel] = nil
         guard feed.subscription != .none, let subscriber else { return }
         unsubscribing.insert(channel)

@@ -140,6 +140,16 @@ public final class RedisPresence: RoomCluster, Sendable {
         shards.reduce(into: RedisPresenceStatistics()) { $0.add($1.statistics.withLock { $0 }) }
     }
 
+    /// When this node last renewed its lease on `roomID`'s members, on the real clock; `nil` if it holds none there.
+    ///
+    /// The instant is when the renewing script (a sync every lease period, or an admitted login) was sent, which is
+    /// no later than Redis ran it: the lease lasts at least its length — the heartbeat timeout plus two lease
+    /// periods — from then, so other nodes drop this node's members of the room no sooner than that. (A node whose
+    /// loop stalls renews late, and may be dropped while it still runs, as one that stopped answering.)
+    public func lastLeaseRenewal(roomID: String) -> ContinuousClock.Instant? {
+        shards.compactMap { shard in shard.leaseRenewals.withLock { $0[roomID] } }.max()
+    }
+
     public func admit(
         _ claim: ClusterClaim,
         to room: ServerRoom,

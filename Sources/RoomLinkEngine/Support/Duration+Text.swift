@@ -1,6 +1,7 @@
 extension Duration {
     /// Parses a duration written as a number and a unit: `"120ms"`, `"90s"`, `"20m"`, `"1.5h"`, `"250us"`,
-    /// `"10ns"`; a bare `"0"` is zero.
+    /// `"10ns"`, or as several of them from the largest unit down: `"1m30s"`, `"1h15m"`, `"2s500ms"`; a bare `"0"`
+    /// is zero.
     ///
     /// This is the form of every duration in a scenario file and on the command line.
     ///
@@ -11,19 +12,49 @@ extension Duration {
             self = .zero
             return
         }
-        let units: [(String, Double)] = [
-            ("ns", 1), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9), ("m", 60e9), ("h", 3_600e9),
-        ]
-        // Longest suffix first, so that "ms" is not read as "s" and "m".
-        for (suffix, nanosecondsPerUnit) in units.sorted(by: { $0.0.count > $1.0.count })
-        where trimmed.hasSuffix(suffix) {
-            guard let value = Double(trimmed.dropLast(suffix.count)), value.isFinite, value >= 0 else { return nil }
-            let nanoseconds = (value * nanosecondsPerUnit).rounded()
-            guard nanoseconds < Double(Int64.max) else { return nil }
-            self = .nanoseconds(Int64(nanoseconds))
+        if let nanoseconds = Self.nanoseconds(single: Substring(trimmed)) ?? Self.nanoseconds(compound: trimmed),
+            nanoseconds < Double(Int64.max)
+        {
+            self = .nanoseconds(Int64(nanoseconds.rounded()))
             return
         }
         return nil
+    }
+
+    /// The units a duration is written in, largest first.
+    private static let textUnits: [(suffix: String, nanoseconds: Double)] = [
+        ("h", 3_600e9), ("m", 60e9), ("s", 1e9), ("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1),
+    ]
+
+    /// `"120ms"`: one number (anything `Double` reads, finite and not negative) and one unit.
+    private static func nanoseconds(single text: Substring) -> Double? {
+        // Longest suffix first, so that "ms" is not read as "s" and "m".
+        for (suffix, size) in textUnits.sorted(by: { $0.suffix.count > $1.suffix.count }) where text.hasSuffix(suffix) {
+            guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value >= 0 else { return nil }
+            return value * size
+        }
+        return nil
+    }
+
+    /// `"1m30s"`: decimal numbers, each followed by a unit smaller than the one before.
+    private static func nanoseconds(compound text: String) -> Double? {
+        guard !text.isEmpty else { return nil }
+        var total = 0.0
+        var rest = Substring(text)
+        var smallestSoFar = Double.infinity
+        while !rest.isEmpty {
+            let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+            guard !number.isEmpty, let value = Double(number) else { return nil }
+            rest = rest.dropFirst(number.count)
+            let unitText = rest.prefix { !($0.isASCII && ($0.isNumber || $0 == ".")) }
+            guard let unit = textUnits.first(where: { $0.suffix == unitText }), unit.nanoseconds < smallestSoFar else {
+                return nil
+            }
+            smallestSoFar = unit.nanoseconds
+            rest = rest.dropFirst(unitText.count)
+            total += value * unit.nanoseconds
+        }
+        return total.isFinite ? total : nil
     }
 
     /// The duration as `init(roomLinkText:)` reads it, in the largest unit that divides it exactly: `"90s"`, `"20m"`,

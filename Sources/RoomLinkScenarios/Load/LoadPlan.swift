@@ -72,6 +72,24 @@ public struct LoadPlan: Sendable, Equatable {
         guard rooms > 0, rooms <= clients else {
             throw .invalidArgument("rooms", "between 1 and the number of clients (\(clients))", got: "\(rooms)")
         }
+        // A fault is named by its own field, not by the timeline entry it becomes.
+        for fault in faults {
+            let (start, end) = fault.window
+            guard start <= duration else {
+                throw .invalidArgument(
+                    fault.field,
+                    "a start no later than the end of the run (duration \(duration.roomLinkText))",
+                    got: start.roomLinkText
+                )
+            }
+            if let end, end > duration {
+                throw .invalidArgument(
+                    fault.field,
+                    "to be over by the end of the run (duration \(duration.roomLinkText))",
+                    got: "an end at \(end.roomLinkText)"
+                )
+            }
+        }
         return try Scenario(json: Data(scenarioJSON().utf8))
     }
 
@@ -186,5 +204,33 @@ public struct LoadPlan: Sendable, Equatable {
         text += "  \"timeline\": [\n    " + entries.joined(separator: ",\n    ") + "\n  ],\n"
         text += "  \"end\": \"\(duration.roomLinkText)\"\n}\n"
         return text
+    }
+}
+
+extension LoadPlan.Fault {
+    /// The plan's field for this kind of fault, as errors name it (`roomlink load` turns `storm` into `--storm`).
+    public var field: String {
+        switch self {
+        case .outages: "outages"
+        case .storm: "storm"
+        case .flapping: "flapping"
+        case .kickStorm: "kickStorm"
+        case .tokenWave: "tokenWave"
+        case .partition: "partition"
+        case .churn: "churn"
+        }
+    }
+
+    /// When the fault starts, and when its last action is taken where the plan fixes it (a spread's end); a
+    /// fault's drawn lengths may outlast the run, as a real outage outlasts a test.
+    var window: (start: Duration, end: Duration?) {
+        switch self {
+        case .outages(_, let at, _, let over): (at, at + over)
+        case .storm(_, let at, _): (at, nil)
+        case .flapping(_, _, _, let from, let until): (from, until)
+        case .kickStorm(_, let at, let over), .tokenWave(_, let at, let over): (at, at + over)
+        case .partition(_, let at, _): (at, nil)
+        case .churn(_, _, let from, let until): (from, until)
+        }
     }
 }
