@@ -129,7 +129,9 @@ struct Load: AsyncParsableCommand {
             )
         }
         do {
-            try saveScenario.map { path throws(RoomLinkError) in try OutputFile(path).write(plan.scenarioJSON()) }
+            try saveScenario.map { path throws(RoomLinkError) in
+                output.dryRun ? try OutputFile(path).checkWritable() : try OutputFile(path).write(plan.scenarioJSON())
+            }
             // Open every destination before running, so a bad path fails at once, not after the run.
             for path in [plot, timeseries].compactMap(\.self) { try OutputFile(path).checkWritable() }
         } catch {
@@ -144,6 +146,7 @@ struct Load: AsyncParsableCommand {
             collectsLoadStatistics: true
         )
         playback.logsAttempts = output.attempts
+        playback.dryRun = output.dryRun
         playback.faultWindows = Self.faultWindows(plan.faults)
         do {
             playback.slice = try shard.map { text throws(RoomLinkError) in try RunSlice(parsing: text, field: "--shard")
@@ -164,7 +167,7 @@ struct Load: AsyncParsableCommand {
             throw fail(error)
         }
         playback.defaultShards = LibeventLoopGroup.coreCount
-        if let processes, processes > 1 {
+        if let processes, processes > 1, !output.dryRun {
             return try await runProcesses(processes, plan: plan, title: title)
         }
         playback.afterRun = { [plot, timeseries] result in

@@ -27,6 +27,8 @@ struct Playback {
     var slice: RunSlice?
     /// The faults that end (storms, outages, partitions), for the load report's recoveries.
     var faultWindows: [LoadReport.FaultWindow] = []
+    /// `--dry-run`: check everything a run checks before it starts, say what would run, and stop there.
+    var dryRun = false
 
     /// Plays `scenario` (called `name` in messages).
     func play(_ scenario: Scenario, name: String) async throws {
@@ -48,6 +50,17 @@ struct Playback {
             }
         } catch {
             throw fail(error, in: name)
+        }
+        if dryRun {
+            do {
+                for path in [events, report].compactMap(\.self) where path != "-" {
+                    try OutputFile(path).checkWritable()
+                }
+            } catch {
+                throw fail(error)
+            }
+            print(Self.dryRunLine(scenario, name: name, clock: clockOptions, remote: remote))
+            return
         }
         // A signal or a closed pipe stops the run; what it produced is still written and reported.
         let interruption = RunInterruption()
@@ -208,6 +221,24 @@ struct Playback {
         }
         try afterRun?(result)
         try Self.failOnViolations(result)
+    }
+
+    /// What `--dry-run` prints: the run that would have been played.
+    static func dryRunLine(
+        _ scenario: Scenario,
+        name: String,
+        clock: ClockOptions,
+        remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?, sources: [String])?
+    ) -> String {
+        let people =
+            scenario.population.map { "\($0.clients) clients in \($0.rooms) rooms" }
+            ?? "\(scenario.users.count) users"
+        let where_ = remote.map { " against \($0.servers.map(\.description).joined(separator: ","))" } ?? ""
+        let on =
+            clock.clock == .virtual
+            ? "the virtual clock" : "the real clock at time scale \(clock.timeScale)"
+        return "\(name): \(scenario.dialect.rawValue), \(people), \(scenario.timeline.count) timeline entries, "
+            + "\(scenario.end.roomLinkText) on \(on)\(where_) (dry run: nothing played, nothing written)"
     }
 
     /// What an interrupted run says on standard error: how far it got, and what was kept where.

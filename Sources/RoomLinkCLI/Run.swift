@@ -35,6 +35,7 @@ struct Run: AsyncParsableCommand {
         }
         var playback = Playback(events: output.events, report: output.report, clockOptions: clockOptions)
         playback.logsAttempts = output.attempts
+        playback.dryRun = output.dryRun
         do {
             try remoteOptions.configure(
                 &playback,

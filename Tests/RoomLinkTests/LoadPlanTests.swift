@@ -26,6 +26,25 @@ struct LoadPlanTests {
         try await ScenarioHarness.run(try plan.scenario())
     }
 
+    /// A fault that starts after the end, or whose spread runs past it, is refused by the fault's own field — not by
+    /// the timeline entry it would have become, which the person who wrote the flags never saw.
+    @Test(arguments: [
+        (try! LoadPlan.storm("0.5@2m:10s"), "storm"), (try! LoadPlan.outages("0.1@50s:10s/20s"), "outages"),
+        (try! LoadPlan.kickStorm("0.1@61s"), "kickStorm"), (try! LoadPlan.tokenWave("0.1@30s/31s"), "tokenWave"),
+        (try! LoadPlan.partition("0.5@90s:10s"), "partition"),
+    ])
+    func aFaultPastTheEndIsNamedByItsField(_ fault: LoadPlan.Fault, _ field: String) {
+        #expect(throws: RoomLinkError.invalidInput) { try Self.plan(duration: "1m", [fault]).scenario() }
+        do {
+            _ = try Self.plan(duration: "1m", [fault]).scenario()
+        } catch {
+            #expect(error.field == field)
+            #expect(error.message.hasPrefix("\(field): expected "))
+        }
+        // A fault that ends when the run does is a fault of the run.
+        #expect(throws: Never.self) { try Self.plan(duration: "2m", [fault]).scenario() }
+    }
+
     @Test
     func theSavedScenarioIsWhatRunsAndReadsBackTheSame() throws {
         var plan = Self.plan(
