@@ -147,7 +147,7 @@ struct Load: AsyncParsableCommand {
         )
         playback.logsAttempts = output.attempts
         playback.dryRun = output.dryRun
-        playback.faultWindows = Self.faultWindows(plan.faults)
+        playback.faultWindows = plan.faultWindows
         do {
             playback.slice = try shard.map { text throws(RoomLinkError) in try RunSlice(parsing: text, field: "--shard")
             }
@@ -231,34 +231,5 @@ struct Load: AsyncParsableCommand {
             )
         }
         try Playback.failOnViolations(merged)
-    }
-
-    /// The faults that end, with when: what the report's recoveries measure from.
-    static func faultWindows(_ faults: [LoadPlan.Fault]) -> [LoadReport.FaultWindow] {
-        func longest(_ length: OutageLength) -> Duration? {
-            switch length {
-            case .fixed(let length): length
-            case .uniform(_, let upper): upper
-            case .exponential: nil  // no end to speak of
-            }
-        }
-        return faults.compactMap { fault -> LoadReport.FaultWindow? in
-            let label: String
-            let start: Duration
-            let end: Duration
-            switch fault {
-            case .storm(let fraction, let at, let length):
-                (label, start, end) = ("storm \(fraction)@\(at.roomLinkText):\(length.roomLinkText)", at, at + length)
-            case .outages(let fraction, let at, let length, let over):
-                guard let longest = longest(length) else { return nil }
-                (label, start, end) = ("outages \(fraction)@\(at.roomLinkText)", at, at + over + longest)
-            case .partition(let fraction, let at, let length):
-                guard let longest = longest(length) else { return nil }
-                (label, start, end) = ("partition \(fraction)@\(at.roomLinkText)", at, at + longest)
-            case .flapping, .kickStorm, .tokenWave, .churn:
-                return nil
-            }
-            return LoadReport.FaultWindow(fault: label, startSeconds: start.seconds, endSeconds: end.seconds)
-        }
     }
 }

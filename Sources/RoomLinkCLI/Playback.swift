@@ -20,7 +20,7 @@ struct Playback {
     /// Whether the event log carries `attempt` lines (`--attempts`).
     var logsAttempts = false
     /// A server in another process to play against (`--server`), and its admin API.
-    var remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?, sources: [String])?
+    var remote: TCPServerTarget?
     /// With ``remote``: play the scenario in virtual time too, and compare the two runs within this tolerance.
     var compareWithin: Duration?
     /// The slice of the population to play (`roomlink load --shard I/N`).
@@ -40,14 +40,9 @@ struct Playback {
             runner.logsAttempts = logsAttempts
             runner.slice = slice
             runner.memoryLimit = clockOptions.memoryLimit?.bytes ?? ScenarioLimits.defaultMemoryLimit
-            if let population = scenario.population {
-                // Before anything is built: a population that cannot fit is refused in a millisecond.
-                try ScenarioLimits.checkMemory(
-                    clients: population.clients,
-                    limit: runner.memoryLimit,
-                    field: "population.clients"
-                )
-            }
+            runner.faultWindows = faultWindows
+            // Before anything is built: a population that cannot fit is refused in a millisecond.
+            try runner.check()
         } catch {
             throw fail(error, in: name)
         }
@@ -83,49 +78,15 @@ struct Playback {
         }
         var options = clockOptions
         options.seed = scenario.seed
-        var transport: TCPClientTransport?
-        let connections = remote == nil ? nil : ConnectionStatistics()
-        if let remote {
-            // A real server runs on the real clock.
-            guard options.clock == .real else {
-                throw fail(
-                    RoomLinkError(
-                        code: .invalidInput,
-                        field: "--server",
-                        message: "--server plays against a real server on the real clock: add --clock real"
-                    )
+        // A real server runs on the real clock.
+        if remote != nil, options.clock != .real {
+            throw fail(
+                RoomLinkError(
+                    code: .invalidInput,
+                    field: "--server",
+                    message: "--server plays against a real server on the real clock: add --clock real"
                 )
-            }
-            do {
-                transport = try TCPClientTransport(
-                    servers: remote.servers,
-                    dialect: scenario.dialect,
-                    configuration: .init(
-                        latency: scenario.network.latency,
-                        jitter: scenario.network.jitter,
-                        seed: scenario.seed,
-                        sourceAddresses: remote.sources,
-                        observer: connections
-                    )
-                )
-            } catch {
-                throw fail(
-                    RoomLinkError(code: .invalidInput, field: "--server", message: "--server: \(error.description)")
-                )
-            }
-            let population = scenario.population?.clients ?? 0
-            let needed = (slice.map { (population + $0.count - 1) / $0.count } ?? population) + scenario.users.count
-            let possible = OpenFileLimit.connections(loops: options.loops)
-            if needed > possible {
-                throw fail(
-                    RoomLinkError(
-                        code: .invalidInput,
-                        field: "--server",
-                        message: "--server: \(needed) clients need \(needed) connections, and this process may open "
-                            + "\(possible) (its open-file limit); split the population over several processes"
-                    )
-                )
-            }
+            )
         }
         // The same scenario in virtual time first (instant), to compare the real run with.
         var virtualEvents: [LoggedEvent]?
@@ -148,18 +109,14 @@ struct Playback {
         let trap = SignalTrap(stopping: interruption)
         defer { trap.release() }
         do {
-            result = try await options.withRuntime {
-                [runner, progress, progressInterval, remote, transport, sink, connections] group in
+            result = try await options.withRuntime { [runner, progress, progressInterval, remote, sink] group in
                 var runner = runner
-                if let remote, let transport, let loops = group as? LibeventLoopGroup {
-                    let administration: any RoomAdministration =
-                        remote.admin.map { AdminClient(address: $0, token: remote.token, loop: loops.eventLoops[0]) }
-                        ?? NoAdministration()
-                    runner.remote = ScenarioRunner.RemoteServer(
-                        network: { _ in transport },
-                        administration: administration,
-                        connections: connections
-                    )
+                if let remote, let loops = group as? LibeventLoopGroup {
+                    do {
+                        try runner.playAgainst(remote, on: loops)
+                    } catch let error as RoomLinkError {
+                        throw error.naming("--server")
+                    }
                 }
                 return try await runner.run(
                     on: group,
@@ -171,9 +128,10 @@ struct Playback {
         } catch {
             // Keep every event already produced: write what is buffered before reporting the failure.
             try? writer?.close()
+            // A server the run could not play against is a flag's fault, said as such; anything else stopped it.
+            if let error = error as? RoomLinkError, error.field == "--server" { throw fail(error) }
             throw fail(error, in: "the run stopped")
         }
-        result.load?.measureRecoveries(after: faultWindows)
         do {
             try writer?.close()
         } catch {
@@ -228,7 +186,7 @@ struct Playback {
         _ scenario: Scenario,
         name: String,
         clock: ClockOptions,
-        remote: (servers: [SocketAddress], admin: SocketAddress?, token: String?, sources: [String])?
+        remote: TCPServerTarget?
     ) -> String {
         let people =
             scenario.population.map { "\($0.clients) clients in \($0.rooms) rooms" }

@@ -95,27 +95,32 @@ struct RemoteOptions: ParsableArguments {
             }
             return
         }
-        try Self.check(scenario, hasAdmin: serverAdmin != nil, capacityFlags: capacityFlags)
-        playback.remote = (servers, try adminAddress(), serverAdminToken, try sources())
+        let target = TCPServerTarget(
+            servers: servers,
+            admin: try adminAddress(),
+            adminToken: serverAdminToken,
+            sourceAddresses: try sources()
+        )
+        try Self.check(scenario, against: target, capacityFlags: capacityFlags)
+        playback.remote = target
         if let comparison, comparison.compareWithVirtual { playback.compareWithin = comparison.tolerance.duration }
     }
 
-    /// Checks that `scenario` can run against a remote server: what it does from the server's side needs the admin
-    /// API, and a server's capacity is the server's own (`roomlink serve --server-capacity`).
-    static func check(_ scenario: Scenario, hasAdmin: Bool, capacityFlags: ServerOptions) throws(RoomLinkError) {
-        for entry in scenario.timeline where !hasAdmin {
-            let action: String
-            switch entry.action {
-            case .kick: action = "kick"
-            case .expireToken: action = "expireToken"
-            case .requestReconnect: action = "requestReconnect"
-            default: continue
-            }
+    /// Checks that `scenario` can run against `target` (``TCPServerTarget/check(_:)``: its server-side actions need
+    /// the admin API), and that no capacity flag was given: a server's capacity is the server's own (`roomlink serve
+    /// --server-capacity`).
+    static func check(
+        _ scenario: Scenario,
+        against target: TCPServerTarget,
+        capacityFlags: ServerOptions
+    ) throws(RoomLinkError) {
+        do {
+            try target.check(scenario)
+        } catch {
             throw RoomLinkError(
                 code: .invalidInput,
                 field: "--server-admin",
-                message: "the scenario's \(action) at \(entry.at.roomLinkText) acts from the server's side: give "
-                    + "--server-admin HOST:PORT (roomlink serve --admin)"
+                message: error.message + ": give --server-admin HOST:PORT (roomlink serve --admin)"
             )
         }
         let flags = capacityFlags
@@ -129,13 +134,6 @@ struct RemoteOptions: ParsableArguments {
             )
         }
     }
-}
-
-/// A remote server without an admin API: nothing in the scenario calls it (``RemoteOptions/check(_:hasAdmin:capacityFlags:)``).
-final class NoAdministration: RoomAdministration {
-    func kickOut(roomID: String, userIDs: [String]) {}
-    func requestReconnect(roomID: String, userIDs: [String]) {}
-    func expireToken(userID: String, inRooms roomIDs: [String]?) {}
 }
 
 /// `run`'s check of a real run against its simulation (`load`'s event log is too large to compare).

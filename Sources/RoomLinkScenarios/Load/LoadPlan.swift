@@ -234,3 +234,36 @@ extension LoadPlan.Fault {
         }
     }
 }
+
+extension LoadPlan {
+    /// The windows of the faults that end (storms, outages and partitions of a bounded length), for the report's
+    /// recoveries (``LoadReport/measureRecoveries(after:)``): how far the population fell during each and how long it
+    /// took to come back after it.
+    public var faultWindows: [LoadReport.FaultWindow] {
+        func longest(_ length: OutageLength) -> Duration? {
+            switch length {
+            case .fixed(let length): length
+            case .uniform(_, let upper): upper
+            case .exponential: nil  // no end to speak of
+            }
+        }
+        return faults.compactMap { fault -> LoadReport.FaultWindow? in
+            let label: String
+            let start: Duration
+            let end: Duration
+            switch fault {
+            case .storm(let fraction, let at, let length):
+                (label, start, end) = ("storm \(fraction)@\(at.roomLinkText):\(length.roomLinkText)", at, at + length)
+            case .outages(let fraction, let at, let length, let over):
+                guard let longest = longest(length) else { return nil }
+                (label, start, end) = ("outages \(fraction)@\(at.roomLinkText)", at, at + over + longest)
+            case .partition(let fraction, let at, let length):
+                guard let longest = longest(length) else { return nil }
+                (label, start, end) = ("partition \(fraction)@\(at.roomLinkText)", at, at + longest)
+            case .flapping, .kickStorm, .tokenWave, .churn:
+                return nil
+            }
+            return LoadReport.FaultWindow(fault: label, startSeconds: start.seconds, endSeconds: end.seconds)
+        }
+    }
+}
