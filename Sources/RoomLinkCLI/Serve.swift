@@ -26,7 +26,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A JSON file of settings (see the discussion); flags override it.") var config: String?
     @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. serverHeartbeatTimeout=30s (repeatable).")
     var timing: [String] = []
-    @Option(help: "A JSON file {\"user\": \"token\", …}: logins must present their user's token.") var auth: String?
+    @Option(help: "A JSON file {\"user\": \"token\" or [\"token\", …]}: logins and renewals must present one.")
+    var auth: String?
     @Option(help: "Close a connection that has not logged in within this time.") var loginTimeout: DurationArgument?
     @Option(help: "Close a connection whose unread output passes this size (a slow reader).")
     var maxOutput: ByteCount?

@@ -43,14 +43,33 @@ struct ServeSettings {
 
         enum Auth: Decodable {
             case path(String)
-            case table([String: String])
+            case table(AuthTable)
 
             init(from decoder: any Decoder) throws {
                 let container = try decoder.singleValueContainer()
                 if let path = try? container.decode(String.self) {
                     self = .path(path)
+                } else if let single = try? container.decode([String: String].self) {
+                    self = .table(AuthTable(single))
                 } else {
-                    self = .table(try container.decode([String: String].self))
+                    self = .table(AuthTable(tokens: try container.decode([String: OneOrMany].self).mapValues(\.tokens)))
+                }
+            }
+
+            /// A user's token, or a non-empty list of them.
+            struct OneOrMany: Decodable {
+                var tokens: [String]
+
+                init(from decoder: any Decoder) throws {
+                    let container = try decoder.singleValueContainer()
+                    if let token = try? container.decode(String.self) {
+                        tokens = [token]
+                    } else {
+                        tokens = try container.decode([String].self)
+                        guard !tokens.isEmpty else {
+                            throw DecodingError.dataCorruptedError(in: container, debugDescription: "an empty list")
+                        }
+                    }
                 }
             }
         }
@@ -129,7 +148,7 @@ struct ServeSettings {
         let engine = dialect.engineTimings(overrides: overrides)
 
         // The auth table: the flag's file, the configuration's file, or the configuration's table.
-        var authTable: [String: String]?
+        var authTable: AuthTable?
         switch (flags.auth, file.auth) {
         case (let path?, _), (nil, .path(let path)?): authTable = try Self.authTable(at: path)
         case (nil, .table(let table)?): authTable = table
@@ -268,20 +287,11 @@ struct ServeSettings {
         return "\(allowed.isEmpty ? "node" : String(allowed.prefix(40)))-\(ProcessInfo.processInfo.processIdentifier)"
     }
 
-    private static func authTable(at path: String) throws(RoomLinkError) -> [String: String] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw RoomLinkError(code: .ioFailure, message: "\(path): cannot read the auth table")
-        }
-        guard let table = try? JSONDecoder().decode([String: String].self, from: data) else {
-            throw RoomLinkError(
-                code: .invalidInput,
-                message: "\(path): expected a JSON object of user IDs to tokens, {\"alice\": \"token\"}"
-            )
-        }
-        return table
+    /// The auth table file at `path`: strict JSON, bounded like a configuration (``InputFile.configurationLimit``),
+    /// each user ID to a token or a list of tokens.
+    private static func authTable(at path: String) throws(RoomLinkError) -> AuthTable {
+        let bytes = try InputFile(path, as: "the auth table", limit: InputFile.configurationLimit).read()
+        return try AuthTable(json: try JSONValue.parse(Data(bytes), what: path), at: path)
     }
 
     private static func invalid(_ key: String, _ expected: String) -> RoomLinkError {

@@ -42,8 +42,8 @@ public final class NetworkServer: Sendable {
         /// The heartbeat interval the server tells clients in its hello (`nil` for a dialect without heartbeats);
         /// the dialect's by default.
         public var heartbeatInterval: Duration?
-        /// The valid token of each user ID; without one, tokens are not checked.
-        public var auth: [String: String]?
+        /// The valid tokens of each user ID; without a table, tokens are not checked (a renewal needs one not empty).
+        public var auth: AuthTable?
         /// Capacity and admission control, as the simulated server's (contract §9).
         public var policy: ServerPolicy
         /// How long a new connection may take to log in before it is closed.
@@ -76,7 +76,7 @@ public final class NetworkServer: Sendable {
             dialect: DialectName,
             timings: ServerTimings? = nil,
             heartbeatInterval: Duration?? = nil,
-            auth: [String: String]? = nil,
+            auth: AuthTable? = nil,
             policy: ServerPolicy = .unlimited,
             loginTimeout: Duration = .seconds(10),
             maximumOutputBuffer: Int = 256 * 1024,

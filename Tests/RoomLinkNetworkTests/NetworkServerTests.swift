@@ -91,6 +91,55 @@ struct NetworkServerTests {
         }
     }
 
+    /// A renewal over the wire is checked like a login: one of the user's tokens in the table is accepted (its expiry
+    /// is cancelled); a token the table does not list for the user changes nothing, and the expiry kicks it out
+    /// (1002056). Observed on the server (the member's token deadline), not by timing.
+    @Test func aTokenRenewalIsCheckedAgainstTheTable() async throws {
+        try await NetworkTest.withGroup { group in
+            let auth = AuthTable(tokens: ["alice": ["a1", "a2"], "bob": ["b1"]])
+            let (server, address) = try await NetworkTest.server(on: group, .init(dialect: .zego, auth: auth))
+            let alice = try Self.client("alice", on: group, to: address)
+            let bob = try Self.client("bob", on: group, to: address)
+            let aliceLog = await EventLog(alice)
+            let bobLog = await EventLog(bob)
+            #expect(await alice.loginRoom("room-1", config: ZegoRoomConfig(token: "a1")) == .success)
+            #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(token: "b1")) == .success)
+            try await NetworkTest.until("both are in") {
+                aliceLog.count(of: .logined) == 1 && bobLog.count(of: .logined) == 1
+            }
+            server.rooms.expireToken(userID: "alice")
+            server.rooms.expireToken(userID: "bob")
+            func warned(_ log: EventLog) -> Bool {
+                log.all.contains { if case .roomTokenWillExpire = $0 { true } else { false } }
+            }
+            try await NetworkTest.until("both are warned") { warned(aliceLog) && warned(bobLog) }
+            let room = server.rooms.serverRoom("room-1")
+            #expect(await alice.renewToken("a2", roomID: "room-1") == .success)
+            #expect(await bob.renewToken("alice's", roomID: "room-1") == .success)  // sent; the server decides
+            try await NetworkTest.until("alice's renewal is accepted") {
+                let isMember = await room.memberIDs.contains("alice")
+                let deadline = await room.tokenDeadline(of: "alice")
+                return isMember && deadline == nil
+            }
+            try await NetworkTest.until("bob is kicked out for the expired token") {
+                bobLog.count(of: .kickOut) == 1
+            }
+            guard case .roomStateChanged(_, .kickOut, let code, _)? = bobLog.all.last else {
+                Issue.record("no kick: \(bobLog.all)")
+                return
+            }
+            #expect(code == .kickedByTokenExpiry)
+            #expect(await room.memberIDs == ["alice"])
+            #expect(aliceLog.count(of: .kickOut) == 0)
+            // The refused token did not become bob's: a login with it is refused.
+            #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(token: "alice's")) == .success)
+            try await NetworkTest.until("bob's login with it is refused") { bobLog.count(of: .loginFailed) == 1 }
+            await alice.shutdown()
+            await bob.shutdown()
+            await server.shutdown()
+        }
+    }
+
     @Test func aRestartedServerBringsEveryClientBack() async throws {
         try await NetworkTest.withGroup { group in
             // An address of its own on loopback: between the two servers its port is free, and another test's server

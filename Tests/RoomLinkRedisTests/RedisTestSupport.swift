@@ -18,14 +18,36 @@ final class RedisServer: Sendable {
     var endpoint: RedisEndpoint { RedisEndpoint(host: "127.0.0.1", port: port) }
 
     init() throws {
-        port = try Self.freePort()
-        try start()
+        // A port found free may be taken before redis-server binds it — by another test process's Redis, which would
+        // then answer for ours and share its keys. The server that answers must be ours (its process ID), or another
+        // port is tried.
+        var lastError: any Error = RedisTestError("no free port")
+        for _ in 0..<10 {
+            let candidate = try Self.freePort()
+            do {
+                try Self.launch(on: candidate, into: process)
+                port = candidate
+                return
+            } catch {
+                lastError = error
+                if let failed = process.withLock({ $0 }) {
+                    kill(failed.processIdentifier, SIGKILL)
+                    failed.waitUntilExit()
+                }
+            }
+        }
+        throw lastError
     }
 
-    /// Starts the server (again, after ``stop()``: empty, as a restarted Redis without persistence is).
+    /// Starts the server again after ``stop()``, on its port: empty, as a restarted Redis without persistence is.
     func start() throws {
+        try Self.launch(on: port, into: process)
+    }
+
+    /// Starts redis-server on `port` and waits until it answers — and is the one answering.
+    private static func launch(on port: Int, into box: LockedBox<Process?>) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable("redis-server")!)
+        process.executableURL = URL(fileURLWithPath: executable("redis-server")!)
         process.arguments = [
             "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
             "--loglevel", "warning",
@@ -33,10 +55,16 @@ final class RedisServer: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        self.process.withLock { $0 = process }
+        box.withLock { $0 = process }
         // Ready when it answers (a hang limit, not a timing).
         for _ in 0..<500 {
-            if (try? cli("PING")) == "PONG" { return }
+            guard process.isRunning else { throw RedisTestError("redis-server on port \(port) exited (port taken?)") }
+            if (try? cli(port: port, "PING")) == "PONG" {
+                guard let info = try? cli(port: port, "INFO", "server"),
+                    info.contains("process_id:\(process.processIdentifier)")
+                else { throw RedisTestError("another process's Redis answers on port \(port)") }
+                return
+            }
             usleep(10_000)
         }
         throw RedisTestError("redis-server on port \(port) did not answer")
@@ -53,8 +81,16 @@ final class RedisServer: Sendable {
     /// Runs one command with `redis-cli` and returns its output, trimmed.
     @discardableResult
     func cli(_ arguments: String...) throws -> String {
+        try Self.cli(port: port, arguments)
+    }
+
+    private static func cli(port: Int, _ arguments: String...) throws -> String {
+        try cli(port: port, arguments)
+    }
+
+    private static func cli(port: Int, _ arguments: [String]) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable("redis-cli")!)
+        process.executableURL = URL(fileURLWithPath: executable("redis-cli")!)
         process.arguments = ["-p", String(port), "--no-raw"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe

@@ -14,7 +14,7 @@ struct ZegoClientTests {
         let environment: ZegoClient.Environment
         let events = EventCollector()
 
-        init(simulation: SimulationRuntime, auth: [String: String]? = nil, timings: ZegoTimings = .default) {
+        init(simulation: SimulationRuntime, auth: AuthTable? = nil, timings: ZegoTimings = .default) {
             self.simulation = simulation
             network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
             server = RoomServer(group: simulation, transport: network, timings: timings.server, auth: auth)
@@ -28,7 +28,7 @@ struct ZegoClientTests {
 
     /// Runs `body` on a fresh simulation with a world.
     static func withWorld(
-        auth: [String: String]? = nil,
+        auth: AuthTable? = nil,
         _ body: @escaping @Sendable (World) async throws -> Void
     ) async throws {
         try await SimulationRuntime.withSimulation(seed: 1) { simulation in
@@ -178,7 +178,7 @@ struct ZegoClientTests {
 
     @Test
     func aWrongTokenFailsWith1002033AndAnExpiredOneKicksWith1002056UnlessRenewed() async throws {
-        try await Self.withWorld(auth: ["A": "a1", "B": "b1", "C": "c1"]) { world in
+        try await Self.withWorld(auth: AuthTable(tokens: ["A": ["a1"], "B": ["b1", "b2"], "C": ["c1"]])) { world in
             let a = world.client("A")
             let b = world.client("B")
             let c = world.client("C")

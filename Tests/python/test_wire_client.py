@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The Python client from the schema against a real `roomlink serve`: it logs in, heartbeats, sees a Swift-side peer
-through the admin API, is kicked, and hears the server's goodbye on SIGTERM.
+through the admin API, is kicked, renews tokens (with and without an auth table), and hears the server's goodbye on
+SIGTERM.
 
 Usage: Tests/python/test_wire_client.py PATH/TO/roomlink   (needs protoc, and Python's protobuf 4.21)
 """
@@ -34,9 +35,9 @@ def generate(directory):
 class Server:
     """`roomlink serve` on ephemeral ports, its addresses read from its first lines."""
 
-    def __init__(self, *flags):
+    def __init__(self, *flags, scale="0.05"):
         self.process = subprocess.Popen(
-            [ROOMLINK, "serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--time-scale", "0.05", *flags],
+            [ROOMLINK, "serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--time-scale", scale, *flags],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -57,9 +58,8 @@ class Server:
             return response.read().decode()
 
     def post(self, path, body):
-        request = urllib.request.Request(
-            f"http://{self.admin}{path}", data=json.dumps(body).encode(), method="POST"
-        )
+        data = b"" if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"http://{self.admin}{path}", data=data, method="POST")
         with urllib.request.urlopen(request, timeout=20) as response:
             return json.loads(response.read())
 
@@ -158,6 +158,82 @@ class WireClientTest(unittest.TestCase):
                 client.close()
             finally:
                 self.assertEqual(server.stop(), 0)
+
+    def renewal_outcomes(self, server, renewals):
+        """Logs each (user, login token, renewal token) in on a connection of its own, expires every user's token
+        through the admin API, renews as given once warned, and returns the users kicked for the expiry — read after
+        the last kick, in the order the kicks came — and the members left. A kick is the server's answer to a refused
+        renewal; an accepted one cancels it."""
+        pb = self.pb
+        clients = {}
+        for number, (user, login_token, _) in enumerate(renewals, start=1):
+            client = self.WireClient(pb, "127.0.0.1", server.port)
+            client.hello(pb.DIALECT_ZEGO, user)
+            client.login("r", user, number, token=login_token)
+            self.assertIsNotNone(client.receive_kind("login_accepted"), user)
+            clients[user] = (client, number)
+        for user in clients:
+            server.post(f"/users/{user}/expire-token", None)
+        for user, _, renewal in renewals:
+            client, session = clients[user]
+            warning = client.receive_kind("token_will_expire")
+            self.assertIsNotNone(warning, user)
+            client.renew_token("r", user, session, renewal)
+        kicked = []
+        expected_kicks = [user for user, _, _ in renewals if user.startswith("refused")]
+        for user in expected_kicks:
+            client, _ = clients[user]
+            kick = client.receive_kind("kicked")
+            self.assertIsNotNone(kick, user)
+            self.assertEqual(kick.kicked.reason, pb.Kicked.REASON_TOKEN_EXPIRED)
+            kicked.append(user)
+        members = json.loads(server.get("/rooms/r/members"))["members"]
+        for client, _ in clients.values():
+            client.close()
+        return kicked, sorted(members)
+
+    def test_a_renewal_is_checked_like_a_login(self):
+        """With an auth table a renewal must bring one of the user's own tokens that has not expired; without one,
+        any new token. Anything else is refused and the expiry kicks the user at the grace's end."""
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as auth:
+            json.dump(
+                {
+                    "accepted": ["a1", "a2"],
+                    "refused-other": ["o1"],
+                    "refused-empty": "e1",
+                    "refused-same": "s1",
+                    "refused-unknown": "u1",
+                },
+                auth,
+            )
+            auth.flush()
+            # Time scale 0.2: the 30 s grace is 6 real seconds, room for a renewal on a loaded machine.
+            server = Server("--dialect", "zego", "--auth", auth.name, scale="0.2")
+            try:
+                kicked, members = self.renewal_outcomes(
+                    server,
+                    [
+                        ("accepted", "a1", "a2"),
+                        ("refused-other", "o1", "a2"),
+                        ("refused-empty", "e1", ""),
+                        ("refused-same", "s1", "s1"),
+                        ("refused-unknown", "u1", "forged"),
+                    ],
+                )
+                self.assertEqual(sorted(kicked), ["refused-empty", "refused-other", "refused-same", "refused-unknown"])
+                self.assertEqual(members, ["accepted"])
+            finally:
+                self.assertEqual(server.stop(), 0)
+        server = Server("--dialect", "zego", scale="0.2")
+        try:
+            kicked, members = self.renewal_outcomes(
+                server,
+                [("accepted", "", "new"), ("refused-empty", "", ""), ("refused-same", "t", "t")],
+            )
+            self.assertEqual(sorted(kicked), ["refused-empty", "refused-same"])
+            self.assertEqual(members, ["accepted"])
+        finally:
+            self.assertEqual(server.stop(), 0)
 
     def test_a_malformed_frame_closes_only_its_connection(self):
         pb = self.pb

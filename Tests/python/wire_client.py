@@ -81,3 +81,11 @@ class WireClient:
         frame.logout.user_id = user
         frame.logout.session = session
         self.send(frame)
+
+    def renew_token(self, room, user, session, token):
+        frame = self.pb.ClientFrame()
+        frame.renew_token.room = room
+        frame.renew_token.user_id = user
+        frame.renew_token.session = session
+        frame.renew_token.token = token
+        self.send(frame)

@@ -25,16 +25,18 @@ public final class RoomServer: RoomDirectory {
         private let tokens: LockedBox<TokenTable>
 
         private struct TokenTable {
-            /// The valid token of each user ID; `nil` when the server checks no tokens.
-            var auth: [String: String]?
+            /// The valid tokens of each user ID; `nil` when the server checks no tokens.
+            var auth: AuthTable?
             /// Tokens that expired, by user ID ("" for a login without a token).
             var expired: [String: Set<String>] = [:]
+            /// The token each user last logged in or renewed with: the one an expiry expires.
+            var current: [String: String] = [:]
         }
 
         init(
             timings: ServerTimings,
             transport: any ServerTransport,
-            auth: [String: String]?,
+            auth: AuthTable?,
             policy: ServerPolicy,
             cluster: (any RoomCluster)?
         ) {
@@ -45,29 +47,33 @@ public final class RoomServer: RoomDirectory {
             self.tokens = LockedBox(TokenTable(auth: auth))
         }
 
-        /// Marks the current token of `userID` expired.
+        /// Marks the current token of `userID` expired: the one it last logged in or renewed with.
         func expire(_ userID: String) {
             tokens.withLock { table in
-                let current = table.auth?[userID] ?? ""
+                let current = table.current[userID] ?? table.auth?.tokens[userID]?.first ?? ""
                 table.expired[userID, default: []].insert(current)
             }
         }
 
-        /// Whether `token` lets `userID` log in: it has not expired, and it matches the authentication table if
-        /// there is one.
-        func tokenIsValid(_ token: String?, for userID: String) -> Bool {
+        /// Whether `token` lets `userID` log in: it has not expired, and the authentication table, if there is one,
+        /// lists it for the user. A valid token becomes the user's current one.
+        func admitsLogin(_ token: String?, for userID: String) -> Bool {
             tokens.withLock { table in
                 if table.expired[userID]?.contains(token ?? "") ?? false { return false }
-                guard let auth = table.auth else { return true }
-                return auth[userID] == token
+                if let auth = table.auth, !auth.lists(token, for: userID) { return false }
+                table.current[userID] = token ?? ""
+                return true
             }
         }
 
-        /// Accepts a renewed token unless it has expired; it becomes the user's valid token.
+        /// Whether a renewal with `token` is accepted: the token is not empty, has not expired, and the
+        /// authentication table, if there is one, lists it for the user. An accepted token becomes the user's
+        /// current one; a refused renewal changes nothing (the expiry it answered stays due).
         func renewToken(_ token: String, for userID: String) -> Bool {
             tokens.withLock { table in
-                if table.expired[userID]?.contains(token) ?? false { return false }
-                table.auth?[userID] = token
+                guard !token.isEmpty, !(table.expired[userID]?.contains(token) ?? false) else { return false }
+                if let auth = table.auth, !auth.lists(token, for: userID) { return false }
+                table.current[userID] = token
                 return true
             }
         }
@@ -80,7 +86,8 @@ public final class RoomServer: RoomDirectory {
     ///   - transport: How rooms reach clients; the server asks it to route clients' messages to its rooms
     ///     (``ServerTransport/serve(_:)``), and a ``SimulatedNetwork`` keeps it alive for that.
     ///   - timings: The dialect's server timings.
-    ///   - auth: The valid token of each user ID. When present, a login whose token does not match is refused.
+    ///   - auth: The valid tokens of each user ID. When present, a login or a token renewal whose token it does not
+    ///     list for the user is refused.
     ///   - policy: The nodes' capacity and admission control (contract §9); unlimited by default.
     ///   - cluster: The cluster this server is one node of (``RoomCluster``), if any: rooms then share their members
     ///     with the other nodes, and the business server's calls reach the node that holds the users.
@@ -88,7 +95,7 @@ public final class RoomServer: RoomDirectory {
         group: any RuntimeLoopGroup,
         transport: any ServerTransport,
         timings: ServerTimings = .zego,
-        auth: [String: String]? = nil,
+        auth: AuthTable? = nil,
         policy: ServerPolicy = .unlimited,
         cluster: (any RoomCluster)? = nil
     ) {

@@ -43,6 +43,10 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// The current member with `userID`, if any.
     public func member(_ userID: String) -> ServerRoomState.Member? { state.member(userID) }
 
+    /// When `userID`'s membership ends unless it renews its token (after an expiry, until an accepted renewal);
+    /// `nil` for a member whose token stands, or no member.
+    public func tokenDeadline(of userID: String) -> RuntimeInstant? { state.member(userID)?.tokenDeadline }
+
     public nonisolated func deliver(_ message: ClientMessage, on channel: any ClientChannel) {
         onLoop(call: Self.receiveOnLoop, with: (message, channel))
     }
@@ -136,7 +140,7 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     }
 
     private func login(_ request: LoginRequest, on channel: any ClientChannel) {
-        let valid = server.tokenIsValid(request.token, for: request.userID)
+        let valid = server.admitsLogin(request.token, for: request.userID)
         if node != nil { droppedAt[request.session] = nil }
         guard valid, let cluster = server.cluster else {
             apply(state.login(request, from: channel, tokenValid: valid, now: loop.now))

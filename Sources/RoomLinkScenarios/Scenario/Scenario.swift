@@ -137,8 +137,9 @@ public struct Scenario: Sendable, Equatable {
     public var network = Network()
     public var users: [User] = []
     public var population: Population?
-    /// Tokens by user ID: when present, a login whose token does not match fails with the dialect's token error.
-    public var auth: [String: String]?
+    /// Tokens by user ID: when present, a login whose token it does not list fails with the dialect's token error,
+    /// and a token renewal with such a token is refused (the expiry it answered stays due).
+    public var auth: AuthTable?
     /// Overrides of the dialect's default timings, by name (see ``Scenario/timingNames``).
     public var timings: [String: Duration] = [:]
     /// Overrides the dialect's default retry policy.

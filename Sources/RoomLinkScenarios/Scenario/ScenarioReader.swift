@@ -148,13 +148,8 @@ struct ScenarioReader {
         return population
     }
 
-    private func auth(_ value: JSONValue) throws(RoomLinkError) -> [String: String] {
-        guard case .object(let fields) = value else {
-            throw .invalidArgument("auth", "an object of user IDs to tokens", got: value.summary)
-        }
-        var tokens: [String: String] = [:]
-        for (userID, token) in fields { tokens[userID] = try string(token, at: "auth.\(userID)") }
-        return tokens
+    private func auth(_ value: JSONValue) throws(RoomLinkError) -> AuthTable {
+        try AuthTable(json: value, at: "auth")
     }
 
     private func timings(_ value: JSONValue, dialect: Scenario.Dialect) throws(RoomLinkError) -> [String: Duration] {
