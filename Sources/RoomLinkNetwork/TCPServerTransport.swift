@@ -293,9 +293,14 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
             await onLoop(state.loop) {
                 if let listener = state.listener { evconnlistener_free(listener) }
                 state.listener = nil
-                state.transport = nil
-                for pending in Array(state.pending.values) { pending.abandon() }
+                // A connection that has not logged in yet is a connection too: served here now, it is told goodbye
+                // with the others below (or keeps being served, when only the listeners close). A killed server
+                // closes it unannounced.
+                for pending in Array(state.pending.values) {
+                    if abandoning { pending.abandon() } else { pending.serve(on: state) }
+                }
                 state.pending.removeAll()
+                state.transport = nil
                 if let resumeTimer = state.resumeTimer { state.loop.cancel(resumeTimer) }
                 state.resumeTimer = nil
                 if let mediaTimer = state.mediaTimer { state.loop.cancel(mediaTimer) }

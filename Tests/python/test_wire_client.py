@@ -130,13 +130,20 @@ class WireClientTest(unittest.TestCase):
             metrics = server.get("/metrics")
             self.assertIn('roomlink_heartbeats_total{dialect="zego"} 3', metrics)
 
+            # A client that said hello and has not logged in yet is a client too.
+            idle = self.WireClient(pb, "127.0.0.1", server.port)
+            self.assertIsNotNone(idle.hello(pb.DIALECT_ZEGO, "idle"))
+
             # SIGTERM: every client is told why the connection closes, and the server exits 0.
             server.terminate()
-            goodbye = alice.receive_kind("goodbye")
-            self.assertEqual(goodbye.goodbye.reason, pb.Goodbye.REASON_SERVER_SHUTDOWN)
-            self.assertIsNone(alice.receive())
+            for client in (alice, idle):
+                goodbye = client.receive_kind("goodbye")
+                self.assertIsNotNone(goodbye)
+                self.assertEqual(goodbye.goodbye.reason, pb.Goodbye.REASON_SERVER_SHUTDOWN)
+                self.assertIsNone(client.receive())
             alice.close()
             bob.close()
+            idle.close()
         finally:
             self.assertEqual(server.stop(), 0)
 
