@@ -132,7 +132,9 @@ public final class NetworkServer: Sendable {
             timings: configuration.timings,
             auth: configuration.auth,
             policy: configuration.policy,
-            cluster: configuration.cluster
+            cluster: configuration.cluster,
+            // A process of its own: its rooms' lives (room_session_id) are not an earlier process's.
+            epoch: UInt64.random(in: 1...(1 << 48))
         )
         rooms.nodes?.start(at: group.now)
     }

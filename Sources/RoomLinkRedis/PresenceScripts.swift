@@ -38,6 +38,13 @@ enum PresenceScript: CaseIterable {
           for _, v in ipairs({...}) do local s = tostring(v); out[#out + 1] = #s .. ':' .. s end
           return table.concat(out)
         end
+        -- A room's next life (its first member after none). A room Redis no longer knows starts counting at the time:
+        -- a room that comes back after its keys lapsed, or a Redis restarted, gets a life (a room_session_id) it
+        -- never had.
+        local function newLife()
+          if redis.call('EXISTS', KEYS[4]) == 0 then redis.call('SET', KEYS[4], now) end
+          redis.call('INCR', KEYS[4])
+        end
         local function publish(kind, user, session, node, hidden, reason)
           local seq = redis.call('INCR', KEYS[3])
           redis.call('PUBLISH', channel, enc(kind, seq, user, session, node, hidden, reason))
@@ -89,7 +96,7 @@ enum PresenceScript: CaseIterable {
         if kind == 'resume' and (not current or current.i ~= session) then return {'unknown'} end
         local count = redis.call('HLEN', KEYS[1])
         if count == 0 then
-          redis.call('INCR', KEYS[4])
+          newLife()
           if cap ~= '' then redis.call('SET', KEYS[5], cap) else redis.call('DEL', KEYS[5]) end
         elseif not current then
           local limit = tonumber(redis.call('GET', KEYS[5]) or '')
@@ -158,7 +165,7 @@ enum PresenceScript: CaseIterable {
           local user, session, hidden = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
           if not held[user] then
             if count == nil then count = redis.call('HLEN', KEYS[1]) end
-            if count == 0 then redis.call('INCR', KEYS[4]) end
+            if count == 0 then newLife() end
             count = count + 1
             redis.call('HSET', KEYS[1], user, cjson.encode({i = session, n = node, h = hidden}))
             held[user] = true

@@ -173,6 +173,38 @@ struct ServerRoomStateTests {
         }
     }
 
+    /// A room's session ID names one life of one server's room: it changes when the room empties and refills, and
+    /// the same room of a server with another epoch (a restarted `serve`) never has the same one; epoch 0 is the
+    /// default, so virtual-time runs stay reproducible.
+    @Test
+    func aRoomSessionIDIsNotRepeatedByARestartedServer() {
+        Self.withLoop { loop in
+            func lives(epoch: UInt64?) -> [String] {
+                var room =
+                    epoch.map { ServerRoomState(roomID: "r1", timings: Self.timings, epoch: $0) }
+                    ?? ServerRoomState(roomID: "r1", timings: Self.timings)
+                var ids: [String] = []
+                for life in 0..<3 {
+                    let b = Endpoint("B", loop: loop)
+                    _ = room.login(
+                        Self.login("B", session: UInt64(2 + life)),
+                        from: b,
+                        tokenValid: true,
+                        now: Self.at(0)
+                    )
+                    ids.append(room.roomSessionID)
+                    _ = room.logout(userID: "B", session: SessionID(rawValue: UInt64(2 + life)), now: Self.at(1))
+                }
+                return ids
+            }
+            let first = lives(epoch: nil)
+            #expect(Set(first).count == 3, "each life of the room has its own ID")
+            #expect(lives(epoch: 0) == first)
+            let restarted = lives(epoch: 7_123_456)
+            #expect(Set(restarted).isDisjoint(with: first))
+        }
+    }
+
     @Test
     func peersHearOfChangesInOrderBatchedByKindAndNeverOfOnesBeforeTheyJoined() {
         Self.withLoop { loop in

@@ -22,6 +22,8 @@ public final class RoomServer: RoomDirectory {
         let nodes: ServerNodes?
         /// The cluster this server is a node of, if any.
         let cluster: (any RoomCluster)?
+        /// Where its rooms' lives start counting (``ServerRoomState/init(roomID:timings:clustered:epoch:)``).
+        let epoch: UInt64
         private let tokens: LockedBox<TokenTable>
 
         private struct TokenTable {
@@ -38,10 +40,12 @@ public final class RoomServer: RoomDirectory {
             transport: any ServerTransport,
             auth: AuthTable?,
             policy: ServerPolicy,
-            cluster: (any RoomCluster)?
+            cluster: (any RoomCluster)?,
+            epoch: UInt64
         ) {
             self.timings = timings
             self.cluster = cluster
+            self.epoch = epoch
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
             self.transport = transport
             self.tokens = LockedBox(TokenTable(auth: auth))
@@ -91,16 +95,27 @@ public final class RoomServer: RoomDirectory {
     ///   - policy: The nodes' capacity and admission control (contract §9); unlimited by default.
     ///   - cluster: The cluster this server is one node of (``RoomCluster``), if any: rooms then share their members
     ///     with the other nodes, and the business server's calls reach the node that holds the users.
+    ///   - epoch: Where the count of its rooms' lives starts, so that a room's `room_session_id` is not one another
+    ///     server (an earlier run of this one) gave: 0, the default, for reproducible virtual-time runs; a server
+    ///     process picks a random one (``NetworkServer``). In a cluster the lives are the cluster's.
     public init(
         group: any RuntimeLoopGroup,
         transport: any ServerTransport,
         timings: ServerTimings = .zego,
         auth: AuthTable? = nil,
         policy: ServerPolicy = .unlimited,
-        cluster: (any RoomCluster)? = nil
+        cluster: (any RoomCluster)? = nil,
+        epoch: UInt64 = 0
     ) {
         self.group = group
-        self.shared = Shared(timings: timings, transport: transport, auth: auth, policy: policy, cluster: cluster)
+        self.shared = Shared(
+            timings: timings,
+            transport: transport,
+            auth: auth,
+            policy: policy,
+            cluster: cluster,
+            epoch: epoch
+        )
         transport.serve(self)
         cluster?.start(serving: self)
     }

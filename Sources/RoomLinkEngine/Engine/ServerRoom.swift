@@ -31,7 +31,12 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         self.roomHash = StableHash.fnv1a(roomID)
         self.loop = loop
         self.server = server
-        self.state = ServerRoomState(roomID: roomID, timings: server.timings, clustered: server.cluster != nil)
+        self.state = ServerRoomState(
+            roomID: roomID,
+            timings: server.timings,
+            clustered: server.cluster != nil,
+            epoch: server.epoch
+        )
         self.node = server.nodes?.node(of: roomID)
     }
 

@@ -141,11 +141,17 @@ public struct ServerRoomState {
     /// The member with `userID`, if any.
     public func member(_ userID: String) -> Member? { members[userID] }
 
-    public init(roomID: String, timings: ServerTimings, clustered: Bool = false) {
+    /// Creates a room with no members.
+    ///
+    /// - Parameter epoch: Where the count of the room's lives starts: the same room of two servers with different
+    ///   epochs never has the same ``roomSessionID`` (a server restarted is a new epoch). 0, the default, keeps
+    ///   virtual-time runs reproducible; in a cluster the lives are the cluster's.
+    public init(roomID: String, timings: ServerTimings, clustered: Bool = false, epoch: UInt64 = 0) {
         self.roomID = roomID
         self.timings = timings
         self.clustered = clustered
-        self.roomSessionID = Self.sessionID(roomID, life: 0)
+        self.lives = epoch
+        self.roomSessionID = Self.sessionID(roomID, life: epoch)
     }
 
     /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the
