@@ -108,6 +108,16 @@ struct Playback {
         var result: RunReport
         let trap = SignalTrap(stopping: interruption)
         defer { trap.release() }
+        // On the real clock the log is written as the run goes, a few times a second, so a reader can follow it.
+        let follower = (options.clock == .real ? writer : nil).map { writer in
+            Task.detached {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(200))
+                    writer.flush()
+                }
+            }
+        }
+        defer { follower?.cancel() }
         do {
             result = try await options.withRuntime { [runner, progress, progressInterval, remote, sink] group in
                 var runner = runner

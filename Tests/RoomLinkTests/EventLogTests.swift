@@ -85,6 +85,33 @@ struct EventLogTests {
         }
     }
 
+    /// What is recorded sits in the writer's block until it fills, the run ends — or someone flushes: a real-clock
+    /// run flushes a few times a second, so that a reader follows it live (`--events -`).
+    @Test
+    func flushingWritesWhatIsBufferedWithoutClosing() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "roomlink-flush-\(UInt64.random(in: 0...UInt64.max)).jsonl"
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let writer = try EventLogWriter<ZegoEvent>(path: path)
+        func fileLines() throws -> Int {
+            try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count
+        }
+        for sequence in 0..<3 {
+            let event = ZegoEvent.roomUserUpdate(roomID: "r", update: .add, users: ["u\(sequence)"])
+            writer.record(Stamped(time: .zero, sequence: UInt64(sequence), event: event), from: "A")
+        }
+        #expect(try fileLines() == 0, "small writes wait for the block")
+        writer.flush()
+        #expect(try fileLines() == 3)
+        writer.record(
+            Stamped(time: .zero, sequence: 3, event: .roomUserUpdate(roomID: "r", update: .add, users: ["x"])),
+            from: "A"
+        )
+        try writer.close()
+        #expect(try fileLines() == 4)
+    }
+
     @Test
     func anUnwritablePathIsAnIOFailureNamingThePath() {
         let error = #expect(throws: RoomLinkError.self) {

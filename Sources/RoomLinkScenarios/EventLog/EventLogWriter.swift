@@ -5,7 +5,7 @@ import Glibc
 /// Writes events as JSON Lines (contract §7) to a file or standard output: an `EventSink` for every client of a run.
 ///
 /// Lines are written in the order `record` is called. Clients on several loops may record at once; the writer
-/// serialises them with a lock and writes in 64 KiB blocks.
+/// serialises them with a lock and writes in 64 KiB blocks, and whenever ``flush()`` is called.
 ///
 /// The first failed write (a full disk, a reader that closed its pipe) stops the writing: what is buffered then and
 /// recorded later is dropped rather than kept in memory, `onFailure` hears the system's error number once (to stop
@@ -60,6 +60,17 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
             return state.writeError
         }
         // Outside the lock: the handler may stop the run, which records nothing more here.
+        if let failure { onFailure?(failure) }
+    }
+
+    /// Writes what is buffered now, so that a reader follows a run as it goes (a real-clock run's caller flushes a
+    /// few times a second; a virtual-time run, which ends in moments, needs no more than the 64 KiB blocks).
+    public func flush() {
+        let failure = state.withLock { state -> Int32? in
+            let before = state.writeError
+            Self.flush(&state)
+            return before == nil ? state.writeError : nil
+        }
         if let failure { onFailure?(failure) }
     }
 
