@@ -48,6 +48,35 @@ struct SimulationAgreesWithRealityTests {
         ]
     }
 
+    /// A scenario that acts from the server's side (a kick) cannot play against a server without its admin API; and
+    /// a run never opens more connections than the process may.
+    @Test func playingAgainstAServerChecksWhatItNeeds() async throws {
+        let kicks = try Self.example("kicks")
+        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) { group in
+            let address = try SocketAddress(parsing: "127.0.0.1:9")
+            var runner = try ScenarioRunner(scenario: kicks)
+            let noAdmin = #expect(throws: RoomLinkError.self) {
+                try runner.playAgainst(TCPServerTarget(servers: [address]), on: group)
+            }
+            #expect(noAdmin?.field == "admin" && noAdmin?.message.contains("kick") == true)
+            #expect(runner.remote == nil)
+
+            var crowd = try ScenarioRunner(
+                scenario: Scenario(
+                    json: Data(
+                        #"""
+                        { "population": { "clients": 100000000, "rooms": 1 }, "timeline": [], "end": "1m" }
+                        """#.utf8
+                    )
+                )
+            )
+            let tooMany = #expect(throws: RoomLinkError.self) {
+                try crowd.playAgainst(TCPServerTarget(servers: [address]), on: group)
+            }
+            #expect(tooMany?.field == "server" && tooMany?.message.contains("open-file limit") == true)
+        }
+    }
+
     @Test(arguments: 0..<5)
     func theRealServerTellsTheSameStory(_ index: Int) async throws {
         let (name, scenario) = try Self.scenarios()[index]
@@ -74,18 +103,11 @@ struct SimulationAgreesWithRealityTests {
         try StallWatch.start(on: serverGroup, every: .milliseconds(500))
 
         let real = EventCollector()
-        let transport = try TCPClientTransport(
-            server: address,
-            dialect: scenario.dialect,
-            configuration: .init(latency: scenario.network.latency, jitter: scenario.network.jitter)
-        )
         let (stall, violations) = try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
             try StallWatch.start(on: group, every: .milliseconds(500))
             var runner = try ScenarioRunner(scenario: scenario)
-            runner.remote = ScenarioRunner.RemoteServer(
-                network: { _ in transport },
-                administration: AdminClient(address: admin, token: nil, loop: group.eventLoops[0])
-            )
+            // What `roomlink run --server --server-admin` does.
+            try runner.playAgainst(TCPServerTarget(servers: [address], admin: admin), on: group)
             let report = try await runner.run(on: group, events: real)
             // The longest any loop of either side stalled, in scenario time.
             let stall = max(group.timerLateness.maxMs, serverGroup.timerLateness.maxMs) / Self.scale + 500
