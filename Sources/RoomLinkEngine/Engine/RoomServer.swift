@@ -97,7 +97,8 @@ public final class RoomServer: RoomDirectory {
     ///     with the other nodes, and the business server's calls reach the node that holds the users.
     ///   - epoch: Where the count of its rooms' lives starts, so that a room's `room_session_id` is not one another
     ///     server (an earlier run of this one) gave: 0, the default, for reproducible virtual-time runs; a server
-    ///     process picks a random one (``NetworkServer``). In a cluster the lives are the cluster's.
+    ///     process picks a random one (RoomLinkNetwork's `NetworkServer` does). In a cluster the lives are the
+    ///     cluster's.
     public init(
         group: any RuntimeLoopGroup,
         transport: any ServerTransport,

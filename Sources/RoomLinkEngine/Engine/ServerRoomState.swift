@@ -143,9 +143,13 @@ public struct ServerRoomState {
 
     /// Creates a room with no members.
     ///
-    /// - Parameter epoch: Where the count of the room's lives starts: the same room of two servers with different
-    ///   epochs never has the same ``roomSessionID`` (a server restarted is a new epoch). 0, the default, keeps
-    ///   virtual-time runs reproducible; in a cluster the lives are the cluster's.
+    /// - Parameters:
+    ///   - roomID: The room's ID.
+    ///   - timings: The dialect's server timings.
+    ///   - clustered: Whether the room is one node's part of a cluster's room.
+    ///   - epoch: Where the count of the room's lives starts: the same room of two servers with different epochs
+    ///     never has the same ``roomSessionID`` (a server restarted is a new epoch). 0, the default, keeps
+    ///     virtual-time runs reproducible; in a cluster the lives are the cluster's.
     public init(roomID: String, timings: ServerTimings, clustered: Bool = false, epoch: UInt64 = 0) {
         self.roomID = roomID
         self.timings = timings
