@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -181,7 +182,7 @@ struct HostileInputTests {
 }
 
 /// Valid scenarios pass their own oracle, and the oracle's cost does not depend on policy parameters.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
 struct OracleOnValidScenariosTests {
     static func run(_ json: String) async throws -> RunReport {
         let scenario = try Scenario(json: Data(json.utf8))
