@@ -267,11 +267,6 @@ final class ClientLog: Sendable, CustomStringConvertible {
 
     var all: [ZegoEvent] { events.withLock { $0.map(\.event) } }
 
-    /// When the first event matching `matches` came, if it has.
-    func time(of matches: (ZegoEvent) -> Bool) -> RuntimeInstant? {
-        events.withLock { $0.first { matches($0.event) }?.at }
-    }
-
     /// When the first event matching `matches` reached this log, on the real clock every node shares.
     func received(_ matches: (ZegoEvent) -> Bool) -> ContinuousClock.Instant? {
         events.withLock { $0.first { matches($0.event) }?.received }
