@@ -39,6 +39,12 @@ final class ClientConnection: @unchecked Sendable {
     private var attemptStart = RuntimeInstant.zero
     private var loginsSent: [String: RuntimeInstant] = [:]
     private var heartbeatsSent: [String: RuntimeInstant] = [:]
+    /// When a frame last reached the client over this connection (a black hole's frames never do), and when each
+    /// room's last message left: what ``abandon(room:)`` judges the connection by.
+    private var lastReceived: RuntimeInstant?
+    private var lastSent: [String: RuntimeInstant] = [:]
+    /// Since when the server's data has not arrived, once the watch said so (a dialect with media intervals).
+    private var silentSince: RuntimeInstant?
 
     private enum Phase { case connecting, open, closed }
 
@@ -103,7 +109,8 @@ final class ClientConnection: @unchecked Sendable {
     // MARK: - Sending
 
     /// Sends a frame for `room`, after the transport's latency if it has one.
-    func send(_ frame: [UInt8]) {
+    func send(_ frame: [UInt8], room: String) {
+        sent(room: room)
         let delay = transport.delay(using: &random)
         guard delay > .zero else { return write(frame) }
         let due = max(loop.now.advanced(by: delay), lastOutgoingDue)
@@ -122,7 +129,45 @@ final class ClientConnection: @unchecked Sendable {
     fileprivate func sendMedia() {
         guard phase == .open else { return }
         for room in rooms where transport.carries(from: key, room: room) {
-            send(ClientFrame.media(room: room).encoded(at: loop.now))
+            send(ClientFrame.media(room: room).encoded(at: loop.now), room: room)
+        }
+        watchData()
+    }
+
+    /// A message of `room` left the client (into a black hole, perhaps).
+    func sent(room: String) {
+        lastSent[room] = loop.now
+    }
+
+    /// Whether the server's data stopped: a server of a dialect whose media flows sends something every media
+    /// interval to a connection with a logged-in room (one with nothing else to say gets a keep-alive at least every
+    /// one and a half), so three intervals without a frame is a silent path (a black hole the socket cannot see). The client hears it once per silence, with when the data stopped, and again when
+    /// it flows.
+    private func watchData() {
+        guard silentSince == nil, let interval = serverHello?.mediaInterval, let last = lastReceived,
+            last.duration(to: loop.now) >= interval * 3
+        else { return }
+        silentSince = last
+        for room in rooms.sorted() { client?.connectionChanged(.dataStopped(since: last), room: room) }
+    }
+
+    /// The client gave up on this connection for `room` (an unanswered login or heartbeat, or silent data): closes it
+    /// unless a frame arrived since the room's last message left — then the connection is alive and only the room's
+    /// path is silent. The connection's other rooms hear it closed; the next attempt dials a new one.
+    func abandon(room: String) {
+        guard phase != .closed else { return }
+        if let received = lastReceived, let sent = lastSent[room], received > sent { return }
+        if phase == .open, let observer = transport.observer {
+            for _ in loginsSent.values { observer.connectionFailed(.timeout, at: loop.now) }
+            loginsSent.removeAll()
+        }
+        close()
+        transport.moveOn(key, from: serverIndex)
+        let others = rooms.subtracting([room]).sorted()
+        guard !others.isEmpty else { return }
+        // Later in this loop turn: the client is in the middle of the step that gave up.
+        _ = try? loop.schedule(after: .zero) { [self] in
+            for other in others { client?.connectionChanged(.closed(.abandoned), room: other) }
         }
     }
 
@@ -206,6 +251,18 @@ final class ClientConnection: @unchecked Sendable {
     }
 
     private func receive(_ frame: ServerFrame) {
+        let reached =
+            if case .room(let room, _) = frame { transport.carries(from: key, room: room) } else {
+                transport.carries(from: key)
+            }
+        // A frame lost on the way (a black hole or partition at this socket) never reached the client.
+        if reached {
+            lastReceived = loop.now
+            if silentSince != nil {
+                silentSince = nil
+                for room in rooms.sorted() { client?.connectionChanged(.dataResumed, room: room) }
+            }
+        }
         switch frame {
         case .helloAck(let hello):
             serverHello = hello
@@ -216,6 +273,8 @@ final class ClientConnection: @unchecked Sendable {
             goodbye = reason
             let cause: ConnectionCloseCause = reason == .serverShutdown ? .serverShutdown : .protocolError
             finish(.closed(cause))
+        case .keepAlive:
+            transport.countFrame()
         case .room(let room, let message):
             transport.countFrame()
             guard transport.carries(from: key, room: room) else { return }

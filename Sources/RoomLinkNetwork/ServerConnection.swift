@@ -30,6 +30,10 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     /// The rooms the connection logged in to, with the session of the latest login and whether it is still in.
     private var rooms: [String: Membership] = [:]
     private var timer: TimerHandle?
+    /// When the last frame was written: a quiet connection of a dialect whose media flows gets keep-alives.
+    private var lastWrite = RuntimeInstant.zero
+    /// ``ServerFrame/keepAlive`` on the wire, encoded once.
+    private static let keepAliveFrame = ServerFrame.keepAlive.encoded()
 
     private enum Phase { case awaitingHello, open, closing, closed }
 
@@ -211,13 +215,19 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
 
     /// Treats the media of every member whose media has not arrived for `timeout` as stopped: each room hears that
     /// the member's data stopped, and times it out from now unless it flows again.
-    func checkMedia(now: RuntimeInstant, timeout: Duration) {
+    ///
+    /// The server's media flows too: a connection with a logged-in room that was written nothing for `quietAfter` gets
+    /// a keep-alive, so that its client tells a silent path from a quiet room (docs/protocol.md).
+    func checkMedia(now: RuntimeInstant, timeout: Duration, quietAfter: Duration) {
         guard isOpen, let userID else { return }
-        for (roomID, membership) in rooms
-        where membership.isIn && !membership.mediaStopped && membership.lastMedia.duration(to: now) > timeout {
+        var isIn = false
+        for (roomID, membership) in rooms where membership.isIn {
+            isIn = true
+            guard !membership.mediaStopped, membership.lastMedia.duration(to: now) > timeout else { continue }
             rooms[roomID]?.mediaStopped = true
             tellClosed(membership, userID: userID)
         }
+        if isIn, phase == .open, lastWrite.duration(to: now) >= quietAfter { write(Self.keepAliveFrame) }
     }
 
     /// Tells the room of `membership` that its member's connection closed (or its data stopped), on the room's loop.
@@ -251,6 +261,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     private func write(_ frame: [UInt8]) {
         guard isOpen, let bufferEvent else { return }
         frame.withUnsafeBytes { _ = bufferevent_write(bufferEvent, $0.baseAddress, $0.count) }
+        lastWrite = loop.now
         server.statistics.add(.framesSent)
         server.statistics.add(.bytesSent, frame.count)
         let pending = evbuffer_get_length(bufferevent_get_output(bufferEvent))

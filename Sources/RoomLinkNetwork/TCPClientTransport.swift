@@ -147,7 +147,9 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         guard let channel = channel as? Channel else { return .refused }
         switch link(of: client) {
         case .down: return .refused
-        case .blackhole: return .sent
+        case .blackhole:
+            channel.connection.sent(room: channel.room)  // it left, as far as the client can tell
+            return .sent
         case .up: break
         }
         if !channel.connection.isLive {
@@ -158,8 +160,18 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         }
         if isPartitioned(channel.room) { return .sent }
         if configuration.observer != nil { channel.connection.sending(message, room: channel.room) }
-        channel.connection.send(ClientFrame.room(channel.room, message).encoded(at: client.loop.now))
+        channel.connection.send(
+            ClientFrame.room(channel.room, message).encoded(at: client.loop.now),
+            room: channel.room
+        )
         return .sent
+    }
+
+    /// Closes the connection carrying `channel` unless something arrived on it since the room's last message left;
+    /// the next message of the room dials a new one (``ClientConnection/abandon(room:)``).
+    public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {
+        guard let channel = channel as? Channel else { return }
+        channel.connection.abandon(room: channel.room)
     }
 
     /// Nothing to do: over TCP the server hears a connection close from its own socket.
@@ -237,6 +249,11 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     /// Whether frames of `room` cross the client's path now (its link is up and the room is not cut off).
     func carries(from key: ObjectIdentifier, room: String) -> Bool {
         paths.link(of: key) == .up && !paths.isPartitioned(room)
+    }
+
+    /// Whether frames that belong to no room (a hello's answer, a keep-alive) cross the client's path now.
+    func carries(from key: ObjectIdentifier) -> Bool {
+        paths.link(of: key) == .up
     }
 
     /// The delay for one frame: the latency plus a draw of the jitter.

@@ -257,7 +257,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         guard let interval = configuration.mediaInterval, interval > .zero, state.mediaTimer == nil else { return }
         state.mediaTimer = try? state.loop.schedulePeriodic(
             every: interval,
-            handler: MediaCheck(state: state, timeout: interval * 3)
+            handler: MediaCheck(state: state, timeout: interval * 3, quietAfter: interval / 2)
         )
     }
 
@@ -265,10 +265,13 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     private struct MediaCheck: TimerHandler {
         let state: LoopState
         let timeout: Duration
+        let quietAfter: Duration
 
         func timerFired(_ timer: TimerHandle) {
             let now = state.loop.now
-            for connection in state.connections.values { connection.checkMedia(now: now, timeout: timeout) }
+            for connection in state.connections.values {
+                connection.checkMedia(now: now, timeout: timeout, quietAfter: quietAfter)
+            }
         }
     }
 

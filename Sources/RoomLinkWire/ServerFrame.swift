@@ -9,6 +9,10 @@ public enum ServerFrame: Sendable, Equatable {
     case room(String, ServerMessage)
     /// The server closes the connection on purpose, for `reason`; `detail` says more, for the client's logs.
     case goodbye(GoodbyeReason, detail: String)
+    /// The server's media flows: sent on an otherwise quiet connection with a logged-in room, every
+    /// ``ServerHello/mediaInterval``, for a dialect whose media flows continuously (Agora), so that its client can
+    /// tell a silent path (a black hole) from a quiet room.
+    case keepAlive
 
     /// The frame on the wire, length prefix included. A login's acceptance carries `server`'s heartbeat interval and
     /// timeout when given.
@@ -38,6 +42,8 @@ public enum ServerFrame: Sendable, Equatable {
                 $0.reason = reason.wire
                 $0.detail = String(detail.utf8.prefix(WireProtocol.maximumTokenLength)) ?? ""
             }
+        case .keepAlive:
+            frame.keepAlive = Roomlink_V1_KeepAlive()
         }
         // Encoding a message built from valid Swift values cannot fail (no required fields, no Any).
         let body: [UInt8] = (try? frame.serializedBytes()) ?? []
@@ -281,6 +287,8 @@ public enum ServerFrame: Sendable, Equatable {
                 throw .invalidField(field: "goodbye.reason", problem: "is \(message.reason.rawValue), not a reason")
             }
             return .goodbye(reason, detail: message.detail)
+        case .keepAlive?:
+            return .keepAlive
         }
     }
 }

@@ -266,6 +266,17 @@ nonisolated struct Roomlink_V1_ServerFrame: Sendable {
     set {message = .goodbye(newValue)}
   }
 
+  /// The server's media flows (a dialect whose media flows continuously, Agora): sent every
+  /// `HelloAck.media_interval_ms` on a connection with a logged-in room that was sent nothing else in that time,
+  /// so that a client can tell a silent path from a quiet room.
+  var keepAlive: Roomlink_V1_KeepAlive {
+    get {
+      if case .keepAlive(let v)? = message {return v}
+      return Roomlink_V1_KeepAlive()
+    }
+    set {message = .keepAlive(newValue)}
+  }
+
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
   nonisolated enum OneOf_Message: Equatable, Sendable {
@@ -281,6 +292,10 @@ nonisolated struct Roomlink_V1_ServerFrame: Sendable {
     case reconnectRequested(Roomlink_V1_ReconnectRequested)
     /// The server closes the connection on purpose; the reason tells the client whether to come back.
     case goodbye(Roomlink_V1_Goodbye)
+    /// The server's media flows (a dialect whose media flows continuously, Agora): sent every
+    /// `HelloAck.media_interval_ms` on a connection with a logged-in room that was sent nothing else in that time,
+    /// so that a client can tell a silent path from a quiet room.
+    case keepAlive(Roomlink_V1_KeepAlive)
 
   }
 
@@ -615,6 +630,17 @@ nonisolated struct Roomlink_V1_Media: Sendable {
   // methods supported on all messages.
 
   var room: String = String()
+
+  var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  init() {}
+}
+
+/// Carries nothing: its arrival is the news.
+nonisolated struct Roomlink_V1_KeepAlive: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
 
   var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1085,7 +1111,7 @@ nonisolated extension Roomlink_V1_ClientFrame: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Roomlink_V1_ServerFrame: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".ServerFrame"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}hello_ack\0\u{3}login_accepted\0\u{3}login_rejected\0\u{1}busy\0\u{3}heartbeat_ack\0\u{3}session_unknown\0\u{3}user_update\0\u{1}kicked\0\u{3}token_will_expire\0\u{3}reconnect_requested\0\u{1}goodbye\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}hello_ack\0\u{3}login_accepted\0\u{3}login_rejected\0\u{1}busy\0\u{3}heartbeat_ack\0\u{3}session_unknown\0\u{3}user_update\0\u{1}kicked\0\u{3}token_will_expire\0\u{3}reconnect_requested\0\u{1}goodbye\0\u{3}keep_alive\0")
 
   mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1236,6 +1262,19 @@ nonisolated extension Roomlink_V1_ServerFrame: SwiftProtobuf.Message, SwiftProto
           self.message = .goodbye(v)
         }
       }()
+      case 12: try {
+        var v: Roomlink_V1_KeepAlive?
+        var hadOneofValue = false
+        if let current = self.message {
+          hadOneofValue = true
+          if case .keepAlive(let m) = current {v = m}
+        }
+        try decoder.decodeSingularMessageField(value: &v)
+        if let v = v {
+          if hadOneofValue {try decoder.handleConflictingOneOf()}
+          self.message = .keepAlive(v)
+        }
+      }()
       default: break
       }
     }
@@ -1290,6 +1329,10 @@ nonisolated extension Roomlink_V1_ServerFrame: SwiftProtobuf.Message, SwiftProto
     case .goodbye?: try {
       guard case .goodbye(let v)? = self.message else { preconditionFailure() }
       try visitor.visitSingularMessageField(value: v, fieldNumber: 11)
+    }()
+    case .keepAlive?: try {
+      guard case .keepAlive(let v)? = self.message else { preconditionFailure() }
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 12)
     }()
     case nil: break
     }
@@ -1891,6 +1934,25 @@ nonisolated extension Roomlink_V1_Media: SwiftProtobuf.Message, SwiftProtobuf._M
 
   static func ==(lhs: Roomlink_V1_Media, rhs: Roomlink_V1_Media) -> Bool {
     if lhs.room != rhs.room {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Roomlink_V1_KeepAlive: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  static let protoMessageName: String = _protobuf_package + ".KeepAlive"
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  static func ==(lhs: Roomlink_V1_KeepAlive, rhs: Roomlink_V1_KeepAlive) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -324,6 +324,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
             environment.sink?.recordAttempt(Stamped(time: eventTime, sequence: 0, event: record), from: endpointID)
         case .reopen:
             attachment.channel = nil
+        case .abandon:
+            if let channel = attachment.channel { environment.transport.abandon(channel, from: self) }
         case .ended:
             // The state cancelled the room's timers as it ended it; what is left to forget is its channel.
             attachment = RoomConnection.Attachment()

@@ -37,6 +37,11 @@ public struct RoomClientState: Sendable {
         case attemptEnded(AttemptRecord)
         /// The transport closed the channel to `room` (or never opened it): the next login opens a new one.
         case reopen(room: String)
+        /// The client gave up on the connection carrying `room`: a login or heartbeat went unanswered for its
+        /// timeout, or its data stopped. As an SDK closes such a connection and dials a new one for its next attempt,
+        /// the transport closes it (``ClientTransport/abandon(_:from:)``), unless something arrived on it since the
+        /// room's last message left — another room's traffic: then only this room's path is silent.
+        case abandon(room: String)
         /// The client is done with `room`: it forgets the room's server and whatever it kept for it.
         case ended(room: String)
     }
@@ -349,6 +354,11 @@ public struct RoomClientState: Sendable {
         switch event {
         case .connected:
             return
+        case .dataStopped(let since):
+            guard rules.timings.dataSilenceDetection != nil else { return }  // heartbeats watch the connection
+            routeChanged(toRoom: roomID, reachable: false, since: since, at: now, rules: rules, perform: perform)
+        case .dataResumed:
+            routeChanged(toRoom: roomID, reachable: true, at: now, rules: rules, perform: perform)
         case .closed, .refused:
             _ = perform(.reopen(room: roomID), &rooms[index].attachment)
             connectionLost(at: index, closed: false, cause: .closed, now: now, rules: rules, perform: perform)
@@ -362,6 +372,19 @@ public struct RoomClientState: Sendable {
     public mutating func routeChanged(
         toRoom roomID: String,
         reachable: Bool,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        routeChanged(toRoom: roomID, reachable: reachable, since: now, at: now, rules: rules, perform: perform)
+    }
+
+    /// ``routeChanged(toRoom:reachable:at:rules:perform:)`` for a cut noticed at `now` that began at `since` (the
+    /// last data a socket received): the detection time counts from `since`.
+    private mutating func routeChanged(
+        toRoom roomID: String,
+        reachable: Bool,
+        since: RuntimeInstant,
         at now: RuntimeInstant,
         rules: Rules,
         perform: Perform
@@ -381,7 +404,8 @@ public struct RoomClientState: Sendable {
         } else {
             guard rooms[index].timer == nil else { return }
             _ = perform(.closed(room: roomID, session: session), &rooms[index].attachment)
-            arm(.routeSilence(session), at: index, deadline: now.advanced(by: detection), perform: perform)
+            // Never in the past: a cut noticed late is declared at once, through the timer like any other.
+            arm(.routeSilence(session), at: index, deadline: max(now, since.advanced(by: detection)), perform: perform)
         }
     }
 
@@ -450,6 +474,8 @@ public struct RoomClientState: Sendable {
                     close(at: index, { .gaveUp(from: $0) }, perform: perform)
                 } else if case .answer = purpose {
                     if rooms[index].attemptInFlight {
+                        // Unanswered: the connection it went over is given up on, and the next attempt dials anew.
+                        _ = perform(.abandon(room: roomID), &rooms[index].attachment)
                         attemptFailed(roomID, .timeout, at: now, rules: rules, perform: perform)
                     }
                 } else if !rooms[index].attemptInFlight {
@@ -475,6 +501,8 @@ public struct RoomClientState: Sendable {
     ) {
         let roomID = rooms[index].roomID
         if rooms[index].phase == .joined { cancelTimer(of: index, perform: perform) }  // a partition's silence timer
+        // Silence condemns the connection it came over: the next attempt must not go down it again.
+        if cause == .silent { _ = perform(.abandon(room: roomID), &rooms[index].attachment) }
         if closed {
             _ = perform(.closed(room: roomID, session: rooms[index].session), &rooms[index].attachment)
         }

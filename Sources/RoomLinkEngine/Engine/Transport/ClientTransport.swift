@@ -21,6 +21,17 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// the room (``RoomEndpoint/connectionClosed(userID:session:)``) as a server hears a socket close: whatever the
     /// link's state, since no message has to cross it.
     func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint)
+
+    /// `client` gave up on the connection carrying `channel`: a login or heartbeat for the channel's room went
+    /// unanswered for its timeout, or its data stopped. A socket transport closes that connection — unless something
+    /// arrived on it since the room's last message left, which shows the connection alive and only the room's path
+    /// silent — so that the client's next attempt dials a new one, as an SDK's does, and the server hears the old
+    /// one close. The default does nothing: an in-process channel has no connection to give up on.
+    func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint)
+}
+
+extension ClientTransport {
+    public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
 }
 
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
@@ -82,6 +93,13 @@ public enum ConnectionEvent: Sendable, Hashable {
     /// The connection could not be opened (refused, unreachable, timed out): the attempt waiting on it has failed,
     /// and the next one opens a new channel.
     case refused
+    /// Nothing has arrived on the connection since `since`, longer than the server's data interval allows (a
+    /// black hole the socket cannot see): a dialect that watches its data (Agora) declares the room lost
+    /// its detection time after `since`, unless the data comes back first. Others ignore it; their heartbeats
+    /// notice.
+    case dataStopped(since: RuntimeInstant)
+    /// Data arrives on the connection again after ``dataStopped(since:)``.
+    case dataResumed
 }
 
 /// Why a connection closed under its client.
@@ -90,6 +108,9 @@ public enum ConnectionCloseCause: String, Sendable, Hashable, CaseIterable {
     case endOfStream
     /// It was reset (RST), or a read or write failed.
     case reset
+    /// The client gave up on it: another of its rooms went unanswered on it for that room's timeout
+    /// (``ClientTransport/abandon(_:from:)``).
+    case abandoned
     /// The server closed it for a protocol error: a frame it could not accept.
     case protocolError
     /// The server is shutting down.

@@ -1,0 +1,149 @@
+import RoomLink
+import RoomLinkNetwork
+import Testing
+
+/// A path that falls silent where the client's socket cannot see it — a firewall's DROP, a dead link somewhere on
+/// the way (``SilentProxy``): the client must notice within its dialect's time, give the dead connection up, dial a
+/// new one, and end where its peers and the server see it. What a loaded machine cannot shift is asserted: the
+/// order of events and what was dialed, never how long anything took.
+@Suite(.timeLimit(.minutes(5)))
+struct SilentPathTests {
+    /// ZEGO with short timings (×0.25 real): heartbeat 2 s, silence after 6 s, attempts answered within 3 s; the
+    /// server drops a member after 12 s.
+    static let zego = ZegoTimings(
+        server: {
+            var server = ServerTimings.zego
+            server.heartbeatTimeout = .seconds(12)
+            return server
+        }(),
+        heartbeatInterval: .seconds(2),
+        blackholeDetection: .seconds(6),
+        attemptTimeout: .seconds(3),
+        loginTimeout: .seconds(600)
+    )
+
+    /// A generic event collector for any dialect's client.
+    final class Events<Event: Sendable>: Sendable {
+        private let events = LockedBox<[Event]>([])
+        private let task: Task<Void, Never>
+
+        init<Dialect: RoomDialect>(_ client: RoomClient<Dialect>) async where Dialect.Event == Event {
+            let stream = await client.events()
+            let events = self.events
+            task = Task { for await change in stream { events.withLock { $0.append(change.event) } } }
+        }
+
+        var all: [Event] { events.withLock { $0 } }
+
+        deinit { task.cancel() }
+    }
+
+    @Test func aZegoClientGivesUpASilentConnectionAndRedialsWhenThePathCarriesAgain() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(
+                on: group,
+                .init(dialect: .zego, timings: Self.zego.server)
+            )
+            let proxy = try SilentProxy(to: address.port)
+            let viaProxy = try TCPClientTransport(
+                server: SocketAddress(host: "127.0.0.1", port: proxy.port),
+                dialect: .zego
+            )
+            let direct = try TCPClientTransport(server: address, dialect: .zego)
+            let alice = ZegoClient(
+                id: "alice",
+                loop: group.loop(for: "alice"),
+                environment: .init(transport: viaProxy, timings: Self.zego)
+            )
+            let bob = ZegoClient(
+                id: "bob",
+                loop: group.loop(for: "bob"),
+                environment: .init(transport: direct, timings: Self.zego)
+            )
+            let aliceLog = await EventLog(alice)
+            let bobLog = await EventLog(bob)
+            #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
+            #expect(await alice.loginRoom("room-1") == .success)
+            let aliceIn = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .add, users: ["alice"])
+            let aliceDropped = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .delete, users: ["alice"])
+            try await NetworkTest.until("both in") { bobLog.all.contains(aliceIn) }
+
+            proxy.isSilent = true
+            try await NetworkTest.until("alice notices by silence") { aliceLog.count(of: .reconnecting) == 1 }
+            try await NetworkTest.until("bob sees alice dropped") { bobLog.all.contains(aliceDropped) }
+            // Her attempts during the silence dialed the proxy and never reached the server.
+            #expect(server.statistics[.connectionsAccepted] == 2)
+
+            proxy.isSilent = false
+            // Back over a new connection, while the old one is still silent (its retransmissions wait): she gave it
+            // up, and her next attempt dialed anew — and she and her peer agree she is back.
+            try await NetworkTest.until("alice reconnected") { aliceLog.count(of: .reconnected) == 1 }
+            try await NetworkTest.until("bob sees alice back") { bobLog.all.filter { $0 == aliceIn }.count == 2 }
+            #expect(server.statistics[.connectionsAccepted] == 3)
+            #expect(await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
+
+            // The old connection's retransmissions get through at last: her stale heartbeats and her close. They
+            // must not undo the new session.
+            proxy.releaseHeld()
+            try await NetworkTest.until("the server hears the old connection close") {
+                server.statistics.connectionsClosed(by: .peerClosed) >= 1
+            }
+            try await group.loops[0].sleep(for: .seconds(14))  // past the server's heartbeat timeout
+            #expect(await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
+            #expect(bobLog.all.filter { $0 == aliceDropped }.count == 1)
+            #expect(aliceLog.count(of: .reconnected) == 1 && aliceLog.count(of: .reconnecting) == 1)
+            await alice.shutdown()
+            await bob.shutdown()
+            await viaProxy.close()
+            await direct.close()
+            await proxy.stop()
+            await server.shutdown()
+        }
+    }
+
+    @Test func anAgoraClientNoticesASilentPathByTheServersDataAndComesBack() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(on: group, .init(dialect: .agora))
+            let proxy = try SilentProxy(to: address.port)
+            let transport = try TCPClientTransport(
+                server: SocketAddress(host: "127.0.0.1", port: proxy.port),
+                dialect: .agora
+            )
+            let alice = AgoraClient(
+                id: "alice",
+                loop: group.loop(for: "alice"),
+                environment: .init(transport: transport)
+            )
+            let log = await Events(alice)
+            #expect(await alice.joinChannel("c1") == 0)
+            let joined = AgoraEvent.connectionStateChanged(channel: "c1", state: .connected, reason: .joinSuccess)
+            let interrupted = AgoraEvent.connectionStateChanged(
+                channel: "c1",
+                state: .reconnecting,
+                reason: .interrupted
+            )
+            try await NetworkTest.until("alice is in") { log.all.contains(joined) }
+            // Quiet but alive: the server's keep-alives carry the data Agora watches, so nothing is lost.
+            try await group.loops[0].sleep(for: .seconds(8))
+            #expect(!log.all.contains(interrupted))
+
+            proxy.isSilent = true
+            // The server's data stops, and the client says so after Agora's 4 s — during the silence, not after.
+            try await NetworkTest.until("alice is interrupted") { log.all.contains(interrupted) }
+            proxy.isSilent = false
+            let rejoined = AgoraEvent.connectionStateChanged(channel: "c1", state: .connected, reason: .rejoinSuccess)
+            try await NetworkTest.until("alice is back") { log.all.contains(rejoined) }
+            #expect(server.statistics[.connectionsAccepted] >= 2)
+            let states = log.all.compactMap { event -> AgoraConnectionChangedReason? in
+                if case .connectionStateChanged(_, _, let reason) = event { return reason }
+                return nil
+            }
+            #expect(Array(states.prefix(3)) == [.connecting, .joinSuccess, .interrupted])
+            #expect(states.last == .rejoinSuccess)
+            await alice.shutdown()
+            await transport.close()
+            await proxy.stop()
+            await server.shutdown()
+        }
+    }
+}
