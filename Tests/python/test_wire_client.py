@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Python client from the schema against a real `roomlink serve`: it logs in, heartbeats, sees a Swift-side peer
-through the admin API, is kicked, renews tokens (with and without an auth table), and hears the server's goodbye on
-SIGTERM.
+through the admin API, is kicked, renews tokens (with and without an auth table), hears the server's goodbye on
+SIGTERM, and detects a silent server by each dialect's rule (docs/protocol.md, "What each side must send").
 
 Usage: Tests/python/test_wire_client.py PATH/TO/roomlink   (needs protoc, and Python's protobuf 4.21)
 """
@@ -146,6 +146,48 @@ class WireClientTest(unittest.TestCase):
             idle.close()
         finally:
             self.assertEqual(server.stop(), 0)
+
+    def test_each_dialect_gives_a_client_something_to_detect_a_silent_server_by(self):
+        """A stopped server (SIGSTOP) is a black hole the client's socket cannot see: it stays open, and nothing
+        arrives. By the protocol's rules a client notices — unanswered heartbeats (ZEGO, LiveKit), missing keep-alives
+        (Agora) — while a quiet, healthy connection always has something arriving. Counts, not timings, are asserted."""
+        pb = self.pb
+        for dialect, wire in (("zego", pb.DIALECT_ZEGO), ("livekit", pb.DIALECT_LIVEKIT), ("agora", pb.DIALECT_AGORA)):
+            with self.subTest(dialect=dialect):
+                server = Server("--dialect", dialect, scale="1")
+                try:
+                    client = self.WireClient(pb, "127.0.0.1", server.port)
+                    ack = client.hello(wire, "python-" + dialect).hello_ack
+                    heartbeats = ack.heartbeat_interval_ms > 0
+                    # Each dialect has exactly one way to hear the server in the steady state.
+                    self.assertNotEqual(heartbeats, ack.media_interval_ms > 0)
+                    client.login("room-q", "quiet", 0x51)
+                    self.assertIsNotNone(client.receive_kind("login_accepted"))
+
+                    def window():
+                        """What arrives in about three of the dialect's intervals, the client doing its part."""
+                        if heartbeats:
+                            client.heartbeat("room-q", "quiet", 0x51)
+                            return client.frames_within(1.5)
+                        frames = []
+                        for _ in range(3):
+                            client.media("room-q")
+                            frames += client.frames_within(ack.media_interval_ms / 1000)
+                        return frames
+
+                    expected = "heartbeat_ack" if heartbeats else "keep_alive"
+                    healthy = [frame.WhichOneof("message") for frame in window()]
+                    self.assertIn(expected, healthy)
+                    server.process.send_signal(signal.SIGSTOP)
+                    try:
+                        silent = window()
+                    finally:
+                        server.process.send_signal(signal.SIGCONT)
+                    # Nothing at all: by the rule, the client declares the connection lost.
+                    self.assertEqual(silent, [])
+                    client.close()
+                finally:
+                    self.assertEqual(server.stop(), 0)
 
     def test_the_token_is_checked_at_login(self):
         pb = self.pb

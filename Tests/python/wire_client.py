@@ -6,6 +6,7 @@ is the one the schema's header describes (a 4-byte big-endian length, then one e
 
 import socket
 import struct
+import time
 
 
 class WireClient:
@@ -81,6 +82,30 @@ class WireClient:
         frame.logout.user_id = user
         frame.logout.session = session
         self.send(frame)
+
+    def media(self, room):
+        frame = self.pb.ClientFrame()
+        frame.media.room = room
+        self.send(frame)
+
+    def frames_within(self, seconds):
+        """Every frame that arrives within `seconds` (the connection's own timeout set aside meanwhile)."""
+        frames = []
+        deadline = time.monotonic() + seconds
+        previous = self.sock.gettimeout()
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                self.sock.settimeout(left)
+                try:
+                    frame = self.receive()
+                except socket.timeout:
+                    break
+                if frame is None:
+                    break
+                frames.append(frame)
+        finally:
+            self.sock.settimeout(previous)
+        return frames
 
     def renew_token(self, room, user, session, token):
         frame = self.pb.ClientFrame()
