@@ -1,5 +1,4 @@
 public import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 import RoomLink
@@ -144,9 +143,12 @@ struct Serve: AsyncParsableCommand {
                 + "connections"
         )
 
-        let signal = await ShutdownSignal.wait()
-        say("roomlink serve: \(signal): stopping (goodbye to \(server.statistics.connectionsOpen) connections)")
-        await server.shutdown()
+        await server.run(
+            until: { await TerminationSignal.next() },
+            whenStopping: { signal in
+                say("roomlink serve: \(signal): stopping (goodbye to \(server.statistics.connectionsOpen) connections)")
+            }
+        )
         await presence?.shutdown()
         if let presence {
             let redis = presence.statistics
@@ -175,32 +177,3 @@ struct Serve: AsyncParsableCommand {
 extension NetworkServer.AcceptMode: ExpressibleByArgument {}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
-
-/// Waits for SIGTERM or SIGINT, once.
-enum ShutdownSignal {
-    static func wait() async -> String {
-        await withCheckedContinuation { continuation in
-            let queue = DispatchQueue(label: "roomlink.serve.signals")
-            let fired = LockedBox(false)
-            // The sources must outlive this call: they are kept by the box their handlers capture.
-            let sources = LockedBox<[any DispatchSourceSignal]>([])
-            Foundation.signal(SIGPIPE, SIG_IGN)
-            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                Foundation.signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler {
-                    guard
-                        fired.withLock({ old in
-                            defer { old = true }
-                            return !old
-                        })
-                    else { _exit(128 + number) }
-                    _ = sources.withLock { $0 }
-                    continuation.resume(returning: name)
-                }
-                source.resume()
-                sources.withLock { $0.append(source) }
-            }
-        }
-    }
-}

@@ -18,6 +18,9 @@ import Glibc
 /// await server.shutdown()  // goodbye to every client, then close
 /// ```
 ///
+/// A process that only serves hands its lifecycle to ``run(until:whenStopping:)``: it returns after the graceful
+/// shutdown that SIGTERM or SIGINT asks for (``TerminationSignal``).
+///
 /// Each loop accepts connections on the one port (`SO_REUSEPORT`), or the first loop accepts and hands them to the
 /// loops in turn (``AcceptMode``). A new connection waits (peeking) for its hello and first login, and is then served
 /// on the loop of that login's room (``Configuration/servesOnRoomLoop``), so that its frames and the room's answers
@@ -181,6 +184,27 @@ public final class NetworkServer: Sendable {
         await transport.close()
         if let admin = admin.withLock({ $0 }) { await admin.stop() }
         admin.withLock { $0 = nil }
+    }
+
+    /// Serves until `stop` returns, then shuts down gracefully — goodbye to every client, the admin API closed — and
+    /// returns what `stop` returned, so that a process's lifecycle is one call. `whenStopping` hears the reason first,
+    /// while the connections are still open (to say how many get a goodbye). Listen first.
+    ///
+    /// ```swift
+    /// try await server.listen(on: address)
+    /// let reason = await server.run(until: { await TerminationSignal.next() })  // "SIGTERM"
+    /// ```
+    ///
+    /// A `stop` that honours cancellation makes cancelling the calling task a graceful shutdown too.
+    @discardableResult
+    public func run<Reason: Sendable>(
+        until stop: () async -> Reason,
+        whenStopping: (Reason) -> Void = { _ in }
+    ) async -> Reason {
+        let reason = await stop()
+        whenStopping(reason)
+        await shutdown()
+        return reason
     }
 
     /// Stops at once, as a killed process does: closes the listeners and every connection without a goodbye (clients

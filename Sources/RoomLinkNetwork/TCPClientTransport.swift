@@ -168,7 +168,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     }
 
     /// Closes the connection carrying `channel` unless something arrived on it since the room's last message left;
-    /// the next message of the room dials a new one (``ClientConnection/abandon(room:)``).
+    /// the next message of the room dials a new one.
     public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {
         guard let channel = channel as? Channel else { return }
         channel.connection.abandon(room: channel.room)

@@ -170,4 +170,31 @@ struct NetworkServerTests {
             await server.shutdown()
         }
     }
+
+    @Test func runServesUntilToldToStopThenSaysGoodbyeAndReturnsTheReason() async throws {
+        try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(on: group)
+            let alice = try Self.client("alice", on: group, to: address)
+            let log = await EventLog(alice)
+            #expect(await alice.loginRoom("room-1") == .success)
+            try await NetworkTest.until("alice is in") { log.count(of: .logined) == 1 }
+            let stop = AsyncStream<String>.makeStream()
+            let openWhenStopping = LockedBox<Int?>(nil)
+            let running = Task {
+                await server.run(until: { await stop.stream.first { _ in true } ?? "ended" }) { _ in
+                    openWhenStopping.withLock { $0 = server.statistics.connectionsOpen }
+                }
+            }
+            // Still serving: nothing said goodbye yet.
+            try await group.loops[0].sleep(for: .seconds(2))
+            #expect(server.statistics.connectionsClosed(by: .serverShutdown) == 0)
+            stop.continuation.yield("drill")
+            #expect(await running.value == "drill")
+            // It returned after the graceful shutdown: alice's connection heard the goodbye first.
+            #expect(openWhenStopping.withLock { $0 } == 1)
+            #expect(server.statistics.connectionsClosed(by: .serverShutdown) == 1)
+            try await NetworkTest.until("alice is reconnecting") { log.count(of: .reconnecting) == 1 }
+            await alice.shutdown()
+        }
+    }
 }
