@@ -13,7 +13,8 @@ struct Load: AsyncParsableCommand {
             --login-over, then the faults strike, each on its own slice of the population. Faults combine and \
             repeat: --outages SHARE@AT:LENGTH[/OVER] (LENGTH 30s, 10s..2m uniform, ~30s exponential), --storm \
             SHARE@AT:LENGTH, --partition SHARE@AT:LENGTH (a share of the rooms), --flapping SHARE:PERIOD:DUTY[@FROM..UNTIL], \
-            --kick-storm SHARE@AT[/OVER], --token-wave SHARE@AT[/OVER], --churn RATE[:AWAY][@FROM..UNTIL]. --save-scenario writes the scenario, which \
+            --kick-storm SHARE@AT[/OVER], --token-wave SHARE@AT[/OVER], --churn RATE[:AWAY][@FROM..UNTIL]; --fault NAME=SPEC \
+            names any of them. --save-scenario writes the scenario, which \
             `roomlink run` replays. Exit status 1 on spec violations, 2 on bad input, 64 on a bad flag.
             """
     )
@@ -45,6 +46,14 @@ struct Load: AsyncParsableCommand {
     @Option(help: "A token-expiry wave: SHARE@AT[/OVER].") var tokenWave: [String] = []
     @Option(help: "Churn: RATE clients log out per second and back in AWAY later: RATE[:AWAY][@FROM..UNTIL].")
     var churn: [String] = []
+    @Option(
+        help: ArgumentHelp(
+            "Any fault by its name: NAME=SPEC, e.g. storm=0.5@10m:60s (repeatable).",
+            discussion:
+                "NAME is one of \(LoadPlan.faultKinds.map { $0.name }.joined(separator: ", ")); SPEC is the form its own flag takes."
+        )
+    )
+    var fault: [String] = []
     @Option(
         help: """
             Play slice I of N of the population (I from 0; rooms whose index modulo N is I, and their users): N \
@@ -97,19 +106,18 @@ struct Load: AsyncParsableCommand {
         }
         plan.server = try serverOptions.apply(to: .unlimited)
         plan.retryJSON = try retry.map { text throws(RoomLinkError) in try LoadPlan.retryJSON(text, field: "--retry") }
-        for text in outages { plan.faults.append(try LoadPlan.outages(text, field: "--outages")) }
-        for text in storm { plan.faults.append(try LoadPlan.storm(text, field: "--storm")) }
-        for text in partition { plan.faults.append(try LoadPlan.partition(text, field: "--partition")) }
-        for text in flapping {
-            plan.faults.append(try LoadPlan.flapping(text, end: duration.duration, field: "--flapping"))
+        // One flag per kind, each taking its slices in this order, then the generic --fault in its own order.
+        let run = plan.span
+        let flags: [(texts: [String], kind: any LoadFault.Type, flag: String)] = [
+            (outages, OutagesFault.self, "--outages"), (storm, StormFault.self, "--storm"),
+            (partition, PartitionFault.self, "--partition"), (flapping, FlappingFault.self, "--flapping"),
+            (kickStorm, KickStormFault.self, "--kick-storm"), (tokenWave, TokenWaveFault.self, "--token-wave"),
+            (churn, ChurnFault.self, "--churn"),
+        ]
+        for (texts, kind, flag) in flags {
+            for text in texts { plan.faults.append(try LoadPlan.read(kind, text, field: flag, run: run)) }
         }
-        for text in kickStorm { plan.faults.append(try LoadPlan.kickStorm(text, field: "--kick-storm")) }
-        for text in tokenWave { plan.faults.append(try LoadPlan.tokenWave(text, field: "--token-wave")) }
-        for text in churn {
-            plan.faults.append(
-                try LoadPlan.churn(text, start: loginOver.duration, end: duration.duration, field: "--churn")
-            )
-        }
+        for text in fault { plan.faults.append(try LoadPlan.fault(text, field: "--fault", run: run)) }
         return plan
     }
 

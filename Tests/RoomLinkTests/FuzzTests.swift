@@ -124,13 +124,14 @@ struct FuzzTests {
             let flag = flags[round % flags.count]
             func parse(_ text: String) throws(RoomLinkError) {
                 switch flag {
-                case "--outages": _ = try LoadPlan.outages(text, field: flag)
-                case "--storm": _ = try LoadPlan.storm(text, field: flag)
-                case "--partition": _ = try LoadPlan.partition(text, field: flag)
-                case "--flapping": _ = try LoadPlan.flapping(text, end: .seconds(600), field: flag)
-                case "--kick-storm": _ = try LoadPlan.kickStorm(text, field: flag)
-                case "--token-wave": _ = try LoadPlan.tokenWave(text, field: flag)
-                case "--churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(600), field: flag)
+                case "--outages": _ = try OutagesFault(text, field: flag)
+                case "--storm": _ = try StormFault(text, field: flag)
+                case "--partition": _ = try PartitionFault(text, field: flag)
+                case "--flapping":
+                    _ = try FlappingFault(text, field: flag, run: .init(start: .zero, end: .seconds(600)))
+                case "--kick-storm": _ = try KickStormFault(text, field: flag)
+                case "--token-wave": _ = try TokenWaveFault(text, field: flag)
+                case "--churn": _ = try ChurnFault(text, field: flag, run: .init(start: .zero, end: .seconds(600)))
                 case "--timing": _ = try LoadPlan.timing(text, field: flag)
                 default: _ = try LoadPlan.retryJSON(text, field: flag)
                 }

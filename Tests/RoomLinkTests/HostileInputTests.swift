@@ -62,13 +62,14 @@ struct HostileInputTests {
         let parts = flag.split(separator: " ", maxSplits: 1).map(String.init)
         let error = #expect(throws: RoomLinkError.self) {
             switch parts[0] {
-            case "--outages": _ = try LoadPlan.outages(parts[1], field: parts[0])
-            case "--kick-storm": _ = try LoadPlan.kickStorm(parts[1], field: parts[0])
-            case "--token-wave": _ = try LoadPlan.tokenWave(parts[1], field: parts[0])
-            case "--flapping": _ = try LoadPlan.flapping(parts[1], end: .seconds(600), field: parts[0])
-            case "--churn": _ = try LoadPlan.churn(parts[1], start: .zero, end: .seconds(600), field: parts[0])
-            case "--storm": _ = try LoadPlan.storm(parts[1], field: parts[0])
-            case "--partition": _ = try LoadPlan.partition(parts[1], field: parts[0])
+            case "--outages": _ = try OutagesFault(parts[1], field: parts[0])
+            case "--kick-storm": _ = try KickStormFault(parts[1], field: parts[0])
+            case "--token-wave": _ = try TokenWaveFault(parts[1], field: parts[0])
+            case "--flapping":
+                _ = try FlappingFault(parts[1], field: parts[0], run: .init(start: .zero, end: .seconds(600)))
+            case "--churn": _ = try ChurnFault(parts[1], field: parts[0], run: .init(start: .zero, end: .seconds(600)))
+            case "--storm": _ = try StormFault(parts[1], field: parts[0])
+            case "--partition": _ = try PartitionFault(parts[1], field: parts[0])
             case "--timing": _ = try LoadPlan.timing(parts[1], field: parts[0])
             case "--retry": _ = try LoadPlan.retryJSON(parts[1], field: parts[0])
             default: Issue.record("no parser for \(parts[0])")

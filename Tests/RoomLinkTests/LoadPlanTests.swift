@@ -11,7 +11,7 @@ struct LoadPlanTests {
         clients: Int = 40,
         rooms: Int = 2,
         duration: String = "5m",
-        _ faults: [LoadPlan.Fault]
+        _ faults: [any LoadFault]
     )
         -> LoadPlan
     {
@@ -29,11 +29,11 @@ struct LoadPlanTests {
     /// A fault that starts after the end, or whose spread runs past it, is refused by the fault's own field — not by
     /// the timeline entry it would have become, which the person who wrote the flags never saw.
     @Test(arguments: [
-        (try! LoadPlan.storm("0.5@2m:10s"), "storm"), (try! LoadPlan.outages("0.1@50s:10s/20s"), "outages"),
-        (try! LoadPlan.kickStorm("0.1@61s"), "kickStorm"), (try! LoadPlan.tokenWave("0.1@30s/31s"), "tokenWave"),
-        (try! LoadPlan.partition("0.5@90s:10s"), "partition"),
+        (try! StormFault("0.5@2m:10s") as any LoadFault, "storm"), (try! OutagesFault("0.1@50s:10s/20s"), "outages"),
+        (try! KickStormFault("0.1@61s"), "kickStorm"), (try! TokenWaveFault("0.1@30s/31s"), "tokenWave"),
+        (try! PartitionFault("0.5@90s:10s"), "partition"),
     ])
-    func aFaultPastTheEndIsNamedByItsField(_ fault: LoadPlan.Fault, _ field: String) {
+    func aFaultPastTheEndIsNamedByItsField(_ fault: any LoadFault, _ field: String) {
         #expect(throws: RoomLinkError.invalidInput) { try Self.plan(duration: "1m", [fault]).scenario() }
         do {
             _ = try Self.plan(duration: "1m", [fault]).scenario()
@@ -50,8 +50,8 @@ struct LoadPlanTests {
         var plan = Self.plan(
             duration: "10m",
             [
-                try LoadPlan.storm("0.5@5m:60s"), try LoadPlan.outages("0.1@2m:~30s/10s"),
-                try LoadPlan.kickStorm("0.05@7m"), try LoadPlan.tokenWave("0.05@8m/5s"),
+                try StormFault("0.5@5m:60s"), try OutagesFault("0.1@2m:~30s/10s"),
+                try KickStormFault("0.05@7m"), try TokenWaveFault("0.05@8m/5s"),
             ]
         )
         plan.retryJSON = try LoadPlan.retryJSON("fullJitter:100ms:10s")
@@ -80,7 +80,7 @@ struct LoadPlanTests {
 
     @Test
     func aStormPutsItsShareIntoReconnectingAtItsInstantAndBringsThemBack() async throws {
-        let (events, report) = try await Self.run(Self.plan([try LoadPlan.storm("0.25@2m:30s")]))
+        let (events, report) = try await Self.run(Self.plan([try StormFault("0.25@2m:30s")]))
         let reconnecting = events.entries.filter { $0.line.string("reason") == "reconnecting" }
         #expect(reconnecting.count == 10, "a quarter of 40")
         #expect(reconnecting.allSatisfy { $0.time.milliseconds == 120_000 }, "all at the storm's instant")
@@ -92,7 +92,7 @@ struct LoadPlanTests {
 
     @Test
     func outagesLastTheirOwnDrawnLengths() async throws {
-        let (events, report) = try await Self.run(Self.plan([try LoadPlan.outages("0.2@1m:10s..40s")]))
+        let (events, report) = try await Self.run(Self.plan([try OutagesFault("0.2@1m:10s..40s")]))
         var down: [String: Double] = [:]
         var lengths: [Double] = []
         for entry in events.entries {
@@ -110,8 +110,8 @@ struct LoadPlanTests {
 
     @Test
     func flappingRepeatsAndChurnHasTheRequestedRate() async throws {
-        let flapping = try LoadPlan.flapping("0.05:20s:0.5@2m..3m", end: .seconds(600))
-        let churn = try LoadPlan.churn("2:20s@180s..200s", start: .seconds(10), end: .seconds(300))
+        let flapping = try FlappingFault("0.05:20s:0.5@2m..3m", run: .init(start: .zero, end: .seconds(600)))
+        let churn = try ChurnFault("2:20s@180s..200s", run: .init(start: .seconds(10), end: .seconds(300)))
         let (events, report) = try await Self.run(Self.plan([flapping, churn]))
         let reconnecting = events.entries.filter { $0.line.string("reason") == "reconnecting" }
         #expect(reconnecting.count == 2 * 3, "2 users, three cycles of 20 s within the minute")
@@ -128,7 +128,7 @@ struct LoadPlanTests {
     @Test
     func kicksAndTokenWavesStrikeTheirShare() async throws {
         let (events, report) = try await Self.run(
-            Self.plan([try LoadPlan.kickStorm("0.1@1m/5s"), try LoadPlan.tokenWave("0.05@2m")])
+            Self.plan([try KickStormFault("0.1@1m/5s"), try TokenWaveFault("0.05@2m")])
         )
         #expect(events.entries.filter { $0.line.string("reason") == "kickOut" }.count == 4 + 2)
         #expect(events.entries.filter { $0.line.type == "tokenWillExpire" }.count == 2)
@@ -137,7 +137,7 @@ struct LoadPlanTests {
 
     @Test
     func theSameSeedGivesTheSameReportApartFromWallClockFields() async throws {
-        var plan = Self.plan(dialect: .agora, [try LoadPlan.outages("0.3@1m:~20s"), try LoadPlan.storm("0.3@2m:25s")])
+        var plan = Self.plan(dialect: .agora, [try OutagesFault("0.3@1m:~20s"), try StormFault("0.3@2m:25s")])
         plan.seed = 7
         let (_, first) = try await Self.run(plan)
         let (_, second) = try await Self.run(plan)
@@ -169,12 +169,12 @@ struct LoadPlanTests {
     func aMalformedFlagIsNamedWithItsForm(field: String, text: String) {
         let error = #expect(throws: RoomLinkError.self) {
             switch field {
-            case "storm": _ = try LoadPlan.storm(text)
-            case "outages": _ = try LoadPlan.outages(text)
-            case "flapping": _ = try LoadPlan.flapping(text, end: .seconds(60))
-            case "kickStorm": _ = try LoadPlan.kickStorm(text)
-            case "churn": _ = try LoadPlan.churn(text, start: .zero, end: .seconds(60))
-            case "partition": _ = try LoadPlan.partition(text)
+            case "storm": _ = try StormFault(text)
+            case "outages": _ = try OutagesFault(text)
+            case "flapping": _ = try FlappingFault(text, run: .init(start: .zero, end: .seconds(60)))
+            case "kickStorm": _ = try KickStormFault(text)
+            case "churn": _ = try ChurnFault(text, run: .init(start: .zero, end: .seconds(60)))
+            case "partition": _ = try PartitionFault(text)
             case "timing": _ = try LoadPlan.timing(text)
             default: _ = try LoadPlan.retryJSON(text)
             }
@@ -213,7 +213,7 @@ struct LoadPlanTests {
 }
 
 extension LoadPlanTests {
-    static func plan(dialect: Scenario.Dialect, _ faults: [LoadPlan.Fault]) -> LoadPlan {
+    static func plan(dialect: Scenario.Dialect, _ faults: [any LoadFault]) -> LoadPlan {
         var plan = plan(faults)
         plan.dialect = dialect
         return plan
@@ -223,7 +223,7 @@ extension LoadPlanTests {
 extension LoadPlanTests {
     @Test
     func theLoadStatisticsFollowTheStormAndStayConsistent() async throws {
-        var runner = try ScenarioRunner(scenario: try Self.plan([try LoadPlan.storm("0.25@2m:30s")]).scenario())
+        var runner = try ScenarioRunner(scenario: try Self.plan([try StormFault("0.25@2m:30s")]).scenario())
         runner.collectsLoadStatistics = true
         let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
         let load = try #require(report.load)
@@ -294,7 +294,7 @@ extension LoadPlanTests {
 
     @Test
     func progressIsSampledWhileTheRunGoesAndOnceAtItsEnd() async throws {
-        var runner = try ScenarioRunner(scenario: try Self.plan([try LoadPlan.storm("0.25@2m:30s")]).scenario())
+        var runner = try ScenarioRunner(scenario: try Self.plan([try StormFault("0.25@2m:30s")]).scenario())
         runner.collectsLoadStatistics = true
         let (report, taken) = try await Self.runWithProgress(runner)
         let last = try #require(taken.last)
@@ -312,7 +312,7 @@ extension LoadPlanTests {
     @Test
     func shardedProgressNeverStallsAVirtualRun() async throws {
         // Agora: no timer outlives the run (no heartbeats), so a simulation left waiting has nothing to do.
-        var plan = Self.plan(clients: 400, rooms: 8, [try LoadPlan.partition("1@1m:60s")])
+        var plan = Self.plan(clients: 400, rooms: 8, [try PartitionFault("1@1m:60s")])
         plan.dialect = .agora
         for _ in 0..<5 {
             var runner = try ScenarioRunner(scenario: try plan.scenario())
@@ -348,7 +348,7 @@ extension LoadPlanTests {
 
     @Test(arguments: Scenario.Dialect.allCases)
     func aPartitionTouchesOnlyItsRoomsAndNobodyIsBackBeforeItHeals(dialect: Scenario.Dialect) async throws {
-        var plan = Self.plan(rooms: 8, [try LoadPlan.partition("0.25@2m:60s")])
+        var plan = Self.plan(rooms: 8, [try PartitionFault("0.25@2m:60s")])
         plan.dialect = dialect
         let scenario = try plan.scenario()
         #expect(scenario.timeline.last?.target == .populationRooms(fraction: 0.25))
@@ -370,7 +370,7 @@ extension LoadPlanTests {
 
     @Test
     func aPartitionShorterThanAgorasDetectionIsInvisible() async throws {
-        var plan = Self.plan(rooms: 8, [try LoadPlan.partition("0.5@2m:3s")])
+        var plan = Self.plan(rooms: 8, [try PartitionFault("0.5@2m:3s")])
         plan.dialect = .agora
         let (events, report) = try await Self.run(plan)
         let (isLost, _) = Self.lossAndReturn(.agora)
@@ -385,7 +385,7 @@ extension LoadPlanTests {
     func shardsSplitThePopulationByRoomAndAddUpToTheSameReport() async throws {
         let plan = Self.plan(
             rooms: 8,
-            [try LoadPlan.storm("0.5@1m:30s"), try LoadPlan.partition("0.25@3m:40s"), try LoadPlan.kickStorm("0.1@4m")]
+            [try StormFault("0.5@1m:30s"), try PartitionFault("0.25@3m:40s"), try KickStormFault("0.1@4m")]
         )
         func run(shards: Int) async throws -> RunReport {
             var runner = try ScenarioRunner(scenario: try plan.scenario())
@@ -437,7 +437,7 @@ extension LoadPlanTests {
     @Test
     func withoutJitterEveryRetryIsAHerdAndFullJitterSpreadsIt() async throws {
         func outage(_ jitter: String) async throws -> LoadReport {
-            var plan = Self.plan(rooms: 4, [try LoadPlan.partition("1@1m:60s")])
+            var plan = Self.plan(rooms: 4, [try PartitionFault("1@1m:60s")])
             plan.dialect = .agora
             plan.retryJSON = #"{ "strategy": "exponential", "base": "1s", "cap": "10s", "jitter": "\#(jitter)" }"#
             return try await Self.statistics(plan)
@@ -460,8 +460,8 @@ extension LoadPlanTests {
         var plan = Self.plan(
             rooms: 4,
             [
-                try LoadPlan.storm("0.25@1m:40s"), try LoadPlan.kickStorm("0.1@3m"),
-                try LoadPlan.churn("1:5m@240s..245s", start: .zero, end: .seconds(300)),
+                try StormFault("0.25@1m:40s"), try KickStormFault("0.1@3m"),
+                try ChurnFault("1:5m@240s..245s", run: .init(start: .zero, end: .seconds(300))),
             ]
         )
         plan.dialect = .agora
@@ -481,7 +481,7 @@ extension LoadPlanTests {
     func onTheRealClockTheReportSaysHowLateTimersRanAndOneCausesCallbacksShareATime() async throws {
         // 5 scenario minutes at time scale 0.01: 3 s of real time. (At 0.002 the whole run was 0.6 real s, and a loop
         // preempted for half of it under ThreadSanitizer could leave joins unanswered at the end.)
-        var plan = Self.plan(rooms: 4, [try LoadPlan.storm("0.25@1m:40s"), try LoadPlan.partition("0.25@3m:30s")])
+        var plan = Self.plan(rooms: 4, [try StormFault("0.25@1m:40s"), try PartitionFault("0.25@3m:30s")])
         plan.dialect = .agora
         var runner = try ScenarioRunner(scenario: try plan.scenario())
         runner.collectsLoadStatistics = true

@@ -16,7 +16,7 @@ struct ServerCapacityTests {
         rooms: Int = 4,
         duration: String = "4m",
         server: ServerPolicy,
-        _ faults: [LoadPlan.Fault]
+        _ faults: [any LoadFault]
     ) -> LoadPlan {
         var plan = LoadPlan(clients: clients, rooms: rooms, duration: Duration(roomLinkText: duration)!)
         plan.loginOver = .seconds(10)
@@ -139,7 +139,7 @@ struct ServerCapacityTests {
                 rooms: 2,
                 duration: "3m",
                 server: ServerPolicy(capacity: ServerCapacity(workers: 1, login: login)),
-                [try LoadPlan.storm("0.5@1m:10s")]
+                [try StormFault("0.5@1m:10s")]
             )
             plan.timings = [
                 "heartbeatInterval": .seconds(2), "serverHeartbeatTimeout": .seconds(6),
@@ -168,7 +168,7 @@ struct ServerCapacityTests {
             rooms: 4,
             duration: "2m",
             server: ServerPolicy(admission: AdmissionPolicy(rate: 10, burst: 10)),
-            [try LoadPlan.storm("0.5@1m:5s")]
+            [try StormFault("0.5@1m:5s")]
         )
         plan.dialect = dialect
         plan.loginOver = .seconds(30)
@@ -217,8 +217,8 @@ struct ServerCapacityTests {
         plan.seed = 7
         plan.faults = [
             // In the order `roomlink load` adds them (the run that wrote the log had these flags, and --seed 7).
-            try LoadPlan.outages("0.1@5m:10s..2m/30s"), try LoadPlan.storm("0.5@2m:40s"),
-            try LoadPlan.partition("0.2@7m:30s"), try LoadPlan.kickStorm("0.05@8m"),
+            try OutagesFault("0.1@5m:10s..2m/30s"), try StormFault("0.5@2m:40s"),
+            try PartitionFault("0.2@7m:30s"), try KickStormFault("0.05@8m"),
         ]
         let (events, report) = try await ScenarioHarness.run(try plan.scenario())
         #expect(Self.digest(events) == 0xef3e_24b0_8e75_c401)
@@ -292,7 +292,7 @@ struct ServerCapacityTests {
             maxQueue: .seconds(2),
             shedExpired: true
         )
-        let plan = Self.plan(server: policy, [try LoadPlan.storm("0.5@1m:10s")])
+        let plan = Self.plan(server: policy, [try StormFault("0.5@1m:10s")])
         let scenario = try plan.scenario()
         #expect(scenario.server == policy)
         #expect(try Scenario(json: Data(plan.scenarioJSON().utf8)) == scenario)
@@ -305,7 +305,7 @@ struct ServerCapacityTests {
             rooms: 8,
             duration: "2m",
             server: ServerPolicy(nodes: 4, capacity: ServerCapacity(workers: 1, login: .milliseconds(400))),
-            [try LoadPlan.storm("0.5@1m:20s")]
+            [try StormFault("0.5@1m:20s")]
         )
         func servers(shards: Int) async throws -> ServerReport? {
             var runner = try ScenarioRunner(scenario: try plan.scenario())
@@ -335,7 +335,7 @@ struct ServerCapacityTests {
                 admission: admission,
                 shedExpired: shedExpired
             ),
-            [try LoadPlan.storm("1.0@1m:10s")]
+            [try StormFault("1.0@1m:10s")]
         )
         plan.loginOver = .seconds(60)
         plan.retryJSON = try LoadPlan.retryJSON(retry)
@@ -397,7 +397,7 @@ struct ServerCapacityTests {
                 capacity: ServerCapacity(workers: 2, login: .milliseconds(5)),
                 admission: AdmissionPolicy(rate: 50, burst: 50)
             ),
-            [try LoadPlan.storm("0.5@30s:5s")]
+            [try StormFault("0.5@30s:5s")]
         )
         plan.loginOver = .seconds(5)
         let runner = try ScenarioRunner(scenario: try plan.scenario())

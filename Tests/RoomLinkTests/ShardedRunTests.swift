@@ -14,9 +14,9 @@ struct ShardedRunTests {
         plan.loginOver = .seconds(10)
         plan.notify = true
         plan.faults = [
-            try LoadPlan.storm("0.5@40s:30s", field: "--storm"),
-            try LoadPlan.outages("0.1@80s:10s..30s", field: "--outages"),
-            try LoadPlan.partition("0.25@130s:20s", field: "--partition"),
+            try StormFault("0.5@40s:30s", field: "--storm"),
+            try OutagesFault("0.1@80s:10s..30s", field: "--outages"),
+            try PartitionFault("0.25@130s:20s", field: "--partition"),
         ]
         return try plan.scenario()
     }

@@ -90,7 +90,7 @@ enum LoadCases {
     /// 1M clients in 10k rooms, 30 virtual minutes, half of them dropping at 10 min for a minute.
     static func virtualStorm(clients: Int, rooms: Int) throws -> LoadPlan {
         var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(30 * 60))
-        plan.faults = [try LoadPlan.storm("0.5@10m:60s")]
+        plan.faults = [try StormFault("0.5@10m:60s")]
         return plan
     }
 
@@ -105,8 +105,8 @@ enum LoadCases {
     static func scaledStorm(clients: Int, rooms: Int) throws -> LoadPlan {
         var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(20 * 60))
         plan.faults = [
-            try LoadPlan.storm("0.3@5m:2m"), try LoadPlan.outages("0.1@10m:10s..1m/1m"),
-            try LoadPlan.partition("0.2@14m:90s"),
+            try StormFault("0.3@5m:2m"), try OutagesFault("0.1@10m:10s..1m/1m"),
+            try PartitionFault("0.2@14m:90s"),
         ]
         return plan
     }
@@ -117,7 +117,7 @@ enum LoadCases {
         var plan = LoadPlan(clients: clients, rooms: rooms, duration: .seconds(6 * 60))
         plan.dialect = .agora
         plan.retryJSON = try LoadPlan.retryJSON(retry)
-        plan.faults = [try LoadPlan.partition("1@2m:60s")]
+        plan.faults = [try PartitionFault("1@2m:60s")]
         return plan
     }
 
@@ -142,7 +142,7 @@ enum LoadCases {
             capacity: ServerCapacity(workers: 1, login: .milliseconds(4)),
             shedExpired: true
         )
-        plan.faults = [try LoadPlan.storm("1.0@1m:10s")]
+        plan.faults = [try StormFault("1.0@1m:10s")]
         return plan
     }
 

@@ -1,3 +1,5 @@
+internal import struct Foundation.Data
+
 /// Turns a JSON tree into a ``Scenario``, checking every field and naming the first wrong one by its path.
 struct ScenarioReader {
     let root: JSONValue
@@ -156,32 +158,12 @@ struct ScenarioReader {
         guard case .object(let fields) = value else {
             throw .invalidArgument("timings", "an object of timing names to durations", got: value.summary)
         }
-        let known = Scenario.timingNames.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        let mine = Scenario.timingNames[dialect] ?? []
         var timings: [String: Duration] = [:]
-        for name in fields.keys.sorted() {
-            guard known.contains(name) else {
-                throw .invalidArgument(
-                    "timings.\(name)",
-                    "a timing one of the dialects knows (\(mine.sorted().joined(separator: ", ")) for \(dialect.rawValue))",
-                    got: "an unknown name"
-                )
-            }
-            let timing = try duration(fields[name]!, at: "timings.\(name)")
-            if !ScenarioLimits.zeroTimings.contains(name), timing < ScenarioLimits.minimumPeriod {
-                throw .invalidArgument(
-                    "timings.\(name)",
-                    "an interval or timeout of at least \(ScenarioLimits.minimumPeriod.roomLinkText)",
-                    got: fields[name]!.summary
-                )
-            }
-            // A timing another dialect reads is accepted and ignored here (contract §7).
-            if mine.contains(name) { timings[name] = timing }
-        }
-        return timings
+        for name in fields.keys.sorted() { timings[name] = try duration(fields[name]!, at: "timings.\(name)") }
+        return try Scenario.checkedTimings(timings, dialect: dialect)
     }
 
-    private func retry(_ value: JSONValue) throws(RoomLinkError) -> RetryPolicy {
+    func retry(_ value: JSONValue) throws(RoomLinkError) -> RetryPolicy {
         let fields = try object(value, at: "retry", keys: Self.retryKeys)
         let maxAttempts = try fields["maxAttempts"].map { v throws(RoomLinkError) in
             try integer(v, at: "retry.maxAttempts", minimum: 1)
@@ -591,5 +573,68 @@ struct ScenarioReader {
             throw .invalidArgument(path, "one of: \(names.joined(separator: ", "))", got: value.summary)
         }
         return choice
+    }
+}
+
+extension Scenario {
+    /// `timings` checked as a scenario's `"timings"` are: every name one some dialect knows, every interval or
+    /// timeout long enough; the names `dialect` reads are kept, other dialects' accepted and dropped (contract §7).
+    ///
+    /// - Throws: `RoomLinkError` naming `timings.NAME`.
+    static func checkedTimings(
+        _ timings: [String: Duration],
+        dialect: Dialect
+    ) throws(RoomLinkError) -> [String: Duration] {
+        let known = timingNames.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        let mine = timingNames[dialect] ?? []
+        var kept: [String: Duration] = [:]
+        for (name, timing) in timings.sorted(by: { $0.key < $1.key }) {
+            guard known.contains(name) else {
+                throw .invalidArgument(
+                    "timings.\(name)",
+                    "a timing one of the dialects knows (\(mine.sorted().joined(separator: ", ")) for \(dialect.rawValue))",
+                    got: "an unknown name"
+                )
+            }
+            guard timing <= ScenarioLimits.maximumDuration else {
+                throw .invalidArgument(
+                    "timings.\(name)",
+                    "a duration of at most \(ScenarioLimits.maximumDuration.roomLinkText)",
+                    got: timing.roomLinkText
+                )
+            }
+            if !ScenarioLimits.zeroTimings.contains(name), timing < ScenarioLimits.minimumPeriod {
+                throw .invalidArgument(
+                    "timings.\(name)",
+                    "an interval or timeout of at least \(ScenarioLimits.minimumPeriod.roomLinkText)",
+                    got: "\"\(timing.roomLinkText)\""
+                )
+            }
+            if mine.contains(name) { kept[name] = timing }
+        }
+        return kept
+    }
+}
+
+extension Scenario.Network {
+    /// The network checked as a scenario's `"network"` is (a loss probability from 0 to 1).
+    ///
+    /// - Throws: `RoomLinkError` naming `path.loss`.
+    func checked(at path: String) throws(RoomLinkError) -> Self {
+        guard loss.isFinite, (0...1).contains(loss) else {
+            throw .invalidArgument("\(path).loss", "a probability from 0 to 1", got: "\(loss)")
+        }
+        return self
+    }
+}
+
+extension RetryPolicy {
+    /// Reads a scenario's `"retry"` object from JSON text (`{"preset": "liveKitJS"}`), as ``Scenario/init(json:)``
+    /// reads it inside a scenario.
+    ///
+    /// - Throws: `RoomLinkError` naming the field that is wrong (`retry.base`).
+    init(scenarioJSON data: Data) throws(RoomLinkError) {
+        let root = try JSONValue.parse(data, what: "retry", root: "retry")
+        self = try ScenarioReader(root: root).retry(root)
     }
 }
