@@ -91,17 +91,11 @@ struct Playback {
         // The same scenario in virtual time first (instant), to compare the real run with.
         var virtualEvents: [LoggedEvent]?
         if compareWithin != nil {
-            let collector = EventCollector()
             do {
-                var virtual = runner
-                virtual.shards = 1
-                _ = try await SimulationRuntime.withSimulation(seed: scenario.seed) {
-                    try await virtual.run(on: $0, events: collector)
-                }
+                virtualEvents = try await runner.virtualEvents()
             } catch {
                 throw fail(error, in: "the virtual run")
             }
-            virtualEvents = collector.all
         }
         let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
         let sink: (any EventSink<EventLogLine>)? = realEvents ?? writer
@@ -171,7 +165,7 @@ struct Playback {
         }
         if let tolerance = compareWithin, let virtualEvents, let realEvents {
             let comparison = RunComparison(virtual: virtualEvents, real: realEvents.all)
-            FileHandle.standardError.write(Data(Self.describe(comparison, tolerance: tolerance).utf8))
+            FileHandle.standardError.write(Data(comparison.summary(tolerance: tolerance).utf8))
             guard comparison.agrees(tolerance: tolerance) else { throw ExitCode(1) }
         }
         if result.keptUp == false, let lateness = result.timerLateness {
@@ -248,26 +242,10 @@ struct Playback {
         }
     }
 
-    /// The comparison of a real run with its virtual one, for standard error.
-    static func describe(_ comparison: RunComparison, tolerance: Duration) -> String {
-        func ms(_ value: Double) -> String { String(format: "%+.0f ms", value) }
-        var text = "compare with virtual time: \(comparison.users) users, \(comparison.matched) events matched in order"
-        if comparison.sameSequences {
-            text += "; the same sequence for every user\n"
-        } else {
-            text += "; the sequences differ:\n"
-            for mismatch in comparison.mismatches { text += "  \(mismatch)\n" }
-        }
-        text += "  real − virtual: median \(ms(comparison.medianOffsetMs)), earliest \(ms(comparison.minOffsetMs)), "
-        text += "latest \(ms(comparison.maxLateMs)) (tolerance \(tolerance.roomLinkText))"
-        text += comparison.agrees(tolerance: tolerance) ? " — agrees\n" : " — does NOT agree\n"
-        return text
-    }
-
     /// Writes `result` as JSON to `destination` (`-`: standard output), or its summary to standard error without one.
     static func write(_ result: RunReport, to destination: String?) throws {
         guard let destination else {
-            FileHandle.standardError.write(Data(summary(result).utf8))
+            FileHandle.standardError.write(Data(result.summary.utf8))
             return
         }
         let encoder = JSONEncoder()
@@ -277,76 +255,5 @@ struct Playback {
         } catch let error as RoomLinkError {
             throw fail(error)
         }
-    }
-
-    /// The connections' lines of a summary: attempts, opened, failures by cause, the latencies.
-    static func summary(_ connections: ConnectionReport) -> String {
-        let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-            .map { "\($0.key) \($0.value)" }
-        func percentiles(_ summary: LatencySummary) -> String {
-            summary.count == 0
-                ? "none"
-                : String(
-                    format: "p50 %.2f / p99 %.2f / p99.9 %.2f / max %.2f ms",
-                    summary.p50Ms,
-                    summary.p99Ms,
-                    summary.p999Ms,
-                    summary.maxMs
-                )
-        }
-        let heartbeat = connections.heartbeatRoundTrip
-        return """
-              connections \(connections.attempts) attempts (peak \(connections.attemptsPerSecondPeak)/s), \
-            \(connections.opened) opened (peak \(connections.openedPerSecondPeak)/s, \(connections.openPeak) open at \
-            most), \(connections.loggedIn) logins accepted; failures: \(causes.isEmpty ? "none" : causes.joined(separator: ", "))
-              connect     TCP \(percentiles(connections.tcpConnect)); login \(percentiles(connections.login))
-              heartbeat   round trip \(heartbeat.count == 0 ? "none" : String(format: "p50 %.2f / p99 %.2f ms", heartbeat.p50Ms, heartbeat.p99Ms))
-
-            """
-    }
-
-    static func summary(_ report: RunReport) -> String {
-        let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
-        var load = ""
-        let lateness =
-            report.timerLateness.map {
-                "  timers late p50 / p99 / max \($0.text) (\($0.count) timers)\n"
-            } ?? ""
-        if let stats = report.load {
-            func f(_ value: Double) -> String { String(format: "%.2f", value) }
-            load = """
-                  connections online \(stats.online), reconnecting \(stats.reconnecting), failed \(stats.failed), offline \
-                \(stats.offline) at the end (\(stats.failures) failures in all)
-                  reconnections \(stats.reconnections): p50 \(f(stats.reconnectSecondsP50)) s, p90 \(f(stats.reconnectSecondsP90)) s, \
-                p99 \(f(stats.reconnectSecondsP99)) s, max \(f(stats.reconnectSecondsMax)) s
-                  storm        \(stats.peakReconnecting) reconnecting at \(f(stats.peakReconnectingAtSeconds)) s; 99 % back \
-                \(stats.secondsUntil99PercentBack.map { "after \(f($0)) s" } ?? "never"); attempts per 100 ms peak \
-                \(stats.attemptsPer100msPeak), mean \(f(stats.attemptsPer100msMean)) (peak/mean \(f(stats.attemptsPeakToMean))), \
-                retries only peak \(stats.retriesPer100msPeak), mean \(f(stats.retriesPer100msMean)) (peak/mean \
-                \(f(stats.retriesPeakToMean))); \
-                logins per second peak \(stats.loginsPerSecondPeak)
-                  peer sees leave \(stats.peerSeesLeave.count == 0 ? "not seen" : "p50 / p99 / max \(stats.peerSeesLeave.text) (\(stats.peerSeesLeave.count))")
-
-                """
-            for recovery in stats.recoveries {
-                load += "  recovery    \(recovery.window.fault): \(recovery.onlineBefore) online before, "
-                load += "\(recovery.onlineLowest) at the lowest; "
-                load += recovery.secondsToAllBack.map { "all back \(f($0)) s after it ended\n" } ?? "not all back\n"
-            }
-            if let delivery = stats.deliveryLatency {
-                load += "  delivery    p50 / p99 / max \(delivery.text) from cause to callback (\(delivery.count))\n"
-            }
-        }
-        return """
-            roomlink — \(report.dialect), \(report.clients) clients, \(report.rooms) rooms, \
-            \(String(format: "%.1f", report.scenarioSeconds)) s of scenario time on the \(report.clock) clock\
-            \(report.interrupted ? " (interrupted: the run stopped early)" : "")
-              events      \(report.events) (\(types.joined(separator: ", ")))
-              violations  \(report.violations)
-              wall time   \(String(format: "%.3f", report.wallSeconds)) s
-              peak RSS    \(report.peakRSSBytes / 1_048_576) MiB (\(report.bytesPerClient) B per client added)
-              CPU time    \(String(format: "%.1f", report.cpuSeconds)) s (\(String(format: "%.2f", report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0)) cores)
-            \(lateness)\(load)\(report.connections.map(summary) ?? "")\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")
-            """
     }
 }

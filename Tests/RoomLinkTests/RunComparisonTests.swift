@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import RoomLinkScenarios
@@ -52,5 +53,32 @@ struct RunComparisonTests {
         #expect(RunComparison(virtual: virtual, real: swapped).sameSequences)
         let apart = [Self.event("A", 10, "add", users: ["B"]), Self.event("A", 20, "add", users: ["C"])]
         #expect(!RunComparison(virtual: apart, real: Array(apart.reversed())).sameSequences)
+    }
+
+    /// What `--compare-with-virtual` prints comes from the library: the verdict, the offsets, the first difference.
+    @Test func theSummarySaysTheVerdictAndTheFirstDifference() {
+        let virtual = [Self.event("A", 0, "logining"), Self.event("A", 120, "logined")]
+        let late = RunComparison(
+            virtual: virtual,
+            real: [Self.event("A", 2, "logining"), Self.event("A", 300, "logined")]
+        )
+        #expect(late.summary(tolerance: .milliseconds(200)).hasSuffix("(tolerance 200ms) — agrees\n"))
+        #expect(late.summary(tolerance: .milliseconds(100)).hasSuffix("(tolerance 100ms) — does NOT agree\n"))
+        #expect(late.summary(tolerance: .seconds(1)).contains("median +180 ms, earliest +2 ms, latest +180 ms"))
+        let other = RunComparison(virtual: virtual, real: [Self.event("A", 0, "loginFailed")])
+        #expect(other.summary(tolerance: .seconds(1)).contains("the sequences differ:\n  A #0: virtual roomState"))
+    }
+
+    /// The virtual run a real one is compared with: the scenario's own events, in virtual time.
+    @Test func theVirtualEventsAreTheScenariosRunInVirtualTime() async throws {
+        let scenario = try Scenario(
+            json: Data(
+                #"{ "users": [{"id": "A"}], "timeline": [{"at": "0s", "user": "A", "action": "login", "room": "r1"}], "end": "5s" }"#
+                    .utf8
+            )
+        )
+        let events = try await ScenarioRunner(scenario: scenario).virtualEvents()
+        #expect(events.map { $0.strings["reason"] } == ["logining", "logined"])
+        #expect(events.allSatisfy { $0.user == "A" && $0.room == "r1" })
     }
 }
