@@ -54,6 +54,9 @@ public struct LoginRequest: Sendable, Equatable {
     /// capacity counts work finished after it as wasted, and may shed a login that waited past it. (A wire
     /// protocol sends it as a relative timeout, as gRPC sends a deadline.)
     public var answerBy: RuntimeInstant?
+    /// When the client sent it, if the server can know (in one process): the answer's way back is taken to be as long
+    /// as the request's way there, which a server that models its capacity needs to tell useful work from wasted.
+    public var sentAt: RuntimeInstant?
 
     /// What a login request asks for.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -79,7 +82,8 @@ public struct LoginRequest: Sendable, Equatable {
         kind: Kind = .join,
         hidden: Bool = false,
         attempt: UInt32 = 0,
-        answerBy: RuntimeInstant? = nil
+        answerBy: RuntimeInstant? = nil,
+        sentAt: RuntimeInstant? = nil
     ) {
         self.userID = userID
         self.session = session
@@ -90,5 +94,6 @@ public struct LoginRequest: Sendable, Equatable {
         self.hidden = hidden
         self.attempt = attempt
         self.answerBy = answerBy
+        self.sentAt = sentAt
     }
 }

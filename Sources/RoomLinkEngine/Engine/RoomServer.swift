@@ -31,8 +31,21 @@ public final class RoomServer: RoomDirectory {
             var auth: AuthTable?
             /// Tokens that expired, by user ID ("" for a login without a token).
             var expired: [String: Set<String>] = [:]
-            /// The token each user last logged in or renewed with: the one an expiry expires.
+            /// The token each user last logged in or renewed with, when it is not the one an expiry assumes without
+            /// an entry (``assumedCurrent(_:)``): a load test's million tokenless logins keep no entry each.
             var current: [String: String] = [:]
+
+            /// The token an expiry of `userID` expires when the user has no entry: its first listed token, or none.
+            func assumedCurrent(_ userID: String) -> String { auth?.tokens[userID]?.first ?? "" }
+
+            /// `token` becomes the current token of `userID`.
+            mutating func setCurrent(_ token: String, for userID: String) {
+                if token == assumedCurrent(userID) {
+                    if !current.isEmpty { current[userID] = nil }
+                } else {
+                    current[userID] = token
+                }
+            }
         }
 
         init(
@@ -54,7 +67,7 @@ public final class RoomServer: RoomDirectory {
         /// Marks the current token of `userID` expired: the one it last logged in or renewed with.
         func expire(_ userID: String) {
             tokens.withLock { table in
-                let current = table.current[userID] ?? table.auth?.tokens[userID]?.first ?? ""
+                let current = table.current[userID] ?? table.assumedCurrent(userID)
                 table.expired[userID, default: []].insert(current)
             }
         }
@@ -65,7 +78,7 @@ public final class RoomServer: RoomDirectory {
             tokens.withLock { table in
                 if table.expired[userID]?.contains(token ?? "") ?? false { return false }
                 if let auth = table.auth, !auth.lists(token, for: userID) { return false }
-                table.current[userID] = token ?? ""
+                table.setCurrent(token ?? "", for: userID)
                 return true
             }
         }
@@ -77,7 +90,7 @@ public final class RoomServer: RoomDirectory {
             tokens.withLock { table in
                 guard !token.isEmpty, !(table.expired[userID]?.contains(token) ?? false) else { return false }
                 if let auth = table.auth, !auth.lists(token, for: userID) { return false }
-                table.current[userID] = token
+                table.setCurrent(token, for: userID)
                 return true
             }
         }

@@ -100,10 +100,13 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
         }
         let kind: ServerNode.Kind
         var answerBy: RuntimeInstant?
+        var answerTrip = Duration.zero
         switch message {
         case .login(let request):
             kind = .login
             answerBy = request.answerBy
+            // The answer's way back takes about as long as the request's way here.
+            answerTrip = request.sentAt.map { $0.duration(to: now) } ?? .zero
         case .heartbeat: kind = .heartbeat
         case .logout, .renewToken, .setHidden: kind = .other
         case .connectionResumed:
@@ -111,7 +114,7 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
             handle(message, on: channel, arrivedAt: now)
             return
         }
-        switch node.withLock({ $0.arrive(kind, at: now, answerBy: answerBy) }) {
+        switch node.withLock({ $0.arrive(kind, at: now, answerBy: answerBy, answerTrip: answerTrip) }) {
         case .serve(let done, let waited) where done <= now || (kind != .login && waited == .zero):
             // A cheap message that found a worker free is handled on arrival: its cost (microseconds) still holds
             // the worker, but a timer per heartbeat to move its answer that much later would cost the run more

@@ -88,7 +88,7 @@ extension LoadReport {
             second: \.second,
             series: [
                 ("logins offered / s", "#9aa0a6", \.offeredLogins, logins),
-                ("completed (goodput) / s", "#188038", \.completedLogins, logins),
+                ("goodput (answered in time) / s", "#188038", \.goodputLogins, logins),
                 ("queue length", "#a142f4", \.queue, queue),
             ],
             top: top,

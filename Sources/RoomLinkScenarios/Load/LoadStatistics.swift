@@ -76,6 +76,7 @@ public final class LoadStatistics: EngineObserver {
             case .joined:
                 state.joining = max(0, state.joining - 1)
                 state.online += 1
+                state.seconds[second].accepted += 1
                 if state.failedKeys.remove(key) != nil { state.failed -= 1 }
             case .lost:
                 state.online -= 1
@@ -91,6 +92,7 @@ public final class LoadStatistics: EngineObserver {
                 state.reconnecting -= 1
                 state.online += 1
                 state.seconds[second].rejoined += 1
+                state.seconds[second].accepted += 1
                 state.outageStart[client] = nil  // back before any peer saw it leave: no peer will
                 if let lost = state.lostAt.removeValue(forKey: key) {
                     let nanoseconds = max(0, time.nanoseconds - lost.nanoseconds)
@@ -323,6 +325,9 @@ public struct LoadReport: Sendable, Codable, Equatable {
         /// Reconnect attempts sent, and logins of any kind (joins and reconnections) sent.
         public var attempts = 0
         public var logins = 0
+        /// Logins whose answer reached a client still waiting for it and left it in its room (joins and
+        /// reconnections accepted): the servers' goodput, seen from where it counts.
+        public var accepted = 0
         /// Connections that want to be in their rooms at the second's end: online, reconnecting, or joining for the
         /// first time (what a load tester targets; ``online`` is what it got).
         public var target = 0

@@ -97,6 +97,7 @@ public struct LoadTally: Sendable, Codable, Equatable {
             seconds[index].failedNow += row.failedNow
             seconds[index].attempts += row.attempts
             seconds[index].logins += row.logins
+            seconds[index].accepted += row.accepted
             seconds[index].target += row.target
         }
     }

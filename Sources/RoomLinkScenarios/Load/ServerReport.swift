@@ -8,11 +8,16 @@ public struct ServerReport: Sendable, Codable, Equatable {
     public struct Node: Sendable, Codable, Equatable {
         /// The node's index; −1 for the total.
         public var node: Int
-        /// Logins that arrived (offered load) and that were served (goodput, wasted ones included).
+        /// Logins that arrived (offered load) and that were served (wasted ones included).
         public var offeredLogins: Int
         public var completedLogins: Int
-        /// Logins served after their client had stopped waiting for the answer: work done for nobody.
+        /// Logins served for nobody: for a node, those whose answer could not reach its client before it stopped
+        /// waiting (the node's estimate, the answer's trip taken as long as the request's); for the total, with the
+        /// clients' side known, every completed login that did not leave a client in its room (``goodputLogins``).
         public var wastedLogins: Int
+        /// For the total, with the clients' side known: logins whose answer reached a client still waiting for it and
+        /// left it in its room — goodput, counted where it lands.
+        public var goodputLogins: Int?
         /// Logins refused by admission control (busy), and dropped unserved because they expired in the queue.
         public var refusedLogins: Int
         public var shedLogins: Int
@@ -39,6 +44,9 @@ public struct ServerReport: Sendable, Codable, Equatable {
         public var offeredLogins: Int
         public var completedLogins: Int
         public var wastedLogins: Int
+        /// Logins that left a client in its room during the second (goodput, from the clients' side; without it, the
+        /// completed logins less the nodes' estimate of wasted ones).
+        public var goodputLogins: Int
         public var refusedLogins: Int
         /// The sum over nodes of each one's longest queue during the second.
         public var queue: Int
@@ -87,13 +95,29 @@ extension ServerReport {
         total = Self.node(-1, merged)
         total.peakQueue = nodes.map(\.peakQueue).max() ?? 0
         let seconds = Int(end.rounded(.up))
+        // Goodput is counted where it lands: a login is useful when its answer reaches a client still waiting for it
+        // and leaves it in its room — the clients' accepted logins, when the load statistics have them.
+        let accepted = load.map { report in
+            var perSecond = [Int](repeating: 0, count: max(seconds, merged.seconds.count))
+            for row in report.timeSeries where row.second >= 0 && row.second < perSecond.count {
+                perSecond[row.second] += row.accepted
+            }
+            return perSecond
+        }
+        if let accepted {
+            let goodput = accepted.reduce(0, +)
+            total.goodputLogins = goodput
+            total.wastedLogins = max(0, total.completedLogins - goodput)
+        }
         timeSeries = (0..<max(seconds, merged.seconds.count)).map { index in
             let row = index < merged.seconds.count ? merged.seconds[index] : ServerNodeStatistics.Second()
+            let goodput = accepted?[index] ?? max(0, row.completed - row.wasted)
             return Second(
                 second: index,
                 offeredLogins: row.offered,
                 completedLogins: row.completed,
-                wastedLogins: row.wasted,
+                wastedLogins: accepted == nil ? row.wasted : max(0, row.completed - goodput),
+                goodputLogins: goodput,
                 refusedLogins: row.refused,
                 queue: row.queuePeak,
                 falseDepartures: row.falseDepartures
@@ -105,12 +129,12 @@ extension ServerReport {
         sustainedOverload = false
         guard let lastFaultEnd, let firstFault else { return }
         // Overload that outlives its trigger: over the run's last 30 s after the faults ended (at least 10 s of them),
-        // logins were still offered and fewer were served in time (goodput: completed, less those done for clients
-        // that had given up) than offered. A system that recovered has settled: its late logins are all served.
+        // logins were still offered and fewer of them left a client in its room (goodput) than were offered. A system
+        // that recovered has settled: its late logins are all answered in time.
         let after = timeSeries.filter { Double($0.second) >= lastFaultEnd.rounded(.up) && Double($0.second) < end }
         let tail = after.suffix(30)
         let offered = tail.reduce(0) { $0 + $1.offeredLogins }
-        let goodput = tail.reduce(0) { $0 + $1.completedLogins - $1.wastedLogins }
+        let goodput = tail.reduce(0) { $0 + $1.goodputLogins }
         sustainedOverload = after.count >= 10 && offered > 0 && goodput < offered
         guard let series = load?.timeSeries, !series.isEmpty else { return }
         let before = series.filter { Double($0.second) < firstFault }.map(\.online).max() ?? 0
@@ -129,6 +153,7 @@ extension ServerReport {
             offeredLogins: statistics.offeredLogins,
             completedLogins: statistics.completedLogins,
             wastedLogins: statistics.wastedLogins,
+            goodputLogins: nil,
             refusedLogins: statistics.refusedLogins,
             shedLogins: statistics.shedLogins,
             heartbeats: statistics.heartbeats,
@@ -156,7 +181,9 @@ extension ServerReport {
     /// One line for a run's summary.
     public var summaryLine: String {
         var line =
-            "servers: \(total.completedLogins)/\(total.offeredLogins) logins served, \(total.wastedLogins) wasted, "
+            "servers: \(total.completedLogins)/\(total.offeredLogins) logins served, "
+            + (total.goodputLogins.map { "\($0) answered in time (goodput), " } ?? "")
+            + "\(total.wastedLogins) wasted, "
             + "\(total.refusedLogins) refused, \(total.shedLogins) shed; queue delay \(total.queueDelay.text), "
             + "peak queue \(total.peakQueue); \(total.falseDepartures) false departures, "
             + "\(total.lateHeartbeats) late heartbeats"

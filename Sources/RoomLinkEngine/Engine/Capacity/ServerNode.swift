@@ -52,8 +52,17 @@ public struct ServerNode: Sendable {
     }
 
     /// A message of `kind` arrives at `now`. `answerBy` is when its client stops waiting for the answer (a login's
-    /// attempt timeout), if it says.
-    public mutating func arrive(_ kind: Kind, at now: RuntimeInstant, answerBy: RuntimeInstant? = nil) -> Verdict {
+    /// attempt timeout), if it says, and `answerTrip` how long the answer takes to reach it: a login is useful only if
+    /// its answer arrives by then, so one whose work cannot be done `answerTrip` before `answerBy` is wasted — and,
+    /// with ``ServerPolicy/shedExpired``, dropped before a worker spends anything on it.
+    public mutating func arrive(
+        _ kind: Kind,
+        at now: RuntimeInstant,
+        answerBy: RuntimeInstant? = nil,
+        answerTrip: Duration = .zero
+    ) -> Verdict {
+        // The latest the work may be done for its answer to arrive in time (nanoseconds).
+        let useful = answerBy.map { $0.nanoseconds - answerTrip.nanosecondsClamped }
         let time = now.nanoseconds
         if kind == .login {
             statistics.offeredLogin(at: now)
@@ -65,7 +74,9 @@ public struct ServerNode: Sendable {
         guard !freeAt.isEmpty else {
             // Unlimited workers: no queue, a login takes its processing time.
             let done = kind == .login ? now.advanced(by: .nanoseconds(loginCost)) : now
-            if kind == .login { statistics.servedLogin(done: done, wasted: answerBy.map { done > $0 } ?? false) }
+            if kind == .login {
+                statistics.servedLogin(done: done, wasted: useful.map { done.nanoseconds > $0 } ?? false)
+            }
             statistics.served(kind, waited: 0, arrivedAt: now)
             return .serve(done: done, waited: .zero)
         }
@@ -78,10 +89,6 @@ public struct ServerNode: Sendable {
                 statistics.refusedLogin(at: now)
                 return .busy(retryAfter: .nanoseconds(waited - maxQueue))
             }
-            if policy.shedExpired, let answerBy, start > answerBy.nanoseconds {
-                statistics.shedLogin()
-                return .shed
-            }
         }
         let cost: Int64 =
             switch kind {
@@ -89,13 +96,19 @@ public struct ServerNode: Sendable {
             case .heartbeat: capacity.heartbeat.nanosecondsClamped
             case .other: capacity.other.nanosecondsClamped
             }
+        // Shed what cannot finish, answer included, before its client stops waiting — not merely what starts too late:
+        // a login begun just before the deadline is work done for nobody.
+        if kind == .login, policy.shedExpired, let useful, start + cost > useful {
+            statistics.shedLogin()
+            return .shed
+        }
         replaceEarliest(with: start + cost)
         if waited > 0 {
             waiting.append(start)
             statistics.queued(length: waiting.count, at: now)  // an empty queue is every second's default
         }
         let done = RuntimeInstant(nanoseconds: start + cost)
-        if kind == .login { statistics.servedLogin(done: done, wasted: answerBy.map { done > $0 } ?? false) }
+        if kind == .login { statistics.servedLogin(done: done, wasted: useful.map { done.nanoseconds > $0 } ?? false) }
         statistics.served(kind, waited: waited, arrivedAt: now)
         return .serve(done: done, waited: .nanoseconds(waited))
     }

@@ -554,7 +554,8 @@ public struct RoomClientState: Sendable {
             kind: kind,
             hidden: room.options.hidden,
             attempt: room.attempt,
-            answerBy: now.advanced(by: rules.timings.attemptTimeout)
+            answerBy: now.advanced(by: rules.timings.attemptTimeout),
+            sentAt: now
         )
         rooms[index].attemptSentAt = now
         rooms[index].attemptInFlight = true
