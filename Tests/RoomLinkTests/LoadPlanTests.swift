@@ -90,6 +90,26 @@ struct LoadPlanTests {
         #expect(report.violations == 0, "\(report.violationSample)")
     }
 
+    /// "99 % back" counts the clients that came back, not those that stopped trying.
+    @Test
+    func ninetyNinePercentBackMeansBackNotGivenUp() async throws {
+        func load(_ plan: LoadPlan) async throws -> LoadReport? {
+            var runner = try ScenarioRunner(scenario: try plan.scenario())
+            runner.collectsLoadStatistics = true
+            return try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }.load
+        }
+        let storm = try StormFault("0.5@1m:60s")
+        let back = try #require(try await load(Self.plan([storm])))
+        #expect(back.secondsUntil99PercentBack != nil && back.failed == 0)
+        // The same storm, but ZEGO clients give up reconnecting after 10 s: the reconnecting count falls to nothing,
+        // and none of them is back.
+        var plan = Self.plan([storm])
+        plan.timings["retryTimeout"] = .seconds(10)
+        let gaveUp = try #require(try await load(plan))
+        #expect(gaveUp.failed == 20 && gaveUp.reconnecting == 0)
+        #expect(gaveUp.secondsUntil99PercentBack == nil)
+    }
+
     @Test
     func outagesLastTheirOwnDrawnLengths() async throws {
         let (events, report) = try await Self.run(Self.plan([try OutagesFault("0.2@1m:10s..40s")]))

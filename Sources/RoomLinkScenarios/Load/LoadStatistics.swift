@@ -227,6 +227,15 @@ public final class LoadStatistics: EngineObserver {
                 state.recoveredAt = nil
             }
         }
+        // "Back" means back: connections that gave up (or were refused or kicked) between the peak and the moment
+        // the reconnecting count fell to 1 % of it are not back, and when more than 1 % of the peak did, 99 % never
+        // came back.
+        if let recovered = state.recoveredAt, state.peakReconnecting > 0 {
+            let from = max(0, Int(state.peakReconnectingAt.rounded(.down)))
+            let until = min(state.seconds.count, Int(recovered.rounded(.up)) + 1)
+            let gaveUp = from < until ? state.seconds[from..<until].reduce(0) { $0 + $1.failedNow } : 0
+            if gaveUp * 100 > state.peakReconnecting { state.recoveredAt = nil }
+        }
         /// The peak and the mean over the busy span (first to last non-empty bucket).
         func shape(_ buckets: [Int]) -> (peak: Int, mean: Double) {
             let first = buckets.firstIndex { $0 > 0 }
@@ -369,7 +378,8 @@ public struct LoadReport: Sendable, Codable, Equatable {
     /// The most connections reconnecting at once, and when (seconds since the start).
     public var peakReconnecting: Int
     public var peakReconnectingAtSeconds: Double
-    /// From that peak until 1 % of it is still reconnecting; `nil` if that never happened.
+    /// From that peak until 99 % of it is back: at most 1 % of it still reconnecting, and at most 1 % of it given up
+    /// (or refused or kicked) on the way; `nil` if that never happened.
     public var secondsUntil99PercentBack: Double?
     /// The most logins (joins and reconnections) the server was sent in one second.
     public var loginsPerSecondPeak: Int
