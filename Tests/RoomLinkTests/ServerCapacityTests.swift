@@ -398,6 +398,52 @@ struct ServerCapacityTests {
 
     static let noJitter = #"{"strategy": "exponential", "base": "1s", "cap": "30s", "jitter": "none"}"#
 
+    /// AWS's "Exponential Backoff And Jitter": full jitter makes fewer calls and completes sooner than none — with
+    /// admission control and with a queue bound, at three ratios of load to capacity. One worker at 40 ms a login
+    /// serves 250 logins in the storm's 10 s; `ratio` × 250 clients all come back at once.
+    @Test(
+        .enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"),
+        arguments: [1, 2, 4]
+    )
+    func awsOrderingHoldsWithAdmissionControlAndWithAQueueBound(ratio: Int) async throws {
+        let protections: [(String, ServerPolicy)] = [
+            (
+                "admission 20/s",
+                ServerPolicy(
+                    capacity: ServerCapacity(workers: 1, login: .milliseconds(40)),
+                    admission: AdmissionPolicy(rate: 20, burst: 20)
+                )
+            ),
+            (
+                "max-queue 4s",
+                ServerPolicy(capacity: ServerCapacity(workers: 1, login: .milliseconds(40)), maxQueue: .seconds(4))
+            ),
+        ]
+        for (name, policy) in protections {
+            func run(_ retry: String) async throws -> (calls: Int, back: Double?) {
+                var plan = Self.plan(
+                    clients: ratio * 250,
+                    rooms: 5,
+                    duration: "8m",
+                    server: policy,
+                    [try StormFault("1.0@1m:10s")]
+                )
+                plan.retryJSON = try LoadPlan.retryJSON(retry)
+                let (_, report) = try await Self.run(try plan.scenario())
+                let load = try #require(report.load)
+                return (load.timeSeries.reduce(0) { $0 + $1.attempts }, load.secondsUntil99PercentBack)
+            }
+            let none = try await run(Self.noJitter)
+            let full = try await run("fullJitter:1s:30s")
+            #expect(full.calls < none.calls, "\(name), ×\(ratio): full jitter \(full.calls) calls, none \(none.calls)")
+            let back = try #require(full.back, "\(name), ×\(ratio): full jitter came back")
+            #expect(
+                none.back.map { back < $0 } ?? true,
+                "\(name), ×\(ratio): full jitter back after \(back) s, none after \(none.back.map { "\($0) s" } ?? "never")"
+            )
+        }
+    }
+
     @Test(.enabled(if: !Sanitizers.threadSanitizerIsOn, "one thread: nothing for ThreadSanitizer"))
     func jitteredBackoffMakesFewerAttemptsAndRecoversSoonerThanNoJitter() async throws {
         // The AWS study's order, out of a server that drops what nobody waits for: nothing of it is put in.
