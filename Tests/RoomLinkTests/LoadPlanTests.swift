@@ -285,7 +285,12 @@ extension LoadPlanTests {
         #expect(csv[126] == "125,30,10,0,0,0,0,0,0,40", "40 want to be in: 30 are, 10 are on their way back")
         let svg = load.svg(title: "storm <test>")
         #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>\n"))
-        #expect(svg.components(separatedBy: "<polyline").count == 5, "target, online, reconnecting, attempts")
+        #expect(
+            svg.components(separatedBy: "<polyline").count == 6,
+            "target, online, reconnecting, failed, attempts"
+        )
+        #expect(svg.contains(">reconnect attempts / s</text>"), "attempts have their own, titled, scale")
+        #expect(svg.contains(">seconds since the start</text>"), "the time axis has a title")
         #expect(svg.contains("storm &lt;test&gt;"), "the title is escaped")
         #expect(
             svg.components(separatedBy: "fill=\"#5f6368\"").count == 2,

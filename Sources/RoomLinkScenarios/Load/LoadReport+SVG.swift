@@ -1,12 +1,13 @@
 internal import Foundation
 
 extension LoadReport {
-    /// An SVG picture of the run: the time series (online, reconnecting, reconnect attempts per second) above, the
-    /// reconnect-duration histogram below — the storm at a glance. Plain SVG 1.1, no script, no external files.
+    /// An SVG picture of the run: the time series (connections on the left scale, reconnect attempts per second on
+    /// their own, right, scale) above, the reconnect-duration histogram below — the storm at a glance. Every axis has
+    /// ticks and a title, every label stays inside the picture. Plain SVG 1.1, no script, no external files.
     public func svg(title: String) -> String { svg(title: title, servers: nil) }
 
-    /// The picture, with a third panel when the servers' capacity was modelled: logins offered and completed per
-    /// second (goodput) and the queue's length, over the run.
+    /// The picture, with a third panel when the servers' capacity was modelled: logins offered and goodput per
+    /// second, and the queue's length (its own scale), over the run.
     public func svg(title: String, servers: ServerReport?) -> String {
         svg(title: title, servers: servers, connections: nil)
     }
@@ -14,86 +15,102 @@ extension LoadReport {
     /// The picture, with a panel for the servers' capacity when it was modelled, and one for the connections to a
     /// real server (attempts, opened and failed per second, and connections open) when there were any.
     public func svg(title: String, servers: ServerReport?, connections: ConnectionReport?) -> String {
-        let height = 600 + (servers == nil ? 0 : 260) + (connections == nil ? 0 : 260)
-        let width = 960.0
-        let chart = (left: 70.0, top: 50.0, width: 860.0, height: 260.0)
-        let bars = (left: 70.0, top: 380.0, width: 860.0, height: 160.0)
+        let plot = Plot.self
+        let mainHeight = 250.0
+        let histogramTop = plot.top + mainHeight + 110
+        var nextTop = histogramTop + 150 + 90
+        let height = Int(nextTop + (servers == nil ? 0 : 300) + (connections == nil ? 0 : 300))
         var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(height)" viewBox="0 0 \(Int(width)) \(height)" \
-            font-family="sans-serif" font-size="12">
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(plot.width))" height="\(height)" \
+            viewBox="0 0 \(Int(plot.width)) \(height)" font-family="sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(chart.left)" y="24" font-size="16">\(Self.escape(title))</text>
+            <text x="\(plot.left)" y="24" font-size="16">\(plot.escape(title))</text>
 
             """
-        // The series, on one scale: connections and attempts per second.
-        let seconds = max(1, timeSeries.count)
-        let top = max(1, timeSeries.map { max($0.online, $0.reconnecting, $0.attempts, $0.target) }.max() ?? 1)
-        func x(_ second: Int) -> Double { chart.left + chart.width * Double(second) / Double(seconds) }
-        func y(_ value: Int) -> Double { chart.top + chart.height * (1 - Double(value) / Double(top)) }
-        out += Self.axes(chart.left, chart.top, chart.width, chart.height)
-        out += Self.label(chart.left - 8, chart.top + 4, "\(top)", anchor: "end")
-        out += Self.label(chart.left - 8, chart.top + chart.height, "0", anchor: "end")
-        out += Self.label(chart.left + chart.width, chart.top + chart.height + 18, "\(seconds) s", anchor: "end")
-        let series: [(String, String, (Second) -> Int)] = [
-            ("target", "#bdc1c6", \.target), ("online", "#2b7bba", \.online),
-            ("reconnecting", "#e8710a", \.reconnecting), ("attempts / s", "#c5221f", \.attempts),
-        ]
-        for (index, (name, color, value)) in series.enumerated() {
-            let points = timeSeries.map { String(format: "%.1f,%.1f", x($0.second), y(value($0))) }
-            out +=
-                "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
-            let legendX = chart.left + 10 + Double(index) * 130
-            out += "<rect x=\"\(legendX)\" y=\"\(chart.top - 16)\" width=\"12\" height=\"4\" fill=\"\(color)\"/>\n"
-            out += Self.label(legendX + 18, chart.top - 11, name)
-        }
-        // The reconnect-duration histogram, one bar per second of duration.
-        let counts = reconnectSecondsHistogram
-        let highest = max(1, counts.max() ?? 1)
-        out += Self.axes(bars.left, bars.top, bars.width, bars.height)
-        out += Self.label(
-            bars.left,
-            bars.top - 10,
-            "reconnect duration (\(reconnections) reconnections; p50 \(Self.format(reconnectSecondsP50)) s, p99 \(Self.format(reconnectSecondsP99)) s)"
+        // Connections on the left scale; attempts per second, orders of magnitude apart from them, on the right.
+        let clients = max(1, timeSeries.map { max($0.online, $0.reconnecting, $0.failed, $0.target) }.max() ?? 1)
+        let attemptsTop = max(1, timeSeries.map(\.attempts).max() ?? 1)
+        out += plot.panel(
+            rows: timeSeries,
+            second: \.second,
+            top: plot.top,
+            height: mainHeight,
+            left: ("clients", clients),
+            right: ("reconnect attempts / s", attemptsTop),
+            series: [
+                .init("want to be in", "#bdc1c6", \.target, right: false),
+                .init("online", "#2b7bba", \.online, right: false),
+                .init("reconnecting", "#e8710a", \.reconnecting, right: false),
+                .init("failed or given up", "#5f6368", \.failed, right: false, dashed: true),
+                .init("reconnect attempts / s (right)", "#c5221f", \.attempts, right: true),
+            ],
+            caption: "\(online) online, \(reconnecting) reconnecting, \(failed) failed or given up at the end; "
+                + (secondsUntil99PercentBack.map { "99 % back \(plot.number($0)) s after the peak" }
+                    ?? "99 % never back")
         )
-        let barWidth = bars.width / Double(max(1, counts.count))
-        for (second, count) in counts.enumerated() where count > 0 {
-            let height = bars.height * Double(count) / Double(highest)
-            out += String(
-                format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#5f6368\"/>\n",
-                bars.left + Double(second) * barWidth,
-                bars.top + bars.height - height,
-                max(1, barWidth - 1),
-                height
-            )
+        // The reconnect-duration histogram, one bar per second of duration.
+        out += histogram(top: histogramTop)
+        if let servers {
+            out += Self.serverPanel(servers, top: nextTop)
+            nextTop += 300
         }
-        out += Self.label(bars.left - 8, bars.top + 4, "\(highest)", anchor: "end")
-        out += Self.label(bars.left + bars.width, bars.top + bars.height + 18, "\(counts.count) s", anchor: "end")
-        if let servers { out += Self.serverPanel(servers, top: 630) }
-        if let connections { out += Self.connectionPanel(connections, top: servers == nil ? 630 : 890) }
+        if let connections { out += Self.connectionPanel(connections, top: nextTop) }
         out += "</svg>\n"
         return out
     }
 
-    /// Offered and completed logins per second, and the queue (its own scale, on the right), per second.
+    /// Reconnections by how long they took, one bar per second.
+    private func histogram(top: Double) -> String {
+        let plot = Plot.self
+        let counts = reconnectSecondsHistogram
+        let height = 150.0
+        let highest = max(1, counts.max() ?? 1)
+        let yTicks = plot.ticks(upTo: highest)
+        let xMax = max(1, counts.count)
+        func x(_ second: Double) -> Double { plot.left + plot.chartWidth * second / Double(xMax) }
+        func y(_ value: Double) -> Double { top + height * (1 - value / Double(yTicks.last ?? 1)) }
+        var out = plot.label(
+            plot.left,
+            top - 14,
+            "reconnect duration: \(reconnections) reconnections; p50 \(plot.number(reconnectSecondsP50)) s, "
+                + "p99 \(plot.number(reconnectSecondsP99)) s"
+        )
+        out += plot.grid(ticks: yTicks, y: { y(Double($0)) }, side: .left, title: "reconnections")
+        let barWidth = plot.chartWidth / Double(xMax)
+        for (second, count) in counts.enumerated() where count > 0 {
+            out += String(
+                format: "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#5f6368\"/>\n",
+                x(Double(second)),
+                y(Double(count)),
+                max(1, barWidth - 1),
+                top + height - y(Double(count))
+            )
+        }
+        out += plot.timeAxis(seconds: xMax, top: top, height: height, title: "seconds to reconnect")
+        return out
+    }
+
+    /// Logins offered and goodput per second, and the queue (its own scale, on the right), per second.
     private static func serverPanel(_ servers: ServerReport, top: Double) -> String {
         let rows = servers.timeSeries
-        let logins = max(1, rows.map { max($0.offeredLogins, $0.completedLogins) }.max() ?? 1)
+        let logins = max(1, rows.map { max($0.offeredLogins, $0.goodputLogins) }.max() ?? 1)
         let queue = max(1, rows.map(\.queue).max() ?? 1)
         let verdict =
             servers.sustainedOverload
             ? "sustained overload after the trigger"
             : servers.recovered.map { $0 ? "recovered" : "did not recover" } ?? ""
-        return panel(
+        return Plot.panel(
             rows: rows,
             second: \.second,
-            series: [
-                ("logins offered / s", "#9aa0a6", \.offeredLogins, logins),
-                ("goodput (answered in time) / s", "#188038", \.goodputLogins, logins),
-                ("queue length", "#a142f4", \.queue, queue),
-            ],
             top: top,
-            scales: ("\(logins)", "queue \(queue)"),
-            legendSpacing: 200,
+            height: 180,
+            left: ("logins / s", logins),
+            right: ("queue length", queue),
+            series: [
+                .init("logins offered / s", "#9aa0a6", \.offeredLogins, right: false),
+                .init("goodput (answered in time) / s", "#188038", \.goodputLogins, right: false),
+                .init("queue length (right)", "#a142f4", \.queue, right: true),
+            ],
             caption: "servers: \(servers.policy)  \(verdict)"
         )
     }
@@ -105,64 +122,190 @@ extension LoadReport {
         let open = max(1, rows.map(\.open).max() ?? 1)
         let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        return panel(
+        return Plot.panel(
             rows: rows,
             second: \.second,
-            series: [
-                ("connection attempts / s", "#9aa0a6", \.attempts, rate), ("opened / s", "#188038", \.opened, rate),
-                ("failed / s", "#c5221f", \.failed, rate), ("connections open", "#2b7bba", \.open, open),
-            ],
             top: top,
-            scales: ("\(rate)", "open \(open)"),
-            legendSpacing: 190,
-            caption: "TCP connect p99 \(format(connections.tcpConnect.p99Ms)) ms, login p99 "
-                + "\(format(connections.login.p99Ms)) ms, heartbeat round trip p99 "
-                + "\(format(connections.heartbeatRoundTrip.p99Ms)) ms; failures: \(causes.isEmpty ? "none" : causes)"
+            height: 180,
+            left: ("connections / s", rate),
+            right: ("connections open", open),
+            series: [
+                .init("attempts / s", "#9aa0a6", \.attempts, right: false),
+                .init("opened / s", "#188038", \.opened, right: false),
+                .init("failed / s", "#c5221f", \.failed, right: false),
+                .init("open (right)", "#2b7bba", \.open, right: true),
+            ],
+            caption: "TCP connect p99 \(Plot.number(connections.tcpConnect.p99Ms)) ms, login p99 "
+                + "\(Plot.number(connections.login.p99Ms)) ms, heartbeat round trip p99 "
+                + "\(Plot.number(connections.heartbeatRoundTrip.p99Ms)) ms; failures: \(causes.isEmpty ? "none" : causes)"
         )
     }
+}
 
-    /// A panel of per-second series under the main chart, each on the scale it names (`top`): the left scale's label
-    /// and the right one's, a legend, and a caption below.
-    private static func panel<Row>(
+/// The pieces the load pictures are drawn with: panels of series over time with ticked, titled axes on both sides,
+/// legends that wrap instead of overlapping, and labels kept inside the canvas.
+enum Plot {
+    static let width = 1000.0
+    static let left = 90.0
+    static let chartWidth = 800.0
+    static let top = 80.0
+    /// The right edge of the charts; the right axis's labels and title live between it and the canvas's edge.
+    static var right: Double { left + chartWidth }
+
+    /// One line of a panel: its name, colour, value, and which scale it is drawn on.
+    struct Series<Row> {
+        var name: String
+        var color: String
+        var value: (Row) -> Int
+        var right: Bool
+        var dashed: Bool
+
+        init(_ name: String, _ color: String, _ value: @escaping (Row) -> Int, right: Bool, dashed: Bool = false) {
+            self.name = name
+            self.color = color
+            self.value = value
+            self.right = right
+            self.dashed = dashed
+        }
+    }
+
+    enum Side { case left, right }
+
+    /// A panel of per-second series: a left scale and a right one, each ticked and titled, a time axis, a legend above
+    /// (wrapping onto a second row when it must) and a caption below.
+    static func panel<Row>(
         rows: [Row],
         second: (Row) -> Int,
-        series: [(name: String, color: String, value: (Row) -> Int, top: Int)],
         top: Double,
-        scales: (left: String, right: String),
-        legendSpacing: Double,
+        height: Double,
+        left: (title: String, top: Int),
+        right: (title: String, top: Int),
+        series: [Series<Row>],
         caption: String
     ) -> String {
-        let panel = (left: 70.0, top: top, width: 860.0, height: 180.0)
-        let seconds = max(1, rows.count)
-        func x(_ second: Int) -> Double { panel.left + panel.width * Double(second) / Double(seconds) }
-        func y(_ value: Int, _ top: Int) -> Double { panel.top + panel.height * (1 - Double(value) / Double(top)) }
-        var out = axes(panel.left, panel.top, panel.width, panel.height)
-        out += label(panel.left - 8, panel.top + 4, scales.left, anchor: "end")
-        out += label(panel.left + panel.width + 4, panel.top + 4, scales.right)
-        out += label(panel.left - 8, panel.top + panel.height, "0", anchor: "end")
-        for (index, line) in series.enumerated() {
-            let points = rows.map { String(format: "%.1f,%.1f", x(second($0)), y(line.value($0), line.top)) }
-            out +=
-                "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"1.5\" points=\"\(points.joined(separator: " "))\"/>\n"
-            let legendX = panel.left + 10 + Double(index) * legendSpacing
-            out += "<rect x=\"\(legendX)\" y=\"\(panel.top - 16)\" width=\"12\" height=\"4\" fill=\"\(line.color)\"/>\n"
-            out += label(legendX + 18, panel.top - 11, line.name)
+        let seconds = max(1, (rows.map(second).max() ?? 0) + 1)
+        let leftTicks = ticks(upTo: left.top)
+        let rightTicks = ticks(upTo: right.top)
+        func x(_ second: Int) -> Double { Self.left + chartWidth * Double(second) / Double(seconds) }
+        func y(_ value: Int, _ scale: [Int]) -> Double {
+            top + height * (1 - Double(value) / Double(scale.last ?? 1))
         }
-        out += label(panel.left, panel.top + panel.height + 18, caption)
+        var out = legend(series.map { ($0.name, $0.color, $0.dashed) }, top: top - 34)
+        out += grid(ticks: leftTicks, y: { y($0, leftTicks) }, side: .left, title: left.title)
+        out += grid(ticks: rightTicks, y: { y($0, rightTicks) }, side: .right, title: right.title, lines: false)
+        for line in series {
+            let scale = line.right ? rightTicks : leftTicks
+            let points = rows.map { String(format: "%.1f,%.1f", x(second($0)), y(line.value($0), scale)) }
+            out += "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"1.5\""
+            out += line.dashed ? " stroke-dasharray=\"5 3\"" : ""
+            out += " points=\"\(points.joined(separator: " "))\"/>\n"
+        }
+        out += timeAxis(seconds: seconds, top: top, height: height, title: "seconds since the start")
+        out += label(Self.left, top + height + 56, fitting(caption, width: width - Self.left - 10))
         return out
     }
 
-    private static func axes(_ left: Double, _ top: Double, _ width: Double, _ height: Double) -> String {
-        "<path d=\"M\(left) \(top) V\(top + height) H\(left + width)\" stroke=\"#444\" fill=\"none\"/>\n"
+    /// Horizontal grid lines (or none) and tick labels for `ticks` on one side, with the axis's title turned along it.
+    static func grid(ticks: [Int], y: (Int) -> Double, side: Side, title: String, lines: Bool = true) -> String {
+        var out = ""
+        let top = y(ticks.last ?? 0)
+        let bottom = y(0)
+        let x = side == .left ? left : right
+        out += "<path d=\"M\(x) \(top) V\(bottom)\" stroke=\"#444\" fill=\"none\"/>\n"
+        for tick in ticks {
+            let at = y(tick)
+            if lines, tick > 0 {
+                out += "<path d=\"M\(left) \(at) H\(right)\" stroke=\"#e8eaed\" fill=\"none\"/>\n"
+            }
+            let mark = side == .left ? "M\(x - 4) \(at) H\(x)" : "M\(x) \(at) H\(x + 4)"
+            out += "<path d=\"\(mark)\" stroke=\"#444\" fill=\"none\"/>\n"
+            out +=
+                side == .left
+                ? label(x - 7, at + 4, compact(tick), anchor: "end") : label(x + 7, at + 4, compact(tick))
+        }
+        // The title, turned to run up the axis, beside its labels and inside the canvas.
+        let titleX = side == .left ? 16.0 : width - 12
+        let middle = (top + bottom) / 2
+        out += "<text x=\"\(titleX)\" y=\"\(middle)\" text-anchor=\"middle\" fill=\"#3c4043\" "
+        out += "transform=\"rotate(\(side == .left ? -90 : 90) \(titleX) \(middle))\">\(escape(title))</text>\n"
+        return out
     }
 
-    private static func label(_ x: Double, _ y: Double, _ text: String, anchor: String = "start") -> String {
-        "<text x=\"\(x)\" y=\"\(y)\" text-anchor=\"\(anchor)\">\(escape(text))</text>\n"
+    /// The time axis under a chart: ticks at round seconds (or minutes), and its title.
+    static func timeAxis(seconds: Int, top: Double, height: Double, title: String) -> String {
+        let bottom = top + height
+        var out = "<path d=\"M\(left) \(bottom) H\(right)\" stroke=\"#444\" fill=\"none\"/>\n"
+        for tick in ticks(upTo: seconds, count: 8) where tick <= seconds {
+            let x = left + chartWidth * Double(tick) / Double(max(1, seconds))
+            out += "<path d=\"M\(x) \(bottom) V\(bottom + 4)\" stroke=\"#444\" fill=\"none\"/>\n"
+            let text = seconds >= 600 && tick % 60 == 0 ? "\(tick / 60) min" : "\(tick)"
+            out += label(x, bottom + 18, text, anchor: "middle")
+        }
+        out += label(left + chartWidth / 2, bottom + 36, title, anchor: "middle", color: "#3c4043")
+        return out
     }
 
-    private static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+    /// A legend: a swatch and a name each, laid out by the names' widths, wrapping onto a second row.
+    static func legend(_ entries: [(name: String, color: String, dashed: Bool)], top: Double) -> String {
+        var out = ""
+        var x = left
+        var y = top
+        for entry in entries {
+            let width = 26 + textWidth(entry.name) + 18
+            if x + width > Self.width - 10, x > left {
+                x = left
+                y += 16
+            }
+            out += "<path d=\"M\(x) \(y - 4) H\(x + 18)\" stroke=\"\(entry.color)\" stroke-width=\"3\""
+            out += entry.dashed ? " stroke-dasharray=\"5 3\"" : ""
+            out += "/>\n"
+            out += label(x + 24, y, entry.name)
+            x += width
+        }
+        return out
+    }
 
-    private static func escape(_ text: String) -> String {
+    /// Round tick values from 0 up to at least `top`: steps of 1, 2 or 5 × 10^k, about `count` of them.
+    static func ticks(upTo top: Int, count: Int = 5) -> [Int] {
+        let top = max(1, top)
+        let raw = Double(top) / Double(count)
+        let magnitude = pow(10, floor(log10(max(1, raw))))
+        let step = max(1, Int([1.0, 2, 5, 10].first { $0 * magnitude >= raw }.map { $0 * magnitude } ?? magnitude))
+        let last = (top + step - 1) / step * step
+        return Array(stride(from: 0, through: last, by: step))
+    }
+
+    /// `12,000` as `12k`, `1,500,000` as `1.5M`.
+    static func compact(_ value: Int) -> String {
+        switch value {
+        case 1_000_000...: String(format: value % 1_000_000 == 0 ? "%.0fM" : "%.1fM", Double(value) / 1e6)
+        case 10_000...: String(format: value % 1_000 == 0 ? "%.0fk" : "%.1fk", Double(value) / 1e3)
+        default: "\(value)"
+        }
+    }
+
+    /// About how wide `text` is at 12 px (sans-serif averages a little over half the size per character).
+    static func textWidth(_ text: String) -> Double { Double(text.count) * 6.6 }
+
+    /// `text`, shortened with an ellipsis if it would not fit in `width`.
+    static func fitting(_ text: String, width: Double) -> String {
+        let fits = Int(width / 6.6)
+        return text.count <= fits ? text : String(text.prefix(max(1, fits - 1))) + "…"
+    }
+
+    static func label(
+        _ x: Double,
+        _ y: Double,
+        _ text: String,
+        anchor: String = "start",
+        color: String? = nil
+    ) -> String {
+        "<text x=\"\(x)\" y=\"\(y)\" text-anchor=\"\(anchor)\"\(color.map { " fill=\"\($0)\"" } ?? "")>\(escape(text))</text>\n"
+    }
+
+    static func number(_ value: Double) -> String { String(format: "%.2f", value) }
+
+    static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;")
     }
