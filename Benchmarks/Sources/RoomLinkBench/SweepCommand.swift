@@ -9,7 +9,8 @@ struct Sweep: AsyncParsableCommand {
         discussion: """
             Offered load from 0.5 to 8 times one node's capacity, four retry policies (no, full, equal, decorrelated \
             jitter), four protections (none, --shed-expired, --admission at 80 % of capacity, --max-queue 4s), for a \
-            ZEGO storm and an Agora partition: 160 virtual-time runs of 8 minutes, two at a time. Each cell: calls, \
+            ZEGO storm and an Agora partition: 160 virtual-time runs (the first logins at half the capacity, the fault \
+            30 s after them, 7 minutes after it), two at a time. Each cell: calls, \
             wasted work, goodput, time until 99 % were back, and whether the system recovered.
             """
     )

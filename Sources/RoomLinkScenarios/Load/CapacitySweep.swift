@@ -10,9 +10,9 @@ internal import Foundation
 public struct CapacitySweep: Sendable {
     /// The fault a sweep's cells recover from.
     public enum Fault: String, Sendable, CaseIterable, Codable {
-        /// Every ZEGO client loses its network at 1 min for 10 s, and all come back at once.
+        /// Every ZEGO client loses its network for 10 s, and all come back at once.
         case storm
-        /// Every Agora room is cut off from its clients at 1 min for 10 s: only silence tells them.
+        /// Every Agora room is cut off from its clients for 10 s: only silence tells them.
         case partition
     }
 
@@ -76,7 +76,13 @@ public struct CapacitySweep: Sendable {
         -> LoadPlan
     {
         let clients = max(1, Int((ratio * Double(unit)).rounded()))
-        var plan = LoadPlan(clients: clients, rooms: max(1, clients / 100), duration: .seconds(8 * 60))
+        // The first logins at no more than half the node's capacity (at least a minute): the map is about the fault,
+        // not about a login wave that would itself overload the node and fail first joins before it. The fault comes
+        // 30 s after them, and the run goes on 7 minutes after it.
+        let loginSeconds = max(60, 2 * clients * 10 / max(1, unit))
+        let faultAt = Duration.seconds(loginSeconds + 30)
+        var plan = LoadPlan(clients: clients, rooms: max(1, clients / 100), duration: faultAt + .seconds(7 * 60))
+        plan.loginOver = .seconds(loginSeconds)
         plan.retryJSON = try LoadPlan.retryJSON(retry)
         let login = Duration.nanoseconds(10_000_000_000 / Int64(max(1, unit)))
         var policy = ServerPolicy(capacity: ServerCapacity(workers: 1, login: login))
@@ -92,10 +98,10 @@ public struct CapacitySweep: Sendable {
         switch fault {
         case .storm:
             plan.dialect = .zego
-            plan.faults = [StormFault(fraction: 1, at: .seconds(60), length: .seconds(10))]
+            plan.faults = [StormFault(fraction: 1, at: faultAt, length: .seconds(10))]
         case .partition:
             plan.dialect = .agora
-            plan.faults = [PartitionFault(fraction: 1, at: .seconds(60), length: .fixed(.seconds(10)))]
+            plan.faults = [PartitionFault(fraction: 1, at: faultAt, length: .fixed(.seconds(10)))]
         }
         return plan
     }

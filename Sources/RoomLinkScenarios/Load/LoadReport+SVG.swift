@@ -30,9 +30,12 @@ extension LoadReport {
         // Connections on the left scale; attempts per second, orders of magnitude apart from them, on the right.
         let clients = max(1, timeSeries.map { max($0.online, $0.reconnecting, $0.failed, $0.target) }.max() ?? 1)
         let attemptsTop = max(1, timeSeries.map(\.attempts).max() ?? 1)
+        // Every panel over the same span: the run's (a server's last logins may complete after it).
+        let span = max(1, (timeSeries.map(\.second).max() ?? 0) + 1)
         out += plot.panel(
             rows: timeSeries,
             second: \.second,
+            span: span,
             top: plot.top,
             height: mainHeight,
             left: ("clients", clients),
@@ -51,10 +54,10 @@ extension LoadReport {
         // The reconnect-duration histogram, one bar per second of duration.
         out += histogram(top: histogramTop)
         if let servers {
-            out += Self.serverPanel(servers, top: nextTop)
+            out += Self.serverPanel(servers, span: span, top: nextTop)
             nextTop += 300
         }
-        if let connections { out += Self.connectionPanel(connections, top: nextTop) }
+        if let connections { out += Self.connectionPanel(connections, span: span, top: nextTop) }
         out += "</svg>\n"
         return out
     }
@@ -91,8 +94,8 @@ extension LoadReport {
     }
 
     /// Logins offered and goodput per second, and the queue (its own scale, on the right), per second.
-    private static func serverPanel(_ servers: ServerReport, top: Double) -> String {
-        let rows = servers.timeSeries
+    private static func serverPanel(_ servers: ServerReport, span: Int, top: Double) -> String {
+        let rows = servers.timeSeries.filter { $0.second < span }
         let logins = max(1, rows.map { max($0.offeredLogins, $0.goodputLogins) }.max() ?? 1)
         let queue = max(1, rows.map(\.queue).max() ?? 1)
         let verdict =
@@ -102,6 +105,7 @@ extension LoadReport {
         return Plot.panel(
             rows: rows,
             second: \.second,
+            span: span,
             top: top,
             height: 180,
             left: ("logins / s", logins),
@@ -116,8 +120,8 @@ extension LoadReport {
     }
 
     /// Connection attempts, opened and failed per second, and connections open (its own scale, on the right).
-    private static func connectionPanel(_ connections: ConnectionReport, top: Double) -> String {
-        let rows = connections.tally.seconds
+    private static func connectionPanel(_ connections: ConnectionReport, span: Int, top: Double) -> String {
+        let rows = connections.tally.seconds.filter { $0.second < span }
         let rate = max(1, rows.map { max($0.attempts, $0.opened, $0.failed) }.max() ?? 1)
         let open = max(1, rows.map(\.open).max() ?? 1)
         let causes = connections.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
@@ -125,6 +129,7 @@ extension LoadReport {
         return Plot.panel(
             rows: rows,
             second: \.second,
+            span: span,
             top: top,
             height: 180,
             left: ("connections / s", rate),
@@ -176,6 +181,7 @@ enum Plot {
     static func panel<Row>(
         rows: [Row],
         second: (Row) -> Int,
+        span: Int,
         top: Double,
         height: Double,
         left: (title: String, top: Int),
@@ -183,7 +189,7 @@ enum Plot {
         series: [Series<Row>],
         caption: String
     ) -> String {
-        let seconds = max(1, (rows.map(second).max() ?? 0) + 1)
+        let seconds = max(1, span)
         let leftTicks = ticks(upTo: left.top)
         let rightTicks = ticks(upTo: right.top)
         func x(_ second: Int) -> Double { Self.left + chartWidth * Double(second) / Double(seconds) }
