@@ -195,7 +195,7 @@ public struct CapacitySweep: Sendable {
         let faults = Fault.allCases.filter { fault in cells.contains { $0.fault == fault } }
         let ratios = Array(Set(cells.map(\.ratio))).sorted()
         let rows = Protection.allCases.flatMap { protection in policies.map { (protection, $0.name) } }
-        let (left, top, cellWidth, cellHeight) = (200.0, 70.0, 120.0, 34.0)
+        let (left, top, cellWidth, cellHeight) = (250.0, 70.0, 120.0, 34.0)
         let gridHeight = Double(rows.count) * cellHeight + 40
         let width = Int(left + Double(ratios.count) * cellWidth + 20)
         let height = Int(top + Double(faults.count) * (gridHeight + 30) + 40)
