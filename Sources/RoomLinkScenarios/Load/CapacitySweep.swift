@@ -204,8 +204,7 @@ public struct CapacitySweep: Sendable {
             font-family="sans-serif" font-size="11">
             <rect width="100%" height="100%" fill="white"/>
             <text x="10" y="24" font-size="15">\(escape(title))</text>
-            <text x="10" y="44" fill="#5f6368">each cell: time from the peak until 99 % were back (✗: never) and the reconnection calls made; \
-            green within 60 s, amber later, red never</text>
+            <text x="10" y="44" fill="#5f6368">each cell: time from the peak until 99 % were back (✗: never) and the calls made; green ≤ 60 s, amber later, red never</text>
 
             """
         for (index, fault) in faults.enumerated() {
