@@ -20,9 +20,10 @@ final class ClientConnection: @unchecked Sendable {
     let key: ObjectIdentifier
     private weak var client: (any ClientEndpoint)?
     private var bufferEvent: OpaquePointer?
-    private var phase = Phase.connecting
+    /// The connection's rules: its phase, its rooms, the server's data and the abandon verdict.
+    private var state = ClientConnectionState()
     /// The rooms whose channels ride on this connection.
-    private(set) var rooms: Set<String> = []
+    var rooms: Set<String> { state.rooms }
     /// Why the server said goodbye, if it did.
     private var goodbye: GoodbyeReason?
     /// The server's timings, from its hello.
@@ -39,14 +40,6 @@ final class ClientConnection: @unchecked Sendable {
     private var attemptStart = RuntimeInstant.zero
     private var loginsSent: [String: RuntimeInstant] = [:]
     private var heartbeatsSent: [String: RuntimeInstant] = [:]
-    /// When a frame last reached the client over this connection (a black hole's frames never do), and when each
-    /// room's last message left: what ``abandon(room:)`` judges the connection by.
-    private var lastReceived: RuntimeInstant?
-    private var lastSent: [String: RuntimeInstant] = [:]
-    /// Since when the server's data has not arrived, once the watch said so (a dialect with media intervals).
-    private var silentSince: RuntimeInstant?
-
-    private enum Phase { case connecting, open, closed }
 
     init(client: any ClientEndpoint, loop: LibeventLoop, transport: TCPClientTransport) {
         self.loop = loop
@@ -65,7 +58,7 @@ final class ClientConnection: @unchecked Sendable {
             guard socket >= 0 else {
                 // At bind, `EADDRNOTAVAIL` is an address this machine does not have, not a lack of ports.
                 let failure = errno == EADDRNOTAVAIL ? ConnectionFailure.other : ConnectionFailure(errno: errno)
-                phase = .closed
+                state.close()
                 _ = try? loop.schedule(after: .zero) { [self] in refusedAtOnce(failure) }
                 return
             }
@@ -73,7 +66,7 @@ final class ClientConnection: @unchecked Sendable {
         bufferEvent = bufferevent_socket_new(loop.eventBase, socket, Sockets.bufferEventOptions)
         guard let bufferEvent else {
             if socket >= 0 { Glibc.close(socket) }
-            phase = .closed
+            state.close()
             return
         }
         let context = Unmanaged.passUnretained(self).toOpaque()
@@ -97,13 +90,13 @@ final class ClientConnection: @unchecked Sendable {
         )
     }
 
-    var isLive: Bool { phase != .closed }
+    var isLive: Bool { state.phase != .closed }
 
     /// The client, when it watches its data per room.
     var observer: (any RouteObserver)? { client as? any RouteObserver }
 
     func add(room: String) {
-        rooms.insert(room)
+        state.add(room: room)
     }
 
     // MARK: - Sending
@@ -119,7 +112,7 @@ final class ClientConnection: @unchecked Sendable {
     }
 
     private func write(_ frame: [UInt8]) {
-        guard phase != .closed, let bufferEvent else { return }
+        guard state.phase != .closed, let bufferEvent else { return }
         frame.withUnsafeBytes { _ = bufferevent_write(bufferEvent, $0.baseAddress, $0.count) }
         transport.countFrame()
     }
@@ -127,7 +120,7 @@ final class ClientConnection: @unchecked Sendable {
     /// Sends a media frame for each room whose path carries it now (a black hole or a partition stops the media, and
     /// the server notices).
     fileprivate func sendMedia() {
-        guard phase == .open else { return }
+        guard state.phase == .open else { return }
         for room in rooms where transport.carries(from: key, room: room) {
             send(ClientFrame.media(room: room).encoded(at: loop.now), room: room)
         }
@@ -136,7 +129,7 @@ final class ClientConnection: @unchecked Sendable {
 
     /// A message of `room` left the client (into a black hole, perhaps).
     func sent(room: String) {
-        lastSent[room] = loop.now
+        state.sent(room: room, at: loop.now)
     }
 
     /// Whether the server's data stopped: a server of a dialect whose media flows sends something every media
@@ -144,26 +137,22 @@ final class ClientConnection: @unchecked Sendable {
     /// one and a half), so three intervals without a frame is a silent path (a black hole the socket cannot see). The client hears it once per silence, with when the data stopped, and again when
     /// it flows.
     private func watchData() {
-        guard silentSince == nil, let interval = serverHello?.mediaInterval, let last = lastReceived,
-            last.duration(to: loop.now) >= interval * 3
-        else { return }
-        silentSince = last
-        for room in rooms.sorted() { client?.connectionChanged(.dataStopped(since: last), room: room) }
+        guard let (since, rooms) = state.watch(at: loop.now) else { return }
+        for room in rooms { client?.connectionChanged(.dataStopped(since: since), room: room) }
     }
 
     /// The client gave up on this connection for `room` (an unanswered login or heartbeat, or silent data): closes it
     /// unless a frame arrived since the room's last message left — then the connection is alive and only the room's
     /// path is silent. The connection's other rooms hear it closed; the next attempt dials a new one.
     func abandon(room: String) {
-        guard phase != .closed else { return }
-        if let received = lastReceived, let sent = lastSent[room], received > sent { return }
-        if phase == .open, let observer = transport.observer {
+        let wasOpen = state.phase == .open
+        guard case .close(let others) = state.abandon(room: room, at: loop.now) else { return }
+        if wasOpen, let observer = transport.observer {
             for _ in loginsSent.values { observer.connectionFailed(.timeout, at: loop.now) }
             loginsSent.removeAll()
         }
-        close()
+        release(wasOpen: wasOpen)
         transport.moveOn(key, from: serverIndex)
-        let others = rooms.subtracting([room]).sorted()
         guard !others.isEmpty else { return }
         // Later in this loop turn: the client is in the middle of the step that gave up.
         _ = try? loop.schedule(after: .zero) { [self] in
@@ -229,7 +218,7 @@ final class ClientConnection: @unchecked Sendable {
     fileprivate func readable() {
         guard let bufferEvent else { return }
         let input = bufferevent_get_input(bufferEvent)!
-        while phase != .closed {
+        while state.phase != .closed {
             switch InputFrames.next(in: input) {
             case .incomplete:
                 return
@@ -257,15 +246,12 @@ final class ClientConnection: @unchecked Sendable {
             }
         // A frame lost on the way (a black hole or partition at this socket) never reached the client.
         if reached {
-            lastReceived = loop.now
-            if silentSince != nil {
-                silentSince = nil
-                for room in rooms.sorted() { client?.connectionChanged(.dataResumed, room: room) }
-            }
+            for room in state.received(at: loop.now) { client?.connectionChanged(.dataResumed, room: room) }
         }
         switch frame {
         case .helloAck(let hello):
             serverHello = hello
+            state.hello(mediaInterval: hello.mediaInterval)
             if let interval = hello.mediaInterval, interval > .zero, mediaTimer == nil {
                 mediaTimer = try? loop.schedulePeriodic(every: interval, handler: MediaSender(connection: self))
             }
@@ -288,7 +274,7 @@ final class ClientConnection: @unchecked Sendable {
             lastIncomingDue = due
             _ = try? loop.schedule(at: due) { [self] in
                 // A frame still on its way when the link went down or black is lost with it.
-                guard phase != .closed, transport.carries(from: key, room: room) else { return }
+                guard state.phase != .closed, transport.carries(from: key, room: room) else { return }
                 client?.deliver(message, from: room)
             }
         }
@@ -296,12 +282,12 @@ final class ClientConnection: @unchecked Sendable {
 
     fileprivate func event(_ what: Int16) {
         if what & Sockets.connected != 0 {
-            phase = .open
+            state.connected()
             transport.observer?.connectionOpened(after: attemptStart.duration(to: loop.now), at: loop.now)
             if let fd = bufferEvent.map(bufferevent_getfd) { Sockets.setNoDelay(fd) }
             for room in rooms { client?.connectionChanged(.connected, room: room) }
         } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
-            if phase == .connecting {
+            if state.phase == .connecting {
                 transport.observer?.connectionFailed(ConnectionFailure(errno: errno), at: loop.now)
                 finish(.refused)
             } else {
@@ -314,8 +300,8 @@ final class ClientConnection: @unchecked Sendable {
 
     /// The connection closed under the client (or never opened): frees it and tells the client, room by room.
     private func finish(_ event: ConnectionEvent) {
-        guard phase != .closed else { return }
-        if phase == .open, let observer = transport.observer {
+        guard state.phase != .closed else { return }
+        if state.phase == .open, let observer = transport.observer {
             // Logins still waiting for their answers never got one.
             for _ in loginsSent.values { observer.connectionFailed(.reset, at: loop.now) }
             loginsSent.removeAll()
@@ -328,9 +314,15 @@ final class ClientConnection: @unchecked Sendable {
 
     /// Closes the socket without telling the client (its link went down, and the client hears of that).
     func close() {
-        guard phase != .closed else { return }
-        if phase == .open { transport.observer?.connectionClosed(at: loop.now) }
-        phase = .closed
+        guard state.phase != .closed else { return }
+        let wasOpen = state.phase == .open
+        state.close()
+        release(wasOpen: wasOpen)
+    }
+
+    /// Frees the socket and the media timer of a connection whose state is closed.
+    private func release(wasOpen: Bool) {
+        if wasOpen { transport.observer?.connectionClosed(at: loop.now) }
         if let mediaTimer { loop.cancel(mediaTimer) }
         mediaTimer = nil
         if let bufferEvent { bufferevent_free(bufferEvent) }
