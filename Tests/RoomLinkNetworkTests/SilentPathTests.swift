@@ -123,9 +123,17 @@ struct SilentPathTests {
                 reason: .interrupted
             )
             try await NetworkTest.until("alice is in") { log.all.contains(joined) }
-            // Quiet but alive: the server's keep-alives carry the data Agora watches, so nothing is lost.
+            // Quiet but alive: nothing else is said in the room, yet the server's data flows — keep-alives, one per
+            // media interval at least every one and a half (counted, not timed: a loaded machine shifts when, not
+            // whether). Before the silence below, alice is connected.
+            let sentBefore = server.statistics[.framesSent]
             try await group.loops[0].sleep(for: .seconds(8))
-            #expect(!log.all.contains(interrupted))
+            #expect(server.statistics[.framesSent] >= sentBefore + 4, "keep-alives flow to a quiet connection")
+            try await NetworkTest.until("alice is connected before the silence") {
+                log.all.last { if case .connectionStateChanged = $0 { true } else { false } }.map {
+                    if case .connectionStateChanged(_, .connected, _) = $0 { true } else { false }
+                } ?? false
+            }
 
             proxy.isSilent = true
             // The server's data stops, and the client says so after Agora's 4 s — during the silence, not after.
