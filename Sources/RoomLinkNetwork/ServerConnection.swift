@@ -30,8 +30,10 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     /// The rooms the connection logged in to, with the session of the latest login and whether it is still in.
     private var rooms: [String: Membership] = [:]
     private var timer: TimerHandle?
-    /// When the last frame was written: a quiet connection of a dialect whose media flows gets keep-alives.
+    /// When the last frame was written: a quiet connection of a dialect whose media flows gets keep-alives. Kept
+    /// only for such a dialect, so that other dialects' writes read no clock.
     private var lastWrite = RuntimeInstant.zero
+    private let tracksWrites: Bool
     /// ``ServerFrame/keepAlive`` on the wire, encoded once.
     private static let keepAliveFrame = ServerFrame.keepAlive.encoded()
 
@@ -56,6 +58,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         }
         self.peer = peer
         self.loop = loop
+        self.tracksWrites = server.configuration.mediaInterval.map { $0 > .zero } ?? false
         self.server = server
         Sockets.setNoDelay(fd)
         if let size = server.configuration.socketSendBuffer { Sockets.setSendBuffer(fd, bytes: size) }
@@ -261,7 +264,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     private func write(_ frame: [UInt8]) {
         guard isOpen, let bufferEvent else { return }
         frame.withUnsafeBytes { _ = bufferevent_write(bufferEvent, $0.baseAddress, $0.count) }
-        lastWrite = loop.now
+        if tracksWrites { lastWrite = loop.now }
         server.statistics.add(.framesSent)
         server.statistics.add(.bytesSent, frame.count)
         let pending = evbuffer_get_length(bufferevent_get_output(bufferEvent))

@@ -8,19 +8,13 @@ import Testing
 /// order of events and what was dialed, never how long anything took.
 @Suite(.timeLimit(.minutes(5)))
 struct SilentPathTests {
-    /// ZEGO with short timings (×0.25 real): heartbeat 2 s, silence after 6 s, attempts answered within 3 s; the
-    /// server drops a member after 12 s.
-    static let zego = ZegoTimings(
-        server: {
-            var server = ServerTimings.zego
-            server.heartbeatTimeout = .seconds(12)
-            return server
-        }(),
-        heartbeatInterval: .seconds(2),
-        blackholeDetection: .seconds(6),
-        attemptTimeout: .seconds(3),
-        loginTimeout: .seconds(600)
-    )
+    /// RealFaultsTests's ZEGO timings (×0.25 real: heartbeat 2 s, silence after 6 s, the server drops a member
+    /// after 12 s), with attempts answered within 3 s.
+    static let zego: ZegoTimings = {
+        var timings = RealFaultsTests.timings
+        timings.attemptTimeout = .seconds(3)
+        return timings
+    }()
 
     /// A generic event collector for any dialect's client.
     final class Events<Event: Sendable>: Sendable {

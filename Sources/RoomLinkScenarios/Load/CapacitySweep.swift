@@ -203,7 +203,7 @@ public struct CapacitySweep: Sendable {
             <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)" \
             font-family="sans-serif" font-size="11">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="10" y="24" font-size="15">\(escape(title))</text>
+            <text x="10" y="24" font-size="15">\(Plot.escape(title))</text>
             <text x="10" y="44" fill="#5f6368">each cell: time from the peak until 99 % were back (✗: never) and the calls made; green ≤ 60 s, amber later, red never</text>
 
             """
@@ -218,7 +218,7 @@ public struct CapacitySweep: Sendable {
             for (rowIndex, (protection, policy)) in rows.enumerated() {
                 let y = originY + 40 + Double(rowIndex) * cellHeight
                 out += "<text x=\"\(left - 8)\" y=\"\(y + cellHeight / 2 + 4)\" text-anchor=\"end\">"
-                out += "\(escape(policy)), \(protection.rawValue)</text>\n"
+                out += "\(Plot.escape(policy)), \(protection.rawValue)</text>\n"
                 for (column, ratio) in ratios.enumerated() {
                     let x = left + Double(column) * cellWidth
                     guard
@@ -240,10 +240,5 @@ public struct CapacitySweep: Sendable {
         }
         out += "</svg>\n"
         return out
-    }
-
-    private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
     }
 }

@@ -1,7 +1,9 @@
 /// A share of the clients are kicked out by the admin from `at`, spread over `over` (`--kick-storm SHARE@AT[/OVER]`).
-public struct KickStormFault: LoadFault, Equatable {
+public struct KickStormFault: SpreadFault, Equatable {
     public static let name = "kickStorm"
     public static let form = "SHARE@AT[/OVER], e.g. 0.2@12m/10s"
+    /// Each client out of its own room.
+    public static let action = Scenario.Action.kick(room: nil)
 
     public var fraction: Double
     public var at: Duration
@@ -11,18 +13,5 @@ public struct KickStormFault: LoadFault, Equatable {
         self.fraction = fraction
         self.at = at
         self.over = over
-    }
-
-    public init(spec: String, field: String, run: LoadPlan.Span) throws(RoomLinkError) {
-        let (share, at, over) = try FaultSpec.shareAtOver(spec, field: field, form: Self.form)
-        self.init(fraction: share, at: at, over: over)
-    }
-
-    public var description: String { "\(fraction)@\(at.roomLinkText)/\(over.roomLinkText)" }
-
-    public var window: (start: Duration, end: Duration?) { (at, at + over) }
-
-    public func entries(slices: inout LoadPlan.Slices, plan: LoadPlan) -> [Scenario.Entry] {
-        [.population(at, .kick(room: nil), fraction: fraction, offset: slices.users(fraction), over: over)]
     }
 }
