@@ -97,7 +97,15 @@ struct NetworkServerTests {
     @Test func aTokenRenewalIsCheckedAgainstTheTable() async throws {
         try await NetworkTest.withGroup { group in
             let auth = AuthTable(tokens: ["alice": ["a1", "a2"], "bob": ["b1"]])
-            let (server, address) = try await NetworkTest.server(on: group, .init(dialect: .zego, auth: auth))
+            // A grace of 120 s (30 real seconds): alice's renewal must land inside it, and on a loaded machine (the
+            // ThreadSanitizer pass beside other suites) the step from the warning to the renewal took longer than
+            // the default 30 s (7.5 real seconds).
+            var timings = ServerTimings.zego
+            timings.tokenRenewalGrace = .seconds(120)
+            let (server, address) = try await NetworkTest.server(
+                on: group,
+                .init(dialect: .zego, timings: timings, auth: auth)
+            )
             let alice = try Self.client("alice", on: group, to: address)
             let bob = try Self.client("bob", on: group, to: address)
             let aliceLog = await EventLog(alice)
