@@ -1,3 +1,4 @@
+public import RoomLinkWire
 import Synchronization
 
 /// What a network server has done since it started: counters any thread may read while the loops run.
@@ -60,20 +61,6 @@ extension NetworkServerStatistics.Counter {
     fileprivate var index: Int { Self.allCases.firstIndex(of: self)! }
 }
 
-/// Why a server closed a connection.
-public enum CloseReason: String, Sendable, Hashable, CaseIterable {
-    /// The client closed it, or it was reset.
-    case peerClosed
-    /// A frame too long, malformed, unknown, or not allowed (another user's, out of turn).
-    case protocolError
-    /// No hello and login within the login timeout.
-    case loginTimeout
-    /// The client read too slowly: its output buffer passed the maximum.
-    case slowReader
-    /// The hello's version or dialect is not the server's.
-    case handshakeRefused
-    /// The server shut down.
-    case serverShutdown
-
+extension CloseReason {
     fileprivate var index: Int { Self.allCases.firstIndex(of: self)! }
 }

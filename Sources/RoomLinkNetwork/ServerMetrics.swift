@@ -2,6 +2,7 @@ import Prometheus
 import RoomLinkEngine
 import RoomLinkLibevent
 import RoomLinkRuntime
+import RoomLinkWire
 
 /// `/metrics`: the server's counters in Prometheus's text format, through swift-prometheus's registry.
 ///

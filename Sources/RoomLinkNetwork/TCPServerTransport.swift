@@ -27,6 +27,8 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     private let nextID = Atomic<UInt64>(1)
     private let handOffs = Atomic<Int>(0)
     private let perLoop: [LoopState]
+    /// What each connection is allowed (its state's limits).
+    let connectionLimits: ServerConnectionState<any RoomEndpoint>.Limits
 
     /// What one loop holds: its listener and its connections.
     final class LoopState: @unchecked Sendable {
@@ -58,6 +60,12 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         self.logger = configuration.logger
         self.hello = hello
         self.perLoop = group.eventLoops.map { LoopState(loop: $0) }
+        self.connectionLimits = .init(
+            dialect: configuration.dialect,
+            maximumRoomsPerConnection: configuration.maximumRoomsPerConnection,
+            maximumOutputBuffer: configuration.maximumOutputBuffer,
+            mediaInterval: configuration.mediaInterval
+        )
     }
 
     // MARK: - ServerTransport
@@ -252,26 +260,19 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     }
 
     /// Every media interval, each connection of the loop checks its members' media (see
-    /// ``ServerConnection/checkMedia(now:timeout:)``). One timer per loop, not per connection.
+    /// ``ServerConnection/checkMedia(now:)``). One timer per loop, not per connection.
     private func startMediaChecks(on state: LoopState) {
-        guard let interval = configuration.mediaInterval, interval > .zero, state.mediaTimer == nil else { return }
-        state.mediaTimer = try? state.loop.schedulePeriodic(
-            every: interval,
-            handler: MediaCheck(state: state, timeout: interval * 3, quietAfter: interval / 2)
-        )
+        guard let interval = connectionLimits.mediaInterval, state.mediaTimer == nil else { return }
+        state.mediaTimer = try? state.loop.schedulePeriodic(every: interval, handler: MediaCheck(state: state))
     }
 
     /// The periodic media check of one loop.
     private struct MediaCheck: TimerHandler {
         let state: LoopState
-        let timeout: Duration
-        let quietAfter: Duration
 
         func timerFired(_ timer: TimerHandle) {
             let now = state.loop.now
-            for connection in state.connections.values {
-                connection.checkMedia(now: now, timeout: timeout, quietAfter: quietAfter)
-            }
+            for connection in state.connections.values { connection.checkMedia(now: now) }
         }
     }
 
