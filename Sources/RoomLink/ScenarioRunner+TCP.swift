@@ -56,8 +56,8 @@ private final class NoAdministration: RoomAdministration {
 
 extension ScenarioRunner {
     /// Points the run at `target` over TCP, on `group`'s loops (`roomlink run --server` and `load --server` do this):
-    /// the clients get a `TCPClientTransport` that carries the scenario's latency and jitter as faults and plays its
-    /// outages on the real sockets, the server-side actions go to the admin API, and the report gets the
+    /// the clients get a `TCPClientTransport` wrapped in a ``FaultInjectingTransport`` that carries the scenario's
+    /// latency and jitter and plays its outages on the real sockets, the server-side actions go to the admin API, and the report gets the
     /// connections' statistics (`connections`).
     ///
     /// - Throws: `RoomLinkError` (field `server`) when the run's clients need more connections than this process's
@@ -82,13 +82,7 @@ extension ScenarioRunner {
             transport = try TCPClientTransport(
                 servers: target.servers,
                 dialect: scenario.dialect,
-                configuration: .init(
-                    latency: scenario.network.latency,
-                    jitter: scenario.network.jitter,
-                    seed: scenario.seed,
-                    sourceAddresses: target.sourceAddresses,
-                    observer: connections
-                )
+                configuration: .init(sourceAddresses: target.sourceAddresses, observer: connections)
             )
         } catch {
             throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
@@ -96,6 +90,13 @@ extension ScenarioRunner {
         let administration: any RoomAdministration =
             target.admin.map { AdminClient(address: $0, token: target.adminToken, loop: group.eventLoops[0]) }
             ?? NoAdministration()
-        remote = RemoteServer(network: { _ in transport }, administration: administration, connections: connections)
+        // The scenario's faults, latency and jitter wrap the sockets; the path is the same for every share.
+        let network = FaultInjectingTransport(
+            wrapping: transport,
+            latency: scenario.network.latency,
+            jitter: scenario.network.jitter,
+            seed: scenario.seed
+        )
+        remote = RemoteServer(network: { _ in network }, administration: administration, connections: connections)
     }
 }

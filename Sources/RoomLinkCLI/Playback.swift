@@ -165,8 +165,9 @@ struct Playback {
         }
         if let tolerance = compareWithin, let virtualEvents, let realEvents {
             let comparison = RunComparison(virtual: virtualEvents, real: realEvents.all)
-            FileHandle.standardError.write(Data(comparison.summary(tolerance: tolerance).utf8))
-            guard comparison.agrees(tolerance: tolerance) else { throw ExitCode(1) }
+            let earliness = RunComparison.earliness(for: scenario.dialect)
+            FileHandle.standardError.write(Data(comparison.summary(tolerance: tolerance, earliness: earliness).utf8))
+            guard comparison.agrees(tolerance: tolerance, earliness: earliness) else { throw ExitCode(1) }
         }
         if result.keptUp == false, let lateness = result.timerLateness {
             FileHandle.standardError.write(

@@ -13,12 +13,15 @@ import Glibc
 /// client (end of stream, reset, a goodbye) and when it could not be opened.
 final class ClientConnection: @unchecked Sendable {
     // Safe: every `var` is touched on `loop`'s thread only — the client calls the transport from its actor, which
-    // runs there; libevent's callbacks and the delay timers run there; calls from other threads (faults) hop there.
+    // runs there; libevent's callbacks and timers run there; calls from other threads (a dropped link) hop there.
 
     let loop: LibeventLoop
     let transport: TCPClientTransport
     let key: ObjectIdentifier
     private weak var client: (any ClientEndpoint)?
+    /// The client's path, when a fault injector stands between it and this socket: asked per frame whether the frame
+    /// crosses (one that does not is neither written nor counted as read).
+    let path: (any ClientPath)?
     private var bufferEvent: OpaquePointer?
     /// The connection's rules: its phase, its rooms, the server's data and the abandon verdict.
     private var state = ClientConnectionState()
@@ -28,10 +31,6 @@ final class ClientConnection: @unchecked Sendable {
     private var goodbye: GoodbyeReason?
     /// The server's timings, from its hello.
     private(set) var serverHello: ServerHello?
-    /// With latency: when the last delayed frame each way is due, so that frames keep their order.
-    private var lastOutgoingDue = RuntimeInstant.zero
-    private var lastIncomingDue = RuntimeInstant.zero
-    private var random: SeededRandom
     /// Sends the rooms' media every media interval, for a dialect whose media flows continuously.
     private var mediaTimer: TimerHandle?
     /// Which of the transport's servers the connection goes to.
@@ -46,7 +45,7 @@ final class ClientConnection: @unchecked Sendable {
         self.transport = transport
         self.client = client
         self.key = ObjectIdentifier(client)
-        self.random = SeededRandom(seed: transport.configuration.seed, stream: client.endpointHash)
+        self.path = client as? any ClientPath
         attemptStart = loop.now
         transport.observer?.connectionAttempted(at: attemptStart)
         let (address, serverIndex) = transport.address(for: key, spread: client.endpointHash)
@@ -92,23 +91,16 @@ final class ClientConnection: @unchecked Sendable {
 
     var isLive: Bool { state.phase != .closed }
 
-    /// The client, when it watches its data per room.
-    var observer: (any RouteObserver)? { client as? any RouteObserver }
-
     func add(room: String) {
         state.add(room: room)
     }
 
     // MARK: - Sending
 
-    /// Sends a frame for `room`, after the transport's latency if it has one.
+    /// Sends a frame for `room`.
     func send(_ frame: [UInt8], room: String) {
         sent(room: room)
-        let delay = transport.delay(using: &random)
-        guard delay > .zero else { return write(frame) }
-        let due = max(loop.now.advanced(by: delay), lastOutgoingDue)
-        lastOutgoingDue = due
-        _ = try? loop.schedule(at: due) { [self] in write(frame) }
+        write(frame)
     }
 
     private func write(_ frame: [UInt8]) {
@@ -121,7 +113,7 @@ final class ClientConnection: @unchecked Sendable {
     /// the server notices).
     fileprivate func sendMedia() {
         guard state.phase == .open else { return }
-        for room in rooms where transport.carries(from: key, room: room) {
+        for room in rooms where path?.carries(room: room) ?? true {
             send(ClientFrame.media(room: room).encoded(at: loop.now), room: room)
         }
         watchData()
@@ -151,7 +143,10 @@ final class ClientConnection: @unchecked Sendable {
             for _ in loginsSent.values { observer.connectionFailed(.timeout, at: loop.now) }
             loginsSent.removeAll()
         }
-        release(wasOpen: wasOpen)
+        // Given up while the client's path carries nothing (a fault injector's black hole): its close is lost on the
+        // path too — the server must not hear it before the path carries again, as a FIN sent into a real black hole
+        // arrives only with TCP's retransmission after it lifts.
+        release(wasOpen: wasOpen, silently: path.map { !$0.carries(room: nil) } ?? false)
         transport.moveOn(key, from: serverIndex)
         guard !others.isEmpty else { return }
         // Later in this loop turn: the client is in the middle of the step that gave up.
@@ -240,14 +235,12 @@ final class ClientConnection: @unchecked Sendable {
     }
 
     private func receive(_ frame: ServerFrame) {
-        let reached =
-            if case .room(let room, _) = frame { transport.carries(from: key, room: room) } else {
-                transport.carries(from: key)
-            }
-        // A frame lost on the way (a black hole or partition at this socket) never reached the client.
-        if reached {
-            for room in state.received(at: loop.now) { client?.connectionChanged(.dataResumed, room: room) }
+        // A frame lost on the client's path (a fault injector's black hole or partition) never reached the client.
+        if let path {
+            let room: String? = if case .room(let room, _) = frame { room } else { nil }
+            guard path.carries(room: room) else { return }
         }
+        for room in state.received(at: loop.now) { client?.connectionChanged(.dataResumed, room: room) }
         switch frame {
         case .helloAck(let hello):
             serverHello = hello
@@ -263,20 +256,8 @@ final class ClientConnection: @unchecked Sendable {
             transport.countFrame()
         case .room(let room, let message):
             transport.countFrame()
-            guard transport.carries(from: key, room: room) else { return }
             if transport.observer != nil { answered(message, room: room) }
-            let delay = transport.delay(using: &random)
-            guard delay > .zero else {
-                client?.deliver(message, from: room)
-                return
-            }
-            let due = max(loop.now.advanced(by: delay), lastIncomingDue)
-            lastIncomingDue = due
-            _ = try? loop.schedule(at: due) { [self] in
-                // A frame still on its way when the link went down or black is lost with it.
-                guard state.phase != .closed, transport.carries(from: key, room: room) else { return }
-                client?.deliver(message, from: room)
-            }
+            client?.deliver(message, from: room)
         }
     }
 
@@ -321,13 +302,41 @@ final class ClientConnection: @unchecked Sendable {
     }
 
     /// Frees the socket and the media timer of a connection whose state is closed.
-    private func release(wasOpen: Bool) {
+    private func release(wasOpen: Bool, silently: Bool = false) {
         if wasOpen { transport.observer?.connectionClosed(at: loop.now) }
+        if let mediaTimer { loop.cancel(mediaTimer) }
+        mediaTimer = nil
+        transport.forget(self)
+        guard silently, let bufferEvent, let path else {
+            freeSocket()
+            return
+        }
+        // Kept open, deaf and mute, until the path carries again; then the socket closes and the server hears it.
+        bufferevent_setcb(bufferEvent, nil, nil, nil, nil)
+        bufferevent_disable(bufferEvent, Sockets.readWrite)
+        transport.park(self)
+        mediaTimer = try? loop.schedulePeriodic(
+            every: .milliseconds(100),
+            handler: ParkedClose(connection: self, path: path)
+        )
+    }
+
+    /// Frees the socket (its close reaches the server).
+    func freeSocket() {
         if let mediaTimer { loop.cancel(mediaTimer) }
         mediaTimer = nil
         if let bufferEvent { bufferevent_free(bufferEvent) }
         bufferEvent = nil
-        transport.forget(self)
+        transport.unpark(self)
+    }
+
+    /// Closes a connection given up into a black hole once its path carries again.
+    private struct ParkedClose: TimerHandler {
+        let connection: ClientConnection
+        let path: any ClientPath
+        func timerFired(_ timer: TimerHandle) {
+            if path.carries(room: nil) { connection.freeSocket() }
+        }
     }
 }
 

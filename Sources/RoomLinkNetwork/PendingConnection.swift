@@ -60,10 +60,12 @@ final class PendingConnection: @unchecked Sendable {
         do {
             guard var frame = try reader.next() else { return waitOrServe(count) }
             if greetedClient == nil {
-                // A hello the server refuses is refused at once, where the connection was accepted.
-                guard case .hello(let hello) = try ClientFrame(body: frame, receivedAt: now),
-                    hello.protocolVersion == WireProtocol.version,
-                    hello.dialect == nil || hello.dialect == transport.configuration.dialect
+                // A hello the server refuses is refused at once, where the connection was accepted: by the rules
+                // the connection will be served by.
+                var rules = ServerConnectionState<any RoomEndpoint>(limits: transport.connectionLimits)
+                let first = try ClientFrame(body: frame, receivedAt: now)
+                guard case .hello(let hello) = first,
+                    case .answerHello = rules.received(first, at: now, room: { transport.room($0) })
                 else { return serve(on: state) }
                 // Take the hello off the stream and answer it: the client may wait for the answer to log in.
                 var taken = [UInt8](repeating: 0, count: WireProtocol.headerLength + frame.count)

@@ -21,19 +21,13 @@ import Glibc
 /// The client notices a lost connection as a real SDK does: an end of stream or a reset at once (its rooms
 /// reconnect), silence by missed heartbeat acks. Clients must run on a `LibeventLoopGroup`'s loops.
 ///
-/// It is also the path's fault injector (`NetworkFaults`), at the client's socket: `down` closes the client's
-/// connection and refuses new ones until `up`; `blackhole` keeps it open and drops every frame both ways (the server
-/// hears silence); a partitioned room's frames are dropped both ways; ``Configuration/latency`` and
-/// ``Configuration/jitter`` delay frames at the client's socket, in order.
-public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable {
+/// It injects no fault itself: wrap it in a `FaultInjectingTransport` for a scenario's link changes, partitions,
+/// latency and jitter. It applies the paths such a wrapper hands it at the socket (`PathAwareTransport`): a frame that
+/// does not cross the client's path is neither written nor counted as read, so that the connection's own watch sees
+/// what a real silent path would show it.
+public final class TCPClientTransport: ClientTransport, PathAwareTransport, Sendable {
     /// How the transport's connections behave.
     public struct Configuration: Sendable {
-        /// Added to every frame each way, at the client's socket.
-        public var latency: Duration
-        /// Up to this much more, drawn per frame (frames keep their order).
-        public var jitter: Duration
-        /// Seeds the jitter.
-        public var seed: UInt64
         /// Local addresses the connections leave from (IP literals), spread over by client: past one address's
         /// ephemeral ports (28,000 per server address here), a load generator needs several. Empty: the system's
         /// choice. Each is bound with `IP_BIND_ADDRESS_NO_PORT`, so the port is picked at connect.
@@ -41,16 +35,7 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         /// Told of every connection attempt, handshake, failure, login answer and heartbeat round trip.
         public var observer: (any ConnectionObserver)?
 
-        public init(
-            latency: Duration = .zero,
-            jitter: Duration = .zero,
-            seed: UInt64 = 0,
-            sourceAddresses: [String] = [],
-            observer: (any ConnectionObserver)? = nil
-        ) {
-            self.latency = latency
-            self.jitter = jitter
-            self.seed = seed
+        public init(sourceAddresses: [String] = [], observer: (any ConnectionObserver)? = nil) {
             self.sourceAddresses = sourceAddresses
             self.observer = observer
         }
@@ -69,7 +54,8 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     /// The server each client uses now (an index into `addresses`), once it has moved from the one its ID picked.
     private let chosen = LockedBox<[ObjectIdentifier: Int]>([:])
     private let connections = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
-    private let paths = PathStates()
+    /// Connections given up into a black hole, whose sockets close once their path carries again.
+    private let parked = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
     private let frames = Atomic<Int>(0)
 
     /// A transport to `server` for clients of `dialect`.
@@ -121,9 +107,9 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         return Channel(room: roomID, connection: connection)
     }
 
-    /// The client's live connection, opened if it has none, carrying `room`; `nil` while its link is down.
+    /// The client's live connection, opened if it has none, carrying `room`.
     private func connection(for client: any ClientEndpoint, room: String) -> ClientConnection? {
-        guard link(of: client) != .down, let loop = client.loop as? LibeventLoop else { return nil }
+        guard let loop = client.loop as? LibeventLoop else { return nil }
         let key = ObjectIdentifier(client)
         let connection =
             connections.withLock { $0[key] }
@@ -145,25 +131,23 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         -> SendOutcome
     {
         guard let channel = channel as? Channel else { return .refused }
-        switch link(of: client) {
-        case .down: return .refused
-        case .blackhole:
-            channel.connection.sent(room: channel.room)  // it left, as far as the client can tell
-            return .sent
-        case .up: break
-        }
         if !channel.connection.isLive {
-            // Closed under the client while its link was down (the client heard of the link, not of this socket):
-            // the room's next message opens a new connection.
+            // Closed under the client (a reset, a goodbye, a dropped link): the room's next message opens a new
+            // connection — unless its path carries nothing now: a dial into a black hole reaches nobody, and as far
+            // as the client can tell its message left.
+            if let path = client as? any ClientPath, !path.carries(room: nil) { return .sent }
             guard let connection = connection(for: client, room: channel.room) else { return .refused }
             channel.connection = connection
         }
-        if isPartitioned(channel.room) { return .sent }
-        if configuration.observer != nil { channel.connection.sending(message, room: channel.room) }
-        channel.connection.send(
-            ClientFrame.room(channel.room, message).encoded(at: client.loop.now),
-            room: channel.room
-        )
+        let connection = channel.connection
+        // Lost on the client's path (a fault injector's black hole or partition): it left, as far as the client can
+        // tell, and never reaches the socket.
+        guard connection.path?.carries(room: channel.room) ?? true else {
+            connection.sent(room: channel.room)
+            return .sent
+        }
+        if configuration.observer != nil { connection.sending(message, room: channel.room) }
+        connection.send(ClientFrame.room(channel.room, message).encoded(at: client.loop.now), room: channel.room)
         return .sent
     }
 
@@ -177,6 +161,17 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     /// Nothing to do: over TCP the server hears a connection close from its own socket.
     public func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {}
 
+    /// Closes `client`'s connection without telling it (its link went down); the server sees the socket close.
+    public func drop(_ client: any ClientEndpoint) {
+        let key = ObjectIdentifier(client)
+        guard let connection = connections.withLock({ $0[key] }) else { return }
+        if connection.loop.isInServiceThread {
+            connection.close()
+        } else {
+            connection.loop.execute { connection.close() }
+        }
+    }
+
     /// One room's channel: the room's name and the client's connection that carries it.
     final class Channel: RoomChannel, @unchecked Sendable {
         // Safe: `connection` is read and replaced in `send`, on the client's loop only (a client calls its transport
@@ -187,39 +182,6 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
         init(room: String, connection: ClientConnection) {
             self.room = room
             self.connection = connection
-        }
-    }
-
-    // MARK: - NetworkFaults
-
-    public func link(of client: any ClientEndpoint) -> LinkState {
-        paths.link(of: ObjectIdentifier(client))
-    }
-
-    /// Sets the link of `client` and tells it, on its loop. `down` also closes its connection there (the server sees
-    /// the socket close).
-    public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
-        let key = ObjectIdentifier(client)
-        guard paths.setLink(state, for: key) else { return }
-        client.loop.runSoon { [self] in
-            if state == .down, let connection = connections.withLock({ $0[key] }) { connection.close() }
-            client.linkChanged(to: state)
-        }
-    }
-
-    public func isPartitioned(_ roomID: String) -> Bool {
-        paths.isPartitioned(roomID)
-    }
-
-    /// Cuts `roomID` off from its clients (`true`) or heals it: its frames are dropped both ways at the clients'
-    /// sockets, and the clients connected to it that watch their data (`RouteObserver`) see it stop or resume.
-    public func setPartitioned(_ cutOff: Bool, room roomID: String) {
-        guard paths.setPartitioned(cutOff, room: roomID) else { return }
-        for connection in connections.withLock({ Array($0.values) }) {
-            connection.loop.execute {
-                guard connection.rooms.contains(roomID), let client = connection.observer else { return }
-                client.routeChanged(toRoom: roomID, reachable: !cutOff)
-            }
         }
     }
 
@@ -238,30 +200,21 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
                 }
             }
         }
+        // And those given up into a black hole, still waiting for their path.
+        for connection in parked.withLock({ Array($0.values) }) {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                connection.loop.execute {
+                    connection.freeSocket()
+                    done.resume()
+                }
+            }
+        }
     }
 
     // MARK: - For the connections
 
     func countFrame() {
         frames.add(1, ordering: .relaxed)
-    }
-
-    /// Whether frames of `room` cross the client's path now (its link is up and the room is not cut off).
-    func carries(from key: ObjectIdentifier, room: String) -> Bool {
-        paths.link(of: key) == .up && !paths.isPartitioned(room)
-    }
-
-    /// Whether frames that belong to no room (a hello's answer, a keep-alive) cross the client's path now.
-    func carries(from key: ObjectIdentifier) -> Bool {
-        paths.link(of: key) == .up
-    }
-
-    /// The delay for one frame: the latency plus a draw of the jitter.
-    func delay(using random: inout SeededRandom) -> Duration {
-        let jitter = configuration.jitter
-        guard jitter > .zero else { return configuration.latency }
-        let nanoseconds = jitter.components.seconds * 1_000_000_000 + jitter.components.attoseconds / 1_000_000_000
-        return configuration.latency + .nanoseconds(Int64.random(in: 0...max(0, nanoseconds), using: &random))
     }
 
     /// The server a new connection of the client `key` goes to, and its index.
@@ -282,6 +235,14 @@ public final class TCPClientTransport: ClientTransport, NetworkFaults, Sendable 
     func moveOn(_ key: ObjectIdentifier, from index: Int) {
         guard addresses.count > 1 else { return }
         chosen.withLock { $0[key] = (index + 1) % addresses.count }
+    }
+
+    func park(_ connection: ClientConnection) {
+        parked.withLock { $0[ObjectIdentifier(connection)] = connection }
+    }
+
+    func unpark(_ connection: ClientConnection) {
+        parked.withLock { $0[ObjectIdentifier(connection)] = nil }
     }
 
     func forget(_ connection: ClientConnection) {

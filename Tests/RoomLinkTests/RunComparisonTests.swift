@@ -62,11 +62,33 @@ struct RunComparisonTests {
             virtual: virtual,
             real: [Self.event("A", 2, "logining"), Self.event("A", 300, "logined")]
         )
-        #expect(late.summary(tolerance: .milliseconds(200)).hasSuffix("(tolerance 200ms) — agrees\n"))
-        #expect(late.summary(tolerance: .milliseconds(100)).hasSuffix("(tolerance 100ms) — does NOT agree\n"))
+        #expect(late.summary(tolerance: .milliseconds(200)).hasSuffix("(tolerance 200ms, 5ms early) — agrees\n"))
+        #expect(
+            late.summary(tolerance: .milliseconds(100)).hasSuffix("(tolerance 100ms, 5ms early) — does NOT agree\n")
+        )
         #expect(late.summary(tolerance: .seconds(1)).contains("median +180 ms, earliest +2 ms, latest +180 ms"))
         let other = RunComparison(virtual: virtual, real: [Self.event("A", 0, "loginFailed")])
         #expect(other.summary(tolerance: .seconds(1)).contains("the sequences differ:\n  A #0: virtual roomState"))
+    }
+
+    /// A client that watches the server's data over a socket counts a silence from the last frame it received, up to
+    /// one and a half data intervals before the fault: Agora's events may come that much early; others' 5 ms.
+    @Test func aDialectThatWatchesItsDataMayBeEarlyByItsDataPaceAlone() {
+        let virtual = [Self.event("A", 0, "logining"), Self.event("A", 4_000, "interrupted")]
+        let early = RunComparison(
+            virtual: virtual,
+            real: [Self.event("A", 2, "logining"), Self.event("A", 3_400, "interrupted")]
+        )
+        #expect(RunComparison.earliness(for: .agora) == .milliseconds(755))
+        #expect(RunComparison.earliness(for: .zego) == .milliseconds(5))
+        #expect(RunComparison.earliness(for: .livekit) == .milliseconds(5))
+        #expect(early.agrees(tolerance: .seconds(2), earliness: RunComparison.earliness(for: .agora)))
+        #expect(!early.agrees(tolerance: .seconds(2), earliness: RunComparison.earliness(for: .zego)))
+        let tooEarly = RunComparison(
+            virtual: virtual,
+            real: [Self.event("A", 0, "logining"), Self.event("A", 3_000, "interrupted")]
+        )
+        #expect(!tooEarly.agrees(tolerance: .seconds(2), earliness: RunComparison.earliness(for: .agora)))
     }
 
     /// The virtual run a real one is compared with: the scenario's own events, in virtual time.

@@ -3,7 +3,7 @@ internal import Foundation
 extension RunComparison {
     /// The comparison said for a person (what `roomlink run --compare-with-virtual` prints): how many events matched,
     /// where the sequences differ, the offsets, and whether the runs agree within `tolerance`.
-    public func summary(tolerance: Duration) -> String {
+    public func summary(tolerance: Duration, earliness: Duration = .milliseconds(5)) -> String {
         func ms(_ value: Double) -> String { String(format: "%+.0f ms", value) }
         var text = "compare with virtual time: \(users) users, \(matched) events matched in order"
         if sameSequences {
@@ -13,8 +13,8 @@ extension RunComparison {
             for mismatch in mismatches { text += "  \(mismatch)\n" }
         }
         text += "  real − virtual: median \(ms(medianOffsetMs)), earliest \(ms(minOffsetMs)), "
-        text += "latest \(ms(maxLateMs)) (tolerance \(tolerance.roomLinkText))"
-        text += agrees(tolerance: tolerance) ? " — agrees\n" : " — does NOT agree\n"
+        text += "latest \(ms(maxLateMs)) (tolerance \(tolerance.roomLinkText), \(earliness.roomLinkText) early)"
+        text += agrees(tolerance: tolerance, earliness: earliness) ? " — agrees\n" : " — does NOT agree\n"
         return text
     }
 }

@@ -43,6 +43,15 @@ public struct RunComparison: Sendable {
         return offsetsMs.sorted()[offsetsMs.count / 2]
     }
 
+    /// How early a real run of `dialect` may tell a user something and still agree: 5 ms of clock noise — and, for a
+    /// dialect whose client watches the server's data (Agora), one and a half data intervals more (750 ms): over a
+    /// socket the client counts a silence from the last frame it received, and a quiet connection's keep-alives come
+    /// every half to one and a half intervals (docs/protocol.md), while virtual time counts from the fault itself. A
+    /// real Agora client on a real path counts from its last packet too.
+    public static func earliness(for dialect: DialectName) -> Duration {
+        dialect.engineTimings().server.continuousData ? .milliseconds(755) : .milliseconds(5)
+    }
+
     /// Whether the sequences agree and every matched event of the real run came within `tolerance` of virtual
     /// time, and no more than `earliness` before it.
     public func agrees(tolerance: Duration, earliness: Duration = .milliseconds(5)) -> Bool {

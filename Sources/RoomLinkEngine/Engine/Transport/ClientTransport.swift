@@ -28,10 +28,16 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// silent — so that the client's next attempt dials a new one, as an SDK's does, and the server hears the old
     /// one close. The default does nothing: an in-process channel has no connection to give up on.
     func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint)
+
+    /// Closes `client`'s connections without telling it: its link went down, which it hears of from whoever took the
+    /// link down (``NetworkFaults``). A server hears them close; the client's next message opens a new one. The
+    /// default does nothing: an in-process channel has no connection to close.
+    func drop(_ client: any ClientEndpoint)
 }
 
 extension ClientTransport {
     public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
+    public func drop(_ client: any ClientEndpoint) {}
 }
 
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
