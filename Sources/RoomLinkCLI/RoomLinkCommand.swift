@@ -16,8 +16,15 @@ struct RoomLinkCommand: AsyncParsableCommand {
     /// `roomlink: <what was wrong>`, then the usage — with the parser's exit status (64); help and `--version` go
     /// to standard output; a command's own failures were reported where they happened.
     static func main() async {
+        let arguments: [String]
         do {
-            var command = try parseAsRoot()
+            // A serve configuration file is flags too: read into the command line before it is parsed.
+            arguments = try ServeConfiguration.expand(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            Foundation.exit(fail(error).rawValue)
+        }
+        do {
+            var command = try parseAsRoot(arguments)
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {

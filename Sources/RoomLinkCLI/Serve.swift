@@ -27,6 +27,8 @@ struct Serve: AsyncParsableCommand {
     var timing: [String] = []
     @Option(help: "A JSON file {\"user\": \"token\" or [\"token\", …]}: logins and renewals must present one.")
     var auth: String?
+    /// A configuration file's inline auth table, as JSON (`ServeConfiguration`); `--auth` overrides it.
+    @Option(help: .hidden) var authTable: String?
     @Option(help: "Close a connection that has not logged in within this time.") var loginTimeout: DurationArgument?
     @Option(help: "Close a connection whose unread output passes this size (a slow reader).")
     var maxOutput: ByteCount?
@@ -56,10 +58,10 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
 
     func run() async throws {
-        let file = try config.map { try readFile($0, as: "serve configuration", limit: InputFile.configurationLimit) }
+        // The configuration file, if any, was read into the flags before they were parsed (`ServeConfiguration`).
         var settings: ServeSettings
         do {
-            settings = try ServeSettings(flags: self, file: file)
+            settings = try ServeSettings(flags: self)
         } catch {
             throw fail(error)
         }

@@ -3,7 +3,7 @@ import Logging
 import RoomLink
 import RoomLinkRedis
 
-/// `roomlink serve`'s settings: a configuration file's, with the flags given over them, checked.
+/// `roomlink serve`'s settings: its flags (a configuration file's among them, `ServeConfiguration`), checked.
 struct ServeSettings {
     var listen: SocketAddress
     var server: NetworkServer.Configuration
@@ -15,124 +15,17 @@ struct ServeSettings {
     /// Presence shared with other nodes in Redis, when `--redis` is given.
     var presence: RedisPresence.Configuration?
 
-    /// A configuration file: each flag's value under the flag's name in camel case.
-    struct File: Decodable {
-        var listen: String?
-        var dialect: String?
-        var timings: [String: String]?
-        /// A table of user IDs to tokens, or the path of a file holding one.
-        var auth: Auth?
-        var loginTimeout: String?
-        var maxOutput: Int?
-        var maxRoomsPerConnection: Int?
-        var accept: String?
-        var loops: Int?
-        var timeScale: Double?
-        var logLevel: String?
-        var serverNodes: Int?
-        var serverCapacity: String?
-        var admission: String?
-        var maxQueue: String?
-        var shedExpired: Bool?
-        var admin: String?
-        var adminToken: String?
-        var adminTokenFile: String?
-        var redis: String?
-        var nodeID: String?
-        var leasePeriod: String?
-
-        enum Auth: Decodable {
-            case path(String)
-            case table(AuthTable)
-
-            init(from decoder: any Decoder) throws {
-                let container = try decoder.singleValueContainer()
-                if let path = try? container.decode(String.self) {
-                    self = .path(path)
-                } else if let single = try? container.decode([String: String].self) {
-                    self = .table(AuthTable(single))
-                } else {
-                    self = .table(AuthTable(tokens: try container.decode([String: OneOrMany].self).mapValues(\.tokens)))
-                }
-            }
-
-            /// A user's token, or a non-empty list of them.
-            struct OneOrMany: Decodable {
-                var tokens: [String]
-
-                init(from decoder: any Decoder) throws {
-                    let container = try decoder.singleValueContainer()
-                    if let token = try? container.decode(String.self) {
-                        tokens = [token]
-                    } else {
-                        tokens = try container.decode([String].self)
-                        guard !tokens.isEmpty else {
-                            throw DecodingError.dataCorruptedError(in: container, debugDescription: "an empty list")
-                        }
-                    }
-                }
-            }
-        }
-
-        static let keys: Set<String> = [
-            "listen", "dialect", "timings", "auth", "loginTimeout", "maxOutput", "maxRoomsPerConnection", "accept",
-            "loops", "timeScale", "logLevel", "serverNodes", "serverCapacity", "admission", "maxQueue", "shedExpired",
-            "admin", "adminToken", "adminTokenFile", "redis", "nodeID", "leasePeriod",
-        ]
-
-        /// Decodes a configuration file, refusing keys it does not know (a typo must not pass unseen).
-        static func decode(_ data: Data) throws(RoomLinkError) -> File {
-            guard let object = try? JSONSerialization.jsonObject(with: data), let dictionary = object as? [String: Any]
-            else {
-                throw RoomLinkError(code: .invalidInput, message: "serve configuration: expected a JSON object")
-            }
-            for key in dictionary.keys.sorted() where !keys.contains(key) {
-                throw RoomLinkError(
-                    code: .invalidInput,
-                    message:
-                        "serve configuration: unknown key '\(key)'; known: \(keys.sorted().joined(separator: ", "))"
-                )
-            }
-            do {
-                return try JSONDecoder().decode(File.self, from: data)
-            } catch let DecodingError.typeMismatch(type, context), let DecodingError.valueNotFound(type, context) {
-                let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-                throw RoomLinkError(code: .invalidInput, message: "serve configuration: \(path): expected \(type)")
-            } catch {
-                throw RoomLinkError(code: .invalidInput, message: "serve configuration: \(error)")
-            }
-        }
-    }
-
-    init(flags: Serve, file data: Data?) throws(RoomLinkError) {
-        let file = try data.map { data throws(RoomLinkError) in try File.decode(data) } ?? File()
-
-        let listenText = flags.listen ?? file.listen ?? "127.0.0.1:7000"
+    init(flags: Serve) throws(RoomLinkError) {
+        let listenText = flags.listen ?? "127.0.0.1:7000"
         do {
             listen = try SocketAddress(parsing: listenText)
         } catch {
             throw RoomLinkError(code: .invalidInput, field: "--listen", message: "--listen: \(error.description)")
         }
-        let dialect: Scenario.Dialect
-        if let flag = flags.dialect {
-            dialect = flag
-        } else if let text = file.dialect {
-            guard let named = Scenario.Dialect(rawValue: text) else {
-                throw Self.invalid("dialect", "zego, agora or livekit")
-            }
-            dialect = named
-        } else {
-            dialect = .zego
-        }
+        let dialect = flags.dialect ?? .zego
 
-        // Timings: the file's, then each --timing.
+        // Timings: each --timing, the last of a name counting.
         var overrides: [String: Duration] = [:]
-        for (name, text) in file.timings ?? [:] {
-            guard let duration = Duration(roomLinkText: text) else {
-                throw Self.invalid("timings.\(name)", "a duration like 5s")
-            }
-            overrides[name] = duration
-        }
         for text in flags.timing {
             let (name, value) = try LoadPlan.timing(text, field: "--timing")
             overrides[name] = value
@@ -147,26 +40,16 @@ struct ServeSettings {
         }
         let engine = dialect.engineTimings(overrides: overrides)
 
-        // The auth table: the flag's file, the configuration's file, or the configuration's table.
+        // The auth table: a file's, or one a configuration file gave inline (a flag's file overrides it).
         var authTable: AuthTable?
-        switch (flags.auth, file.auth) {
-        case (let path?, _), (nil, .path(let path)?): authTable = try Self.authTable(at: path)
-        case (nil, .table(let table)?): authTable = table
-        case (nil, nil): authTable = nil
+        if let path = flags.auth {
+            authTable = try Self.authTable(at: path)
+        } else if let json = flags.authTable {
+            authTable = try AuthTable(json: try JSONValue.parse(Data(json.utf8), what: "auth"), at: "auth")
         }
         if let authTable, authTable.isEmpty { throw Self.invalid("auth", "at least one user and token") }
 
-        // Capacity: the flags' group over the file's strings.
-        var options = flags.serverOptions
-        if options.serverNodes == nil { options.serverNodes = file.serverNodes }
-        if options.serverCapacity == nil { options.serverCapacity = file.serverCapacity }
-        if options.admission == nil { options.admission = file.admission }
-        if options.maxQueue == nil, let text = file.maxQueue {
-            guard let value = DurationArgument(argument: text) else { throw Self.invalid("maxQueue", "a duration") }
-            options.maxQueue = value
-        }
-        if !options.shedExpired, file.shedExpired == true { options.shedExpired = true }
-        let policy = try options.apply(to: .unlimited)
+        let policy = try flags.serverOptions.apply(to: .unlimited)
 
         var server = NetworkServer.Configuration(
             dialect: dialect,
@@ -175,60 +58,39 @@ struct ServeSettings {
             auth: authTable,
             policy: policy
         )
-        var loginTimeout = flags.loginTimeout?.duration
-        if loginTimeout == nil, let text = file.loginTimeout {
-            guard let value = Duration(roomLinkText: text) else { throw Self.invalid("loginTimeout", "a duration") }
-            loginTimeout = value
-        }
-        if let loginTimeout {
+        if let loginTimeout = flags.loginTimeout?.duration {
             guard loginTimeout > .zero else { throw Self.invalid("loginTimeout", "a positive duration") }
             server.loginTimeout = loginTimeout
         }
-        if let value = flags.maxOutput.map({ Int(clamping: $0.bytes) }) ?? file.maxOutput {
+        if let value = flags.maxOutput.map({ Int(clamping: $0.bytes) }) {
             guard value >= 1024 else { throw Self.invalid("maxOutput", "at least 1024 bytes") }
             server.maximumOutputBuffer = value
         }
-        if let value = flags.maxRoomsPerConnection ?? file.maxRoomsPerConnection {
+        if let value = flags.maxRoomsPerConnection {
             guard value >= 1 else { throw Self.invalid("maxRoomsPerConnection", "at least 1") }
             server.maximumRoomsPerConnection = value
         }
-        if let mode = flags.accept {
-            server.acceptMode = mode
-        } else if let text = file.accept {
-            guard let mode = NetworkServer.AcceptMode(rawValue: text) else {
-                throw Self.invalid("accept", "reusePort or handOff")
-            }
-            server.acceptMode = mode
-        }
+        if let mode = flags.accept { server.acceptMode = mode }
 
-        loops = flags.loops ?? file.loops ?? LibeventLoopGroup.coreCount
+        loops = flags.loops ?? LibeventLoopGroup.coreCount
         guard (1...LibeventLoopGroup.maximumLoopCount).contains(loops) else {
             throw Self.invalid("loops", "from 1 to \(LibeventLoopGroup.maximumLoopCount)")
         }
-        timeScale = flags.timeScale ?? file.timeScale ?? 1
+        timeScale = flags.timeScale ?? 1
         guard timeScale.isFinite, timeScale > 0 else { throw Self.invalid("timeScale", "a number above 0") }
-        if let level = flags.logLevel {
-            logLevel = level
-        } else if let text = file.logLevel {
-            guard let level = Logger.Level(rawValue: text) else {
-                throw Self.invalid("logLevel", "trace, debug, info, notice, warning or error")
-            }
-            logLevel = level
-        } else {
-            logLevel = .notice
-        }
+        logLevel = flags.logLevel ?? .notice
         self.server = server
 
-        if let text = flags.admin ?? file.admin {
+        if let text = flags.admin {
             do {
                 admin = try SocketAddress(parsing: text)
             } catch {
                 throw RoomLinkError(code: .invalidInput, field: "--admin", message: "--admin: \(error.description)")
             }
         }
-        if let token = flags.adminToken ?? file.adminToken {
+        if let token = flags.adminToken {
             adminToken = token
-        } else if let path = flags.adminTokenFile ?? file.adminTokenFile {
+        } else if let path = flags.adminTokenFile {
             let data: Data
             do {
                 data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -250,18 +112,14 @@ struct ServeSettings {
             )
         }
         if admin == nil, adminToken != nil { throw Self.invalid("adminToken", "--admin too (a token for which API?)") }
-        try readPresence(flags: flags, file: file)
+        try readPresence(flags: flags)
     }
 
     /// `--redis`, `--node-id` and `--lease-period`.
-    private mutating func readPresence(flags: Serve, file: File) throws(RoomLinkError) {
-        let nodeID = flags.nodeID ?? file.nodeID
-        var leasePeriod = flags.leasePeriod?.duration
-        if leasePeriod == nil, let text = file.leasePeriod {
-            guard let value = Duration(roomLinkText: text) else { throw Self.invalid("leasePeriod", "a duration") }
-            leasePeriod = value
-        }
-        guard let text = flags.redis ?? file.redis else {
+    private mutating func readPresence(flags: Serve) throws(RoomLinkError) {
+        let nodeID = flags.nodeID
+        let leasePeriod = flags.leasePeriod?.duration
+        guard let text = flags.redis else {
             if nodeID != nil { throw Self.invalid("nodeID", "--redis too (a node of which cluster?)") }
             if leasePeriod != nil { throw Self.invalid("leasePeriod", "--redis too") }
             return
