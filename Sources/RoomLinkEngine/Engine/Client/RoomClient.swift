@@ -13,7 +13,7 @@ import Synchronization
 ///
 /// Timers and deliveries call it on its loop's thread with no hop; calls from elsewhere hop there like any actor
 /// call.
-public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, LoopPinnedActor {
+public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, TimerHandler, LoopPinnedActor {
     /// What many clients share: the transport, the timings, the retry policy and the event sink.
     public final class Environment: Sendable {
         public let transport: any ClientTransport
@@ -120,6 +120,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, TimerHandler, Loop
     /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
     /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
     /// those rooms a lookup.
+    /// In one process the client is its own channel as the server sees it.
+    public nonisolated var inProcessChannel: (any ClientChannel)? { self }
     public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
     public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
 

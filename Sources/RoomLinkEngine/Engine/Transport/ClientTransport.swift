@@ -66,9 +66,10 @@ public enum SendOutcome: Sendable, Hashable {
     case refused
 }
 
-/// A client as a transport sees it: where to deliver server messages and link changes. In one process a client can
-/// be its own channel as the server sees it (``ClientChannel``), as the simulated network's clients are.
-public protocol ClientEndpoint: ClientChannel {
+/// A client as a transport sees it: where to deliver server messages and link changes. It is not the server's
+/// channel to the client — over a socket that is the server's connection — except in one process, where a client can
+/// be its own channel as the server sees it (``inProcessChannel``), as the simulated network's clients are.
+public protocol ClientEndpoint: AnyObject, Sendable {
     /// The client's network identity.
     var endpointID: String { get }
     /// A stable hash of ``endpointID`` (FNV-1a), computed once: a simulated network keys message fates on it.
@@ -85,6 +86,14 @@ public protocol ClientEndpoint: ClientChannel {
     /// Handles what the transport learned about the connection carrying the client's channel to `room`: it came up,
     /// closed under the client, or could not be opened. Called on ``loop``'s thread.
     func connectionChanged(_ event: ConnectionEvent, room: String)
+    /// The client as the server's channel to it, when it is one (in one process): how the in-process transport hands
+    /// a room the client itself, without a dynamic cast on every message. `nil`, the default, for a client reached
+    /// over a socket (the server's channel is its connection).
+    var inProcessChannel: (any ClientChannel)? { get }
+}
+
+extension ClientEndpoint {
+    public var inProcessChannel: (any ClientChannel)? { nil }
 }
 
 /// What a client's transport learns about the connection carrying one room's channel. A socket transport raises

@@ -35,8 +35,8 @@ extension ClientChannel {
     public var inProcessClient: (any ClientEndpoint)? { nil }
 }
 
-extension ClientEndpoint {
-    /// A client is its own channel in one process.
+extension ClientChannel where Self: ClientEndpoint {
+    /// A client that is its own channel (in one process) is the client this channel is.
     public var inProcessClient: (any ClientEndpoint)? { self }
 }
 

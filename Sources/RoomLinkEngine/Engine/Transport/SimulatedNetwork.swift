@@ -204,7 +204,11 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
         func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
             switch self {
-            case .message(let message): room.deliver(message, on: client)
+            case .message(let message):
+                guard let channel = client.inProcessChannel else {
+                    preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
+                }
+                room.deliver(message, on: channel)
             case .closed(let session): room.connectionClosed(userID: client.userID, session: session)
             }
         }
