@@ -197,7 +197,12 @@ final class AdminServer: @unchecked Sendable {
                 return reply.error(400, "expected no body, or a JSON body {\"rooms\": [\"room ID\", …]}")
             }
             let rooms = body.isEmpty ? nil : Self.strings("rooms", in: body, required: false)
-            server.rooms.expireToken(userID: parts[1], inRooms: rooms?.filter { server.rooms.existingRoom($0) != nil })
+            // A node of a cluster expires it on every node: the cluster is a clustered server's administration.
+            let administration: any RoomAdministration = server.rooms.cluster ?? server.rooms
+            administration.expireToken(
+                userID: parts[1],
+                inRooms: rooms?.filter { server.rooms.existingRoom($0) != nil }
+            )
             reply.json(["user": parts[1]])
         case (_, 1, "metrics"), (_, 1, "rooms"), (_, 3, "rooms"), (_, 3, "users"):
             reply.error(405, "wrong method for \(rawPath)")

@@ -50,7 +50,7 @@ final class PresenceShard: @unchecked Sendable {
 
     /// A room this loop follows.
     final class Feed {
-        let room: ServerRoom
+        let room: any ClusteredRoom
         let keys: PresenceKeys
         enum Subscription { case none, subscribing, subscribed }
         var subscription = Subscription.none
@@ -71,7 +71,7 @@ final class PresenceShard: @unchecked Sendable {
         /// and the other nodes may not have restored their members yet).
         var reconnected = false
 
-        init(room: ServerRoom, keys: PresenceKeys) {
+        init(room: any ClusteredRoom, keys: PresenceKeys) {
             self.room = room
             self.keys = keys
         }
@@ -229,7 +229,7 @@ final class PresenceShard: @unchecked Sendable {
 
     // MARK: - Logins and changes
 
-    func admit(_ claim: ClusterClaim, room: ServerRoom, verdict: @escaping @Sendable (ClusterVerdict) -> Void) {
+    func admit(_ claim: ClusterClaim, room: any ClusteredRoom, verdict: @escaping @Sendable (ClusterVerdict) -> Void) {
         guard admits, !(presence?.nodeIDTaken ?? false) else {
             statistics.withLock { $0.unavailable += 1 }
             return verdict(.unavailable(retryAfter: configuration.retryAfter))
@@ -284,7 +284,7 @@ final class PresenceShard: @unchecked Sendable {
         }
     }
 
-    func announce(_ announcement: ClusterAnnouncement, room: ServerRoom) {
+    func announce(_ announcement: ClusterAnnouncement, room: any ClusteredRoom) {
         // Without Redis the change stays local; the next sync drops the member's record (it is no longer the
         // node's), and a hidden member's new visibility waits for its next login.
         guard isUp else { return }
@@ -297,7 +297,7 @@ final class PresenceShard: @unchecked Sendable {
         }
     }
 
-    func release(_ room: ServerRoom) {
+    func release(_ room: any ClusteredRoom) {
         // The lease timer unsubscribes a room idle for two periods: a room emptied and refilled at once keeps its
         // subscription and its order.
         feeds[room.roomID]?.idlePeriods = 0
@@ -341,7 +341,7 @@ final class PresenceShard: @unchecked Sendable {
 
     // MARK: - Feeds
 
-    private func follow(_ room: ServerRoom) -> Feed {
+    private func follow(_ room: any ClusteredRoom) -> Feed {
         if let feed = feeds[room.roomID] {
             feed.idlePeriods = 0
             return feed
@@ -360,7 +360,7 @@ final class PresenceShard: @unchecked Sendable {
         guard let feed = feedsByChannel[channel] else { return }
         feed.subscription = .subscribed
         // Back after Redis was away: the room's members of its own are restored and its view reloaded.
-        if !feed.synced, feed.room.onLoop({ $0.hasLocalMembers }) { resync(feed) }
+        if !feed.synced, !feed.room.localMembersOnLoop().isEmpty { resync(feed) }
         let waiting = feed.waiting
         feed.waiting = []
         for login in waiting { login() }
@@ -380,13 +380,13 @@ final class PresenceShard: @unchecked Sendable {
         }
         switch event.kind {
         case .kick:
-            presence?.roomServer?.kickOutOnThisNode(
+            presence?.node?.kickOut(
                 roomID: feed.room.roomID,
                 userIDs: [event.userID],
                 reason: KickReason(rawValue: event.reason) ?? .admin
             )
         case .reconnect:
-            presence?.roomServer?.requestReconnectOnThisNode(roomID: feed.room.roomID, userIDs: [event.userID])
+            presence?.node?.requestReconnect(roomID: feed.room.roomID, userIDs: [event.userID])
         case .join, .leave, .hide:
             if feed.synced { deliver(event, to: feed) } else { feed.buffered.append(event) }
         }
@@ -398,7 +398,7 @@ final class PresenceShard: @unchecked Sendable {
             return
         }
         let roomIDs = fields[2] == "all" ? nil : Array(fields[3...])
-        presence?.roomServer?.expireTokenOnThisNode(userID: fields[1], inRooms: roomIDs)
+        presence?.node?.expireToken(userID: fields[1], inRooms: roomIDs)
     }
 
     /// Applies the feed's next change; a change out of turn (one was missed) makes the feed reload.
@@ -458,7 +458,7 @@ final class PresenceShard: @unchecked Sendable {
         guard isUp else { return }
         keepNodeID()
         for feed in Array(feeds.values) {
-            let hasMembers = feed.room.onLoop { $0.hasLocalMembers }
+            let hasMembers = !feed.room.localMembersOnLoop().isEmpty
             if !hasMembers, feed.claims.isEmpty, feed.waiting.isEmpty {
                 feed.idlePeriods += 1
                 if feed.idlePeriods >= 2 { unfollow(feed) }
@@ -476,7 +476,7 @@ final class PresenceShard: @unchecked Sendable {
         let reconcile = snapshot || feed.refreshes >= Self.reconcileEvery - 1
         feed.refreshes = reconcile ? 0 : feed.refreshes + 1
         var arguments = [nodeID, snapshot ? "1" : reconcile ? "r" : "0"]
-        for member in feed.room.onLoop({ $0.localMembers }) {
+        for member in feed.room.localMembersOnLoop() {
             arguments += [member.userID, String(member.session.rawValue, radix: 16), member.hidden ? "1" : "0"]
         }
         for claim in feed.claims {

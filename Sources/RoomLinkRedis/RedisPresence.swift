@@ -76,12 +76,12 @@ public final class RedisPresence: RoomCluster, Sendable {
     public var nodeID: String { configuration.nodeID }
     let group: LibeventLoopGroup
     private let shards: [PresenceShard]
-    private let server = LockedBox<RoomServerReference?>(nil)
+    private let server = LockedBox<NodeReference?>(nil)
 
-    /// The server's rooms, held weakly: the server holds its cluster.
-    private struct RoomServerReference: @unchecked Sendable {
-        // Safe: `RoomServer` is Sendable itself; the box only makes the weak reference storable.
-        weak var server: RoomServer?
+    /// The node's server, held weakly: the server holds its cluster.
+    private struct NodeReference: @unchecked Sendable {
+        // Safe: a `ClusterNode` is Sendable itself; the box only makes the weak reference storable.
+        weak var node: (any ClusterNode)?
     }
 
     /// Creates the node's presence on `group`'s loops; it connects to Redis when its server starts it.
@@ -98,10 +98,11 @@ public final class RedisPresence: RoomCluster, Sendable {
         self.shards = shards
     }
 
-    var roomServer: RoomServer? { server.withLock { $0?.server } }
+    /// The node this presence serves, once started (and while its server lives).
+    var node: (any ClusterNode)? { server.withLock { $0?.node } }
 
-    public func start(serving server: RoomServer) {
-        self.server.withLock { $0 = RoomServerReference(server: server) }
+    public func start(serving server: any ClusterNode) {
+        self.server.withLock { $0 = NodeReference(node: server) }
         // Redis keeps real time; the loops may run scaled (`--time-scale`): the lease is the loops' time, in real
         // milliseconds, rounded up so that it never lapses early.
         let lease = server.timings.heartbeatTimeout + configuration.leasePeriod * 2
@@ -152,17 +153,17 @@ public final class RedisPresence: RoomCluster, Sendable {
 
     public func admit(
         _ claim: ClusterClaim,
-        to room: ServerRoom,
+        to room: any ClusteredRoom,
         verdict: @escaping @Sendable (ClusterVerdict) -> Void
     ) {
         shard(of: room).admit(claim, room: room, verdict: verdict)
     }
 
-    public func announce(_ announcement: ClusterAnnouncement, in room: ServerRoom) {
+    public func announce(_ announcement: ClusterAnnouncement, in room: any ClusteredRoom) {
         shard(of: room).announce(announcement, room: room)
     }
 
-    public func release(_ room: ServerRoom) {
+    public func release(_ room: any ClusteredRoom) {
         shard(of: room).release(room)
     }
 
@@ -170,7 +171,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         let shard = shard(ofRoom: roomID)
         shard.loop.runSoon { [self] in
             shard.publishCall(.kick, roomID: roomID, userIDs: userIDs, reason: reason.rawValue) {
-                self.roomServer?.kickOutOnThisNode(roomID: roomID, userIDs: userIDs, reason: reason)
+                self.node?.kickOut(roomID: roomID, userIDs: userIDs, reason: reason)
             }
         }
     }
@@ -179,7 +180,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         let shard = shard(ofRoom: roomID)
         shard.loop.runSoon { [self] in
             shard.publishCall(.reconnect, roomID: roomID, userIDs: userIDs, reason: "") {
-                self.roomServer?.requestReconnectOnThisNode(roomID: roomID, userIDs: userIDs)
+                self.node?.requestReconnect(roomID: roomID, userIDs: userIDs)
             }
         }
     }
@@ -188,7 +189,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         let shard = shards[0]
         shard.loop.runSoon { [self] in
             shard.broadcastExpiry(userID: userID, roomIDs: roomIDs) {
-                self.roomServer?.expireTokenOnThisNode(userID: userID, inRooms: roomIDs)
+                self.node?.expireToken(userID: userID, inRooms: roomIDs)
             }
         }
     }
@@ -206,7 +207,7 @@ public final class RedisPresence: RoomCluster, Sendable {
         }
     }
 
-    private func shard(of room: ServerRoom) -> PresenceShard {
+    private func shard(of room: any ClusteredRoom) -> PresenceShard {
         shard(ofLoop: room.loop)
     }
 

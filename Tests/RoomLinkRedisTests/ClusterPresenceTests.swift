@@ -133,7 +133,8 @@ struct ClusterPresenceTests {
             bobLog.presence == ["+carol", "+alice"] && carolLog.presence == ["+bob", "+alice"]
         }
 
-        nodes[2].server.rooms.expireToken(userID: "alice", inRooms: ["room-1"])
+        // The business server calls the cluster (a clustered server's administration): any node reaches the holder.
+        nodes[2].presence.expireToken(userID: "alice", inRooms: ["room-1"])
         try await RedisTest.until("alice is warned", showing: [aliceLog, bobLog, carolLog]) {
             aliceLog.all.contains { if case .roomTokenWillExpire = $0 { true } else { false } }
         }
@@ -227,7 +228,7 @@ struct ClusterPresenceTests {
         #expect(await alice.loginRoom("room-1") == .success)
         try await RedisTest.until("bob sees alice", showing: [aliceLog, bobLog]) { bobLog.presence == ["+alice"] }
 
-        b.server.rooms.kickOut(roomID: "room-1", userIDs: ["alice"])
+        b.presence.kickOut(roomID: "room-1", userIDs: ["alice"])
         try await RedisTest.until("alice is kicked out", showing: [aliceLog, bobLog]) {
             aliceLog.count(of: .kickOut) == 1
         }

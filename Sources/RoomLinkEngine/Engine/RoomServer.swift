@@ -3,7 +3,7 @@
 ///
 /// A room is created on first use and placed on `group.loop(for: roomID)`, so a room and the clients the load
 /// generator places by room share a loop and talk without crossing threads.
-public final class RoomServer: RoomDirectory {
+public final class RoomServer: RoomDirectory, ClusterNode {
     public let group: any RuntimeLoopGroup
     /// What the rooms share with the server. The rooms hold it, not the server, so a room whose timer fires after
     /// its server is gone still finds everything it needs (and no cycle keeps either alive).
@@ -168,47 +168,32 @@ public final class RoomServer: RoomDirectory {
     /// Kicks users out of a room (the business server's kick API); their clients are told why and do not reconnect,
     /// and the room's other members see them leave.
     ///
-    /// In a cluster, the call reaches whichever node holds each user.
+    /// On this server: a server that is a node of a cluster holds only its own clients — the cluster's own
+    /// `kickOut` reaches every node.
     public func kickOut(roomID: String, userIDs: [String]) {
-        if let cluster = shared.cluster { return cluster.kickOut(roomID: roomID, userIDs: userIDs, reason: .admin) }
-        let room = serverRoom(roomID)
-        onLoop(of: room) { room in for userID in userIDs { room.kick(userID, reason: .admin) } }
+        kickOut(roomID: roomID, userIDs: userIDs, reason: .admin)
     }
 
-    /// Kicks users out of a room if this node holds them: what a cluster calls on each node.
-    public func kickOutOnThisNode(roomID: String, userIDs: [String], reason: KickReason) {
+    /// Kicks users out of a room, if this server has it, for `reason` (what a cluster asks of each node).
+    public func kickOut(roomID: String, userIDs: [String], reason: KickReason) {
         guard let room = existingRoom(roomID) else { return }
         onLoop(of: room) { room in for userID in userIDs { room.kick(userID, reason: reason) } }
     }
 
-    /// Asks users of a room to reconnect if this node holds them: what a cluster calls on each node.
-    public func requestReconnectOnThisNode(roomID: String, userIDs: [String]) {
+    /// Asks users of a room to reconnect now, as a server node going away does (LiveKit's `LeaveRequest` with a
+    /// reconnect action): a LiveKit client reconnects in full, with a new session; ZEGO and Agora clients resume. On
+    /// this server (in a cluster, the cluster's own call reaches every node).
+    public func requestReconnect(roomID: String, userIDs: [String]) {
         guard let room = existingRoom(roomID) else { return }
         onLoop(of: room) { room in for userID in userIDs { room.requestReconnect(userID) } }
     }
 
-    /// Expires the current token of `userID` on this node: what a cluster calls on each node.
-    public func expireTokenOnThisNode(userID: String, inRooms roomIDs: [String]?) {
+    /// Expires the current token of `userID`: later logins with it are refused, and the user's members in `roomIDs`
+    /// (every room when `nil`) are warned and kicked out after the renewal grace unless they renew. On this server (in
+    /// a cluster, the cluster's own call reaches every node).
+    public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {
         shared.expire(userID)
         let targets = (roomIDs ?? self.roomIDs).compactMap(existingRoom)
-        for room in targets { onLoop(of: room) { $0.tokenExpired(userID) } }
-    }
-
-    /// Asks users of a room to reconnect now, as a server node going away does (LiveKit's `LeaveRequest` with a
-    /// reconnect action): a LiveKit client reconnects in full, with a new session; ZEGO and Agora clients resume.
-    public func requestReconnect(roomID: String, userIDs: [String]) {
-        if let cluster = shared.cluster { return cluster.requestReconnect(roomID: roomID, userIDs: userIDs) }
-        let room = serverRoom(roomID)
-        onLoop(of: room) { room in for userID in userIDs { room.requestReconnect(userID) } }
-    }
-
-    /// Expires the current token of `userID`: later logins with it are refused, and the user's members in `roomIDs`
-    /// (every room when `nil`) are warned and kicked out after the renewal grace unless they renew.
-    public func expireToken(userID: String, inRooms roomIDs: [String]? = nil) {
-        if let cluster = shared.cluster { return cluster.expireToken(userID: userID, inRooms: roomIDs) }
-        shared.expire(userID)
-        let targets =
-            roomIDs.map { $0.map(serverRoom) } ?? rooms.withLock { $0.keys.sorted() }.map(serverRoom)
         for room in targets { onLoop(of: room) { $0.tokenExpired(userID) } }
     }
 

@@ -6,7 +6,7 @@
 ///
 /// On a server whose capacity is modelled (``ServerPolicy``), each message goes to the room's ``ServerNode`` first,
 /// which says when a worker will have served it — the room handles it then — or that it is refused as busy or shed.
-public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
+public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     public nonisolated let roomID: String
     public nonisolated let roomHash: UInt64
     public nonisolated let loop: any RuntimeLoop
@@ -209,6 +209,11 @@ public actor ServerRoom: RoomEndpoint, LoopPinnedActor {
     /// The room's own members (not the cluster's other nodes'), in the order they joined.
     public var localMembers: [(userID: String, session: SessionID, hidden: Bool)] {
         state.localMembers.map { ($0.userID, $0.session, $0.hidden) }
+    }
+
+    /// ``localMembers``, from the room's loop without a hop (what its cluster reads as it syncs).
+    public nonisolated func localMembersOnLoop() -> [(userID: String, session: SessionID, hidden: Bool)] {
+        onLoop { $0.localMembers }
     }
 
     /// The members other nodes of the room's cluster hold, in the order they joined.

@@ -9,31 +9,64 @@
 /// - a login is admitted by the cluster first (``admit(_:to:verdict:)``), which decides across nodes what a single
 ///   server decides alone: a kicked session stays kicked, a resumption needs its session, the member cap holds;
 /// - what a room changes of its own members (a member leaving, timing out, being kicked, hiding) is announced
-///   (``announce(_:in:)``); the changes other nodes made reach the room in one order through ``ServerRoom``'s
-///   `clusterChanged(_:)`;
-/// - the business server's calls go through the cluster (``kickOut(roomID:userIDs:reason:)`` and the others), which
-///   hands them to the node holding the users.
+///   (``announce(_:in:)``); the changes other nodes made reach the room in one order through
+///   ``ClusteredRoom/clusterChanged(_:)``;
+/// - the business server's calls are the cluster's own (it is the ``RoomAdministration`` of a clustered server:
+///   ``kickOut(roomID:userIDs:reason:)`` and the others), which hands each to the nodes holding the users
+///   (``ClusterNode``).
+///
+/// The cluster sees rooms and nodes through protocols only (``ClusteredRoom``, ``ClusterNode``): a node's server
+/// never calls the cluster back for what the cluster asked of it.
 ///
 /// Every call is made on the room's loop (or, for the business server's calls, anywhere) and returns at once; what
 /// comes back comes back on the room's loop.
-public protocol RoomCluster: AnyObject, Sendable {
+public protocol RoomCluster: RoomAdministration {
     /// This node's name among the cluster's nodes.
     var nodeID: String { get }
-    /// Starts serving `server`'s rooms: the cluster calls them with the other nodes' changes and the business server's
-    /// calls. Called once, by `RoomServer`'s initializer.
-    func start(serving server: RoomServer)
+    /// Starts serving `node`'s rooms: the cluster calls them with the other nodes' changes, and the node with the
+    /// business server's calls for the users it holds. Called once, by `RoomServer`'s initializer.
+    func start(serving node: any ClusterNode)
     /// Asks the cluster to admit a login to `room`; `verdict` is called on the room's loop (immediately when the
     /// cluster cannot be reached: ``ClusterVerdict/unavailable(retryAfter:)``).
-    func admit(_ claim: ClusterClaim, to room: ServerRoom, verdict: @escaping @Sendable (ClusterVerdict) -> Void)
+    func admit(_ claim: ClusterClaim, to room: any ClusteredRoom, verdict: @escaping @Sendable (ClusterVerdict) -> Void)
     /// Tells the other nodes of a change `room` made to one of its own members.
-    func announce(_ announcement: ClusterAnnouncement, in room: ServerRoom)
+    func announce(_ announcement: ClusterAnnouncement, in room: any ClusteredRoom)
     /// The room has no members of its own any more: the node stops following it.
-    func release(_ room: ServerRoom)
+    func release(_ room: any ClusteredRoom)
     /// Kicks users out of a room on whichever node holds them.
     func kickOut(roomID: String, userIDs: [String], reason: KickReason)
-    /// Asks users of a room to reconnect, on whichever node holds them.
+}
+
+extension RoomCluster {
+    /// Kicks users out of a room on whichever node holds them, for the business server (`admin`).
+    public func kickOut(roomID: String, userIDs: [String]) {
+        kickOut(roomID: roomID, userIDs: userIDs, reason: .admin)
+    }
+}
+
+/// A room as its cluster sees it: a room of one node, on that node's loop.
+public protocol ClusteredRoom: AnyObject, Sendable {
+    var roomID: String { get }
+    /// The loop the room runs on: the cluster calls it there.
+    var loop: any RuntimeLoop { get }
+    /// A change another node of the room's cluster made to the room's members, in the cluster's order. Called on the
+    /// room's loop.
+    func clusterChanged(_ change: ClusterChange)
+    /// The room's own members (not the other nodes'), in the order they joined. Call it on the room's loop.
+    func localMembersOnLoop() -> [(userID: String, session: SessionID, hidden: Bool)]
+}
+
+/// A server node as its cluster sees it: what the business server's calls do to the users this node holds, and the
+/// timings its leases follow.
+public protocol ClusterNode: AnyObject, Sendable {
+    /// The node's rooms' timings (a member's lease outlives its heartbeat timeout).
+    var timings: ServerTimings { get }
+    /// Kicks users out of a room, if this node holds them.
+    func kickOut(roomID: String, userIDs: [String], reason: KickReason)
+    /// Asks users of a room to reconnect, if this node holds them.
     func requestReconnect(roomID: String, userIDs: [String])
-    /// Expires the current token of `userID` on every node.
+    /// Expires the current token of `userID` on this node: later logins with it are refused, and its members in
+    /// `roomIDs` (every room the node has when `nil`) are warned and kicked out after the renewal grace.
     func expireToken(userID: String, inRooms roomIDs: [String]?)
 }
 
