@@ -7,7 +7,7 @@ public final class NetworkServerStatistics: Sendable {
     public enum Counter: String, Sendable, CaseIterable {
         /// Connections accepted.
         case connectionsAccepted
-        /// Connections closed (for any ``CloseReason``).
+        /// Connections closed (for any `CloseReason`, which `RoomLinkWire` defines).
         case connectionsClosed
         case framesReceived, framesSent, bytesReceived, bytesSent
         /// Login requests received (every kind).
