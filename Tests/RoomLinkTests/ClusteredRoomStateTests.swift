@@ -167,4 +167,64 @@ struct ClusteredRoomStateTests {
             #expect(room.memberIDs == ["A"])
         }
     }
+    /// The room says when its node stops following it: after the departure of its last member of its own, after a
+    /// refusal the cluster decided while it holds none, after another node replaced its last one — and never while it
+    /// holds one, nor outside a cluster.
+    @Test func theRoomReleasesItselfWhenItsLastMemberOfItsOwnIsGone() {
+        ServerRoomStateTests.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: .zego, clustered: true)
+            let (a, b) = (Endpoint("A", loop: loop), Endpoint("B", loop: loop))
+            let loginA = ServerRoomStateTests.login("A", session: 1)
+            let loginB = ServerRoomStateTests.login("B", session: 2)
+            _ = room.login(loginA, from: a, tokenValid: true, admitted: (life: 1, sequence: 1), now: Self.at(0))
+            _ = room.login(loginB, from: b, tokenValid: true, admitted: (life: 1, sequence: 2), now: Self.at(0))
+            #expect(
+                !Self.messages(room.logout(userID: "A", session: SessionID(rawValue: 1), now: Self.at(1))).contains(
+                    "release"
+                )
+            )
+            let last = Self.messages(room.logout(userID: "B", session: SessionID(rawValue: 2), now: Self.at(2)))
+            #expect(last.last == "release")
+            #expect(last.dropLast().contains { $0.hasPrefix("announce left") })
+
+            // The cluster refuses a login to an empty room: the answer, then the release.
+            let refused = room.admitted(
+                ServerRoomStateTests.login("C", session: 3),
+                verdict: .kicked(.admin),
+                from: a,
+                now: Self.at(3)
+            )
+            #expect(
+                Self.messages(refused) == [
+                    "A ← kicked(session: 3, reason: RoomLinkEngine.KickReason.admin)", "release",
+                ]
+            )
+            let admitted = room.admitted(
+                ServerRoomStateTests.login("C", session: 4),
+                verdict: .admitted(life: 2, sequence: 5),
+                from: a,
+                now: Self.at(4)
+            )
+            #expect(!Self.messages(admitted).contains("release"))
+            let busy = room.admitted(
+                ServerRoomStateTests.login("D", session: 5),
+                verdict: .unavailable(retryAfter: .seconds(1)),
+                from: b,
+                now: Self.at(5)
+            )
+            #expect(!Self.messages(busy).contains("release"), "C is still the room's own")
+
+            // Another node's login of C replaces the room's last member of its own.
+            let replaced = room.clusterChanged(.joined(Self.remote("C", session: 9), sequence: 6), now: Self.at(6))
+            #expect(Self.messages(replaced).last == "release")
+
+            var single = ServerRoomState(roomID: "r1", timings: .zego)
+            _ = single.login(loginA, from: a, tokenValid: true, now: Self.at(0))
+            #expect(
+                !Self.messages(single.logout(userID: "A", session: SessionID(rawValue: 1), now: Self.at(1))).contains(
+                    "release"
+                )
+            )
+        }
+    }
 }

@@ -43,6 +43,8 @@ struct ServerRoomStateTests {
             case .armTokenDeadline(let user, let at): "token \(user) \(at.milliseconds)"
             case .armFlush(let at): "flush \(at.milliseconds)"
             case .announce(let announcement): "announce \(announcement)"
+            case .release: "release"
+            case .countFalseDepartures(let count): "false departures \(count)"
             }
         }
     }
@@ -321,6 +323,38 @@ struct ServerRoomStateTests {
             #expect(
                 Self.messages(room.kick(userID: "A", reason: .admin, now: Self.at(3))).first?.hasPrefix("A-new") == true
             )
+        }
+    }
+    /// With capacity modelled, the room tells the server's own delay apart: a member dropped while a heartbeat of its
+    /// waited for a worker is a false departure (counted first), and that heartbeat, answered after the drop, came too
+    /// late; a later login of the session clears it. Without a capacity, neither is counted.
+    @Test
+    func aModelledRoomCountsFalseDeparturesAndLateHeartbeats() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings, modelsCapacity: true)
+            let (a, b) = (Endpoint("A", loop: loop), Endpoint("B", loop: loop))
+            let (sessionA, sessionB) = (SessionID(rawValue: 1), SessionID(rawValue: 2))
+            _ = room.login(Self.login("A", session: 1), from: a, tokenValid: true, now: Self.at(0))
+            _ = room.login(Self.login("B", session: 2), from: b, tokenValid: true, now: Self.at(0))
+            // A's heartbeat arrived at 89 s and waits for a worker; B's waited and was served.
+            room.heartbeatQueued(session: sessionA)
+            room.heartbeatQueued(session: sessionB)
+            room.heartbeatServed(session: sessionB)
+            let dropped = Self.messages(room.deadlinePassed(now: Self.at(90)))
+            #expect(dropped.first == "false departures 1")
+            #expect(room.memberIDs.isEmpty)
+            room.heartbeatServed(session: sessionA)
+            let reply = room.heartbeat(userID: "A", session: sessionA, now: Self.at(91)).reply
+            #expect(room.isLate(reply, session: sessionA, arrivedAt: Self.at(89)))
+            #expect(!room.isLate(reply, session: sessionA, arrivedAt: Self.at(90.5)), "arrived after the drop")
+            room.loginArrived(session: sessionA)
+            #expect(!room.isLate(reply, session: sessionA, arrivedAt: Self.at(89)))
+
+            var plain = ServerRoomState(roomID: "r1", timings: Self.timings)
+            _ = plain.login(Self.login("A", session: 1), from: a, tokenValid: true, now: Self.at(0))
+            plain.heartbeatQueued(session: sessionA)
+            #expect(!Self.messages(plain.deadlinePassed(now: Self.at(90))).contains { $0.hasPrefix("false") })
+            #expect(!plain.isLate(.sessionUnknown(session: sessionA), session: sessionA, arrivedAt: Self.at(89)))
         }
     }
 }

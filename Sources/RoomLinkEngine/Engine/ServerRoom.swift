@@ -14,12 +14,6 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     private var state: ServerRoomState
     /// The node whose workers serve this room, when capacity is modelled.
     private let node: LockedBox<ServerNode>?
-    /// When each session the room dropped for silence was dropped (capacity modelled only): a heartbeat that
-    /// arrived before then but is served after was processed too late.
-    private var droppedAt: [SessionID: RuntimeInstant] = [:]
-    /// Heartbeats of each session waiting for a worker (capacity modelled only): a member dropped for silence while
-    /// one waits was dropped by the server's own delay — a false departure.
-    private var queuedHeartbeats: [SessionID: Int] = [:]
     /// When the login being processed for each session is done: a connection's messages take effect in the order
     /// it sent them, so a logout sent right after a login is handled at that instant, after the login (timers of one
     /// deadline fire in the order they were armed) — not before it, which would leave a member nobody is behind until
@@ -31,13 +25,14 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         self.roomHash = StableHash.fnv1a(roomID)
         self.loop = loop
         self.server = server
+        self.node = server.nodes?.node(of: roomID)
         self.state = ServerRoomState(
             roomID: roomID,
             timings: server.timings,
             clustered: server.cluster != nil,
-            epoch: server.epoch
+            epoch: server.epoch,
+            modelsCapacity: node != nil
         )
-        self.node = server.nodes?.node(of: roomID)
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -133,9 +128,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 at(done) { room in room.handle(message, on: channel, arrivedAt: now) }
                 return
             }
-            queuedHeartbeats[session, default: 0] += 1
+            state.heartbeatQueued(session: session)
             at(done) { room in
-                room.queuedHeartbeats[session] = room.queuedHeartbeats[session].flatMap { $0 > 1 ? $0 - 1 : nil }
+                room.state.heartbeatServed(session: session)
                 room.handle(message, on: channel, arrivedAt: now)
             }
         case .busy(let retryAfter):
@@ -149,7 +144,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
 
     private func login(_ request: LoginRequest, on channel: any ClientChannel) {
         let valid = server.admitsLogin(request.token, for: request.userID)
-        if node != nil { droppedAt[request.session] = nil }
+        state.loginArrived(session: request.session)
         guard valid, let cluster = server.cluster else {
             apply(state.login(request, from: channel, tokenValid: valid, now: loop.now))
             return
@@ -174,21 +169,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
 
     /// The cluster's answer to a login: the room lets it in, or answers as the cluster says.
     private func admitted(_ request: LoginRequest, on channel: any ClientChannel, verdict: ClusterVerdict) {
-        let session = request.session
-        let answer: ServerMessage
-        switch verdict {
-        case .admitted(let life, let sequence):
-            apply(state.login(request, from: channel, tokenValid: true, admitted: (life, sequence), now: loop.now))
-            return
-        case .kicked(let reason): answer = .kicked(session: session, reason: reason)
-        case .sessionUnknown: answer = .sessionUnknown(session: session)
-        case .memberCapReached:
-            answer = .loginRejected(session: session, attempt: request.attempt, reason: .memberCapReached)
-        case .unavailable(let retryAfter):
-            answer = .busy(session: session, attempt: request.attempt, retryAfter: retryAfter)
-        }
-        server.transport?.send(answer, on: channel, from: self)
-        if !state.hasLocalMembers { server.cluster?.release(self) }
+        apply(state.admitted(request, verdict: verdict, from: channel, now: loop.now))
     }
 
     /// A change another node of the room's cluster made to the room's members, in the cluster's order. Called on the
@@ -198,12 +179,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }
 
     private static let clusterChangedOnLoop: @Sendable (isolated ServerRoom, ClusterChange) -> Void = { room, change in
-        let effects = room.state.clusterChanged(change, now: room.loop.now)
-        room.apply(effects)
-        // A member of the room's own replaced from elsewhere may have been its last.
-        if effects.contains(where: { if case .send = $0 { true } else { false } }), !room.state.hasLocalMembers {
-            room.server.cluster?.release(room)
-        }
+        room.apply(room.state.clusterChanged(change, now: room.loop.now))
     }
 
     /// The room's own members (not the cluster's other nodes'), in the order they joined.
@@ -245,9 +221,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 now: now
             )
             if slot >= 0 { channel.setMemberHint(slot) }
-            if node != nil, case .sessionUnknown = reply, let dropped = droppedAt[session], dropped >= arrivedAt {
-                self.node?.withLock { $0.lateHeartbeat() }
-            }
+            if state.isLate(reply, session: session, arrivedAt: arrivedAt) { node?.withLock { $0.lateHeartbeat() } }
             server.transport?.send(reply, on: channel, from: self)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):
@@ -285,16 +259,17 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }
 
     private func apply(_ effects: [ServerRoomState.Effect]) {
-        var announcedDeparture = false
-        defer {
-            // The room's last member of its own gone, the node stops following the room in the cluster.
-            if announcedDeparture, !state.hasLocalMembers { server.cluster?.release(self) }
-        }
         for effect in effects {
             switch effect {
             case .announce(let announcement):
-                if case .left = announcement { announcedDeparture = true }
                 server.cluster?.announce(announcement, in: self)
+            case .release:
+                server.cluster?.release(self)
+            case .countFalseDepartures(let count):
+                let now = loop.now
+                node?.withLock { node in
+                    for _ in 0..<count { node.falseDeparture(at: now) }
+                }
             case .send(let message, let channel):
                 server.transport?.send(message, on: channel, from: self)
             case .armDeadline(let deadline):
@@ -307,26 +282,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         }
     }
 
-    /// The room's deadline timer fired: members silent for the whole timeout go. With capacity modelled, the room
-    /// notes when, and counts those with a heartbeat still waiting for a worker (dropped while alive, by the
-    /// server's own delay: a false departure).
+    /// The room's deadline timer fired: members silent for the whole timeout go.
     private func deadlinePassed() {
-        let now = loop.now
-        guard let node else {
-            apply(state.deadlinePassed(now: now))
-            return
-        }
-        var falseDepartures = 0
-        let effects = state.deadlinePassed(now: now) { member in
-            droppedAt[member.session] = now
-            if queuedHeartbeats[member.session] != nil { falseDepartures += 1 }
-        }
-        if falseDepartures > 0 {
-            node.withLock { node in
-                for _ in 0..<falseDepartures { node.falseDeparture(at: now) }
-            }
-        }
-        apply(effects)
+        apply(state.deadlinePassed(now: loop.now))
     }
 
     /// Runs `body` on this room at `deadline`. A timer that cannot be armed (the loop shut down) is dropped: the

@@ -76,6 +76,11 @@ public struct ServerRoomState {
         case armFlush(at: RuntimeInstant)
         /// Tell the cluster's other nodes (in a cluster only).
         case announce(ClusterAnnouncement)
+        /// Stop following the room in the cluster: its last member of its own is gone (in a cluster only).
+        case release
+        /// Count members dropped for silence while a heartbeat of theirs waited for a worker — dropped by the server's
+        /// own delay, false departures (capacity modelled only, ``ServerRoomState/init(roomID:timings:clustered:epoch:modelsCapacity:)``).
+        case countFalseDepartures(Int)
     }
 
     private struct HeardEntry {
@@ -113,6 +118,13 @@ public struct ServerRoomState {
     private var pending: [PendingChange] = []
     /// Sessions the room kicked out, and why (kept so that a client the kick never reached hears it again).
     private var kickedSessions: [SessionID: KickReason] = [:]
+    /// Whether the server models its capacity (workers serve each message after a delay).
+    public let modelsCapacity: Bool
+    /// Capacity modelled: when each session the room dropped for silence was dropped (a heartbeat that arrived
+    /// before then but is served after was processed too late), and the heartbeats of each session waiting for a
+    /// worker (a member dropped while one waits was dropped by the server's own delay).
+    private var droppedAt: [SessionID: RuntimeInstant] = [:]
+    private var queuedHeartbeats: [SessionID: Int] = [:]
 
     /// How many deadlines the room's queue holds, superseded ones included (for tests: it stays near one per member).
     var queuedDeadlineCount: Int { heard.count }
@@ -150,10 +162,20 @@ public struct ServerRoomState {
     ///   - epoch: Where the count of the room's lives starts: the same room of two servers with different epochs
     ///     never has the same ``roomSessionID`` (a server restarted is a new epoch). 0, the default, keeps
     ///     virtual-time runs reproducible; in a cluster the lives are the cluster's.
-    public init(roomID: String, timings: ServerTimings, clustered: Bool = false, epoch: UInt64 = 0) {
+    ///   - modelsCapacity: Whether the server's workers serve each message after a delay (``ServerPolicy``): the room
+    ///     then tells late heartbeats (``isLate(_:session:arrivedAt:)``) and false departures
+    ///     (``Effect/countFalseDepartures(_:)``) apart.
+    public init(
+        roomID: String,
+        timings: ServerTimings,
+        clustered: Bool = false,
+        epoch: UInt64 = 0,
+        modelsCapacity: Bool = false
+    ) {
         self.roomID = roomID
         self.timings = timings
         self.clustered = clustered
+        self.modelsCapacity = modelsCapacity
         self.lives = epoch
         self.roomSessionID = Self.sessionID(roomID, life: epoch)
     }
@@ -166,6 +188,18 @@ public struct ServerRoomState {
         from channel: any ClientChannel,
         tokenValid: Bool,
         admitted: (life: UInt64, sequence: UInt64)? = nil,
+        now: RuntimeInstant
+    ) -> [Effect] {
+        // Into a local first: a call on `self` reads `self` before its arguments run, and they change it.
+        let effects = loginEffects(request, from: channel, tokenValid: tokenValid, admitted: admitted, now: now)
+        return releasing(effects)
+    }
+
+    private mutating func loginEffects(
+        _ request: LoginRequest,
+        from channel: any ClientChannel,
+        tokenValid: Bool,
+        admitted: (life: UInt64, sequence: UInt64)?,
         now: RuntimeInstant
     ) -> [Effect] {
         if let admitted {
@@ -345,7 +379,8 @@ public struct ServerRoomState {
     /// The member leaves.
     public mutating func logout(userID: String, session: SessionID, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID], member.session == session, member.node == nil else { return [] }
-        return remove(userID, reason: .quit, now: now)
+        let effects = remove(userID, reason: .quit, now: now)
+        return releasing(effects)
     }
 
     /// The member becomes hidden from its peers, or visible again.
@@ -361,14 +396,13 @@ public struct ServerRoomState {
 
     /// The room's deadline timer fired: removes every member silent for the whole timeout, and re-arms the timer
     /// for the next member due, if any.
+    ///
+    /// With capacity modelled, the room notes when each went, and counts those with a heartbeat still waiting for a
+    /// worker (``Effect/countFalseDepartures(_:)``, first).
     public mutating func deadlinePassed(now: RuntimeInstant) -> [Effect] {
-        deadlinePassed(now: now) { _ in }
-    }
-
-    /// ``deadlinePassed(now:)``, telling `timedOut` of each member it removes, before it goes.
-    public mutating func deadlinePassed(now: RuntimeInstant, timedOut: (Member) -> Void) -> [Effect] {
         deadlineArmed = false
         var effects: [Effect] = []
+        var falseDepartures = 0
         while let front = heard.first {
             guard !front.superseded, isCurrent(front) else {
                 dropFront()  // superseded by a later entry, or the member is gone
@@ -381,18 +415,89 @@ public struct ServerRoomState {
                 break
             }
             dropFront()
-            if let member = members[front.userID] { timedOut(member) }
+            if modelsCapacity, let member = members[front.userID] {
+                droppedAt[member.session] = now
+                if queuedHeartbeats[member.session] != nil { falseDepartures += 1 }
+            }
             effects += remove(front.userID, reason: .dropped, now: now)
         }
-        return effects
+        if falseDepartures > 0 { effects.insert(.countFalseDepartures(falseDepartures), at: 0) }
+        return releasing(effects)
+    }
+
+    // MARK: - Capacity (modelled)
+
+    /// A heartbeat of `session` waits for a worker.
+    public mutating func heartbeatQueued(session: SessionID) {
+        queuedHeartbeats[session, default: 0] += 1
+    }
+
+    /// A heartbeat of `session` that waited is being served.
+    public mutating func heartbeatServed(session: SessionID) {
+        queuedHeartbeats[session] = queuedHeartbeats[session].flatMap { $0 > 1 ? $0 - 1 : nil }
+    }
+
+    /// A login of `session` arrived: the session is not one the room dropped any more.
+    public mutating func loginArrived(session: SessionID) {
+        if modelsCapacity { droppedAt[session] = nil }
+    }
+
+    /// Whether `reply`, the answer to a heartbeat of `session` that arrived at `arrivedAt` and is served now, came too
+    /// late: the room dropped the member after the heartbeat arrived (capacity modelled only).
+    public func isLate(_ reply: ServerMessage, session: SessionID, arrivedAt: RuntimeInstant) -> Bool {
+        guard modelsCapacity, case .sessionUnknown = reply, let dropped = droppedAt[session] else { return false }
+        return dropped >= arrivedAt
+    }
+
+    // MARK: - Cluster
+
+    /// The cluster's answer to a login (``ClusterVerdict``): the room lets it in, or answers as the cluster says — and,
+    /// left with no member of its own, stops following the room (``Effect/release``).
+    public mutating func admitted(
+        _ request: LoginRequest,
+        verdict: ClusterVerdict,
+        from channel: any ClientChannel,
+        now: RuntimeInstant
+    ) -> [Effect] {
+        let session = request.session
+        let answer: ServerMessage
+        switch verdict {
+        case .admitted(let life, let sequence):
+            return login(request, from: channel, tokenValid: true, admitted: (life, sequence), now: now)
+        case .kicked(let reason): answer = .kicked(session: session, reason: reason)
+        case .sessionUnknown: answer = .sessionUnknown(session: session)
+        case .memberCapReached:
+            answer = .loginRejected(session: session, attempt: request.attempt, reason: .memberCapReached)
+        case .unavailable(let retryAfter):
+            answer = .busy(session: session, attempt: request.attempt, retryAfter: retryAfter)
+        }
+        return hasLocalMembers ? [.send(answer, to: channel)] : [.send(answer, to: channel), .release]
+    }
+
+    /// `effects`, and then ``Effect/release`` when, in a cluster, they took the room's last member of its own away:
+    /// they announce a departure — or, `orAnySend`, send anything (a member another node replaced is told so). Call
+    /// it with effects already made (a call on `self` reads `self` before its arguments run).
+    private func releasing(_ effects: [Effect], orAnySend: Bool = false) -> [Effect] {
+        guard clustered, !effects.isEmpty else { return effects }
+        let departs = effects.contains {
+            switch $0 {
+            case .announce(.left): true
+            case .send: orAnySend
+            default: false
+            }
+        }
+        guard departs, !hasLocalMembers else { return effects }
+        return effects + [.release]
     }
 
     /// The business server kicks `userID` out.
     public mutating func kick(userID: String, reason: KickReason, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID], member.node == nil else { return [] }
         kickedSessions[member.session] = reason
-        return [.send(.kicked(session: member.session, reason: reason), to: member.channel)]
+        let effects =
+            [.send(.kicked(session: member.session, reason: reason), to: member.channel)]
             + remove(userID, reason: .dropped, kicked: reason, now: now)
+        return releasing(effects)
     }
 
     /// The server asks `userID` to reconnect (it keeps the member until the reconnection replaces it, or times it
@@ -432,7 +537,14 @@ public struct ServerRoomState {
     /// ignored (the cluster's record of a member of this node can lag, never lead). A login elsewhere with the
     /// user ID of one of them replaces it: it is kicked (``KickReason/duplicateLogin``), as a second login on this
     /// node would be. A change older than the user's latest one known here is ignored.
+    ///
+    /// A change that took the room's last member of its own (replaced from elsewhere) ends with ``Effect/release``.
     public mutating func clusterChanged(_ change: ClusterChange, now: RuntimeInstant) -> [Effect] {
+        let effects = clusterEffects(change, now: now)
+        return releasing(effects, orAnySend: true)
+    }
+
+    private mutating func clusterEffects(_ change: ClusterChange, now: RuntimeInstant) -> [Effect] {
         switch change {
         case .joined(let joined, let sequence):
             return remoteJoined(joined, sequence: sequence, now: now)
