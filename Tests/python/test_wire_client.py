@@ -3,7 +3,8 @@
 through the admin API, is kicked, renews tokens (with and without an auth table), hears the server's goodbye on
 SIGTERM, and detects a silent server by each dialect's rule (docs/protocol.md, "What each side must send").
 
-Usage: Tests/python/test_wire_client.py PATH/TO/roomlink   (needs protoc, and Python's protobuf 4.21)
+Usage: .venv/bin/python Tests/python/test_wire_client.py PATH/TO/roomlink   (needs protoc; scripts/setup makes .venv
+with requirements.txt: Python's protobuf 4.21, and prometheus_client, whose parser referees /metrics)
 """
 
 import json
@@ -15,6 +16,11 @@ import tempfile
 import time
 import unittest
 import urllib.request
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:
+    sys.exit("test_wire_client: prometheus_client is missing: run scripts/setup, then use .venv/bin/python")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -68,6 +74,22 @@ class Server:
         if not self.signalled and self.process.poll() is None:
             self.signalled = True
             self.process.send_signal(signal.SIGTERM)
+
+    def pause(self):
+        """SIGSTOP, and wait until every thread of the server has stopped: the stop takes effect when a thread of the
+        process takes the signal, which a loaded machine can delay — meanwhile another thread would still answer."""
+        self.process.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        tasks = f"/proc/{self.process.pid}/task"
+        while time.monotonic() < deadline:
+            states = []
+            for task in os.listdir(tasks):
+                with open(f"{tasks}/{task}/stat") as stat:
+                    states.append(stat.read().rsplit(")", 1)[1].split()[0])
+            if all(state in ("T", "t") for state in states):
+                return
+            time.sleep(0.005)
+        raise RuntimeError("the server did not stop within 30 s of SIGSTOP")
 
     def stop(self):
         self.terminate()
@@ -127,8 +149,17 @@ class WireClientTest(unittest.TestCase):
             left = alice.receive_kind("user_update")
             self.assertEqual(left.user_update.change, pb.UserUpdate.CHANGE_DELETE)
 
-            metrics = server.get("/metrics")
-            self.assertIn('roomlink_heartbeats_total{dialect="zego"} 3', metrics)
+            # /metrics as Prometheus reads it: its own parser takes the whole page, and the counts are the session's.
+            samples = {
+                (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(server.get("/metrics"))
+                for sample in family.samples
+            }
+            self.assertEqual(samples[("roomlink_heartbeats_total", (("dialect", "zego"),))], 3)
+            accepted = ("roomlink_logins_total", (("dialect", "zego"), ("outcome", "accepted")))
+            self.assertEqual(samples[accepted], 2)
+            closed = ("roomlink_connections_closed_total", (("dialect", "zego"), ("reason", "protocolError")))
+            self.assertEqual(samples[closed], 0)
 
             # A client that said hello and has not logged in yet is a client too.
             idle = self.WireClient(pb, "127.0.0.1", server.port)
@@ -178,7 +209,7 @@ class WireClientTest(unittest.TestCase):
                     expected = "heartbeat_ack" if heartbeats else "keep_alive"
                     healthy = [frame.WhichOneof("message") for frame in window()]
                     self.assertIn(expected, healthy)
-                    server.process.send_signal(signal.SIGSTOP)
+                    server.pause()
                     try:
                         silent = window()
                     finally:
