@@ -62,7 +62,7 @@ final class PendingConnection: @unchecked Sendable {
             if greetedClient == nil {
                 // A hello the server refuses is refused at once, where the connection was accepted: by the rules
                 // the connection will be served by.
-                var rules = ServerConnectionState<any RoomEndpoint>(limits: transport.connectionLimits)
+                var rules = ServerConnectionState(limits: transport.connectionLimits)
                 let first = try ClientFrame(body: frame, receivedAt: now)
                 guard case .hello(let hello) = first,
                     case .answerHello = rules.received(first, at: now, room: { transport.room($0) })

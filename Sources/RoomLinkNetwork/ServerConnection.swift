@@ -24,7 +24,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     private let server: TCPServerTransport
     private var bufferEvent: OpaquePointer?
     /// The connection's rules: what it carries, what it refuses, why it closes. This class only carries them out.
-    private var state: ServerConnectionState<any RoomEndpoint>
+    private var state: ServerConnectionState
     private var timer: TimerHandle?
     /// ``ServerFrame/keepAlive`` on the wire, encoded once.
     private static let keepAliveFrame = ServerFrame.keepAlive.encoded()
@@ -70,9 +70,10 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
                 if let close = state.refused(detail) { carry(close) }
                 return
             case .frame(let body, let consumed):
+                let now = loop.now
                 let frame: ClientFrame
                 do {
-                    frame = try ClientFrame(body: body, receivedAt: loop.now)
+                    frame = try ClientFrame(body: body, receivedAt: now)
                 } catch {
                     if let close = state.refused(error.description) { carry(close) }
                     return
@@ -80,16 +81,15 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
                 evbuffer_drain(input, consumed)
                 server.statistics.add(.framesReceived)
                 server.statistics.add(.bytesReceived, consumed)
-                handle(frame)
+                handle(frame, at: now)
             }
         }
     }
 
-    private func handle(_ frame: ClientFrame) {
-        let wasLoggedIn = state.userID != nil
-        let action = state.received(frame, at: loop.now) { server.room($0) }
-        if !wasLoggedIn, state.userID != nil, let timer {
-            // Logged in: the login timeout no longer applies.
+    private func handle(_ frame: ClientFrame, at now: RuntimeInstant) {
+        let action = state.received(frame, at: now) { server.room($0) }
+        if let timer, state.isLoggedIn {
+            // Logged in: the login timeout no longer applies (the timer is the login timeout's until then).
             loop.cancel(timer)
             self.timer = nil
         }
@@ -121,7 +121,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     }
 
     /// Tells the room of `member` that its connection closed (or its data stopped), on the room's loop.
-    private func tellClosed(_ member: ServerConnectionState<any RoomEndpoint>.Member) {
+    private func tellClosed(_ member: ServerConnectionState.Member) {
         let (room, userID, session) = (member.room, member.userID, member.session)
         room.loop.runSoon { room.connectionClosed(userID: userID, session: session) }
     }
@@ -181,7 +181,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
 
     /// Carries out a close the state decided: logs and counts it, tells the members' rooms their connection closed,
     /// and writes the goodbye when there is one (the socket is freed once it is written, or after the close grace).
-    private func carry(_ close: ServerConnectionState<any RoomEndpoint>.Close) {
+    private func carry(_ close: ServerConnectionState.Close) {
         let level: Logger.Level = close.reason == .peerClosed || close.reason == .serverShutdown ? .debug : .notice
         server.logger.log(
             level: level,

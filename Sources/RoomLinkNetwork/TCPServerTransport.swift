@@ -28,7 +28,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     private let handOffs = Atomic<Int>(0)
     private let perLoop: [LoopState]
     /// What each connection is allowed (its state's limits).
-    let connectionLimits: ServerConnectionState<any RoomEndpoint>.Limits
+    let connectionLimits: ServerConnectionState.Limits
 
     /// What one loop holds: its listener and its connections.
     final class LoopState: @unchecked Sendable {

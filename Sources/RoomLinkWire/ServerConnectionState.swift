@@ -7,20 +7,26 @@ public import RoomLinkRuntime
 /// socket, tells it what arrived and when, and carries out what it answers; tests drive it alone, in virtual time,
 /// with no socket (as ``ClientConnectionState`` is the client's side).
 ///
-/// `Room` is what the connection routes a room's messages to (the server's room endpoint; anything in a test). A
-/// connection carries one user (the first login's) and the rooms it logged in to; a frame naming another user, or a
+/// A connection carries one user (the first login's) and the rooms it logged in to; a frame naming another user, or a
 /// room it has not logged in to, closes it.
-public struct ServerConnectionState<Room: Sendable>: Sendable {
-    /// What the server allows a connection.
-    public struct Limits: Sendable {
+///
+/// Not generic on purpose: it runs for every frame, from another module, where a generic value's methods would run
+/// unspecialized.
+public struct ServerConnectionState: Sendable {
+    /// What a connection routes a room's messages to: the server's room.
+    public typealias Room = any RoomEndpoint
+
+    /// What the server allows a connection: one instance shared by every connection of a server (a class, so that
+    /// each connection holds a reference, not a copy).
+    public final class Limits: Sendable {
         /// The dialect the server speaks: a hello naming another is refused.
-        public var dialect: DialectName
+        public let dialect: DialectName
         /// Rooms one connection may log in to.
-        public var maximumRoomsPerConnection: Int
+        public let maximumRoomsPerConnection: Int
         /// Bytes that may wait to be written before the client counts as too slow a reader.
-        public var maximumOutputBuffer: Int
+        public let maximumOutputBuffer: Int
         /// How often a member's media flows, for a dialect whose media flows continuously; `nil` otherwise.
-        public var mediaInterval: Duration?
+        public let mediaInterval: Duration?
 
         public init(
             dialect: DialectName,
@@ -106,6 +112,9 @@ public struct ServerConnectionState<Room: Sendable>: Sendable {
             phase = .awaitingHello
         }
     }
+
+    /// Whether a login set the connection's user.
+    public var isLoggedIn: Bool { userID != nil }
 
     /// Whether the connection still reads and serves frames.
     public var isOpen: Bool { phase == .awaitingHello || phase == .open }

@@ -7,7 +7,18 @@ import Testing
 /// and who hears of the close, the media watch and the keep-alives — no socket, no loop. Rooms are their names.
 @Suite(.timeLimit(.minutes(1)))
 struct ServerConnectionStateTests {
-    typealias State = ServerConnectionState<String>
+    typealias State = ServerConnectionState
+
+    /// A room that is only its name: the state stores it and hands it back, and never calls it.
+    final class NamedRoom: RoomEndpoint {
+        let roomID: String
+        let roomHash: UInt64 = 0
+        var loop: any RuntimeLoop { preconditionFailure("a test room runs nowhere") }
+        init(_ roomID: String) { self.roomID = roomID }
+        func deliver(_ message: ClientMessage, on channel: any ClientChannel) {}
+        func connectionClosed(userID: String, session: SessionID) {}
+        func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void) {}
+    }
 
     static func at(_ seconds: Double) -> RuntimeInstant { RuntimeInstant(nanoseconds: Int64(seconds * 1e9)) }
 
@@ -30,7 +41,7 @@ struct ServerConnectionStateTests {
 
     /// The room a deliver action goes to, the close a close action is, or neither.
     static func delivered(_ action: State.Action) -> String? {
-        if case .deliver(_, let room) = action { room } else { nil }
+        if case .deliver(_, let room) = action { room.roomID } else { nil }
     }
 
     static func closed(_ action: State.Action) -> State.Close? {
@@ -46,7 +57,7 @@ struct ServerConnectionStateTests {
     ) -> State.Action {
         state.received(frame, at: at(seconds)) { room in
             lookups.append(room)
-            return room
+            return NamedRoom(room)
         }
     }
 
@@ -124,7 +135,7 @@ struct ServerConnectionStateTests {
         let close = Self.closed(Self.receive(Self.login("mallory", room: "r3"), &state, lookups: &lookups))
         #expect(close?.reason == .protocolError)
         #expect(close?.detail == "a frame for user 'mallory' on the connection of user 'alice'")
-        #expect(close?.members.map(\.room).sorted() == ["r1", "r2"])
+        #expect(close?.members.map(\.room.roomID).sorted() == ["r1", "r2"])
         #expect(close?.members.allSatisfy { $0.userID == "alice" && $0.session == SessionID(rawValue: 1) } == true)
 
         var other = Self.loggedIn()
@@ -166,7 +177,7 @@ struct ServerConnectionStateTests {
         let close = state.peerClosed(endOfStream: true)
         #expect(close?.reason == .peerClosed)
         #expect(close?.detail == "end of stream")
-        #expect(close?.members.map(\.room) == ["r2"])
+        #expect(close?.members.map(\.room.roomID) == ["r2"])
         // Closed once.
         #expect(state.peerClosed(endOfStream: false) == nil)
     }
@@ -205,7 +216,7 @@ struct ServerConnectionStateTests {
         let close = state.wrote(at: nil, pending: 1_001)
         #expect(close?.reason == .slowReader)
         #expect(close?.goodbye == nil)
-        #expect(close?.members.map(\.room) == ["r1"])
+        #expect(close?.members.map(\.room.roomID) == ["r1"])
         #expect(state.phase == .closing)
         let first = state.freed()
         #expect(first)
@@ -224,18 +235,18 @@ struct ServerConnectionStateTests {
         _ = Self.receive(.media(room: "r2"), &state, at: 1.4, lookups: &lookups)
         // r1's media last arrived at its login (0 s): 1.5 s is not more than three intervals; 1.6 s is.
         #expect(state.checkMedia(at: Self.at(1.5)).stopped.isEmpty)
-        #expect(state.checkMedia(at: Self.at(1.6)).stopped.map(\.room) == ["r1"])
+        #expect(state.checkMedia(at: Self.at(1.6)).stopped.map(\.room.roomID) == ["r1"])
         // Told once per stop.
         #expect(state.checkMedia(at: Self.at(2.0)).stopped.isEmpty)
         let back = Self.receive(.media(room: "r1"), &state, at: 2.1, lookups: &lookups)
-        guard case .deliver(.connectionResumed(let user, let session), "r1") = back else {
+        guard case .deliver(.connectionResumed(let user, let session), let room) = back, room.roomID == "r1" else {
             Issue.record("the room did not hear the member's media resume: \(back)")
             return
         }
         #expect(user == "alice" && session == SessionID(rawValue: 1))
         // A stopped member's room was already told: a close tells only the others.
-        #expect(state.checkMedia(at: Self.at(3.0)).stopped.map(\.room) == ["r2"])
-        #expect(state.closeMembers().map(\.room) == ["r1"])
+        #expect(state.checkMedia(at: Self.at(3.0)).stopped.map(\.room.roomID) == ["r2"])
+        #expect(state.closeMembers().map(\.room.roomID) == ["r1"])
     }
 
     @Test
@@ -259,7 +270,7 @@ extension ServerConnectionState {
     /// Closes for a shutdown and returns who is told.
     fileprivate mutating func closeMembers() -> [Member] {
         if case .close(let close) = close(.serverShutdown, goodbye: .serverShutdown, detail: "shutting down") {
-            close.members.sorted { "\($0.room)" < "\($1.room)" }
+            close.members.sorted { $0.room.roomID < $1.room.roomID }
         } else {
             []
         }
