@@ -1,6 +1,7 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// `roomlink load`'s plans: flags read into faults, faults into a population scenario, and what each fault does.
@@ -91,7 +92,8 @@ struct LoadPlanTests {
     }
 
     /// "99 % back" counts the clients that came back, not those that stopped trying.
-    @Test
+    // One simulation on one thread: nothing for ThreadSanitizer, at its ×30 cost.
+    @Test(.skippedUnderThreadSanitizer)
     func ninetyNinePercentBackMeansBackNotGivenUp() async throws {
         func load(_ plan: LoadPlan) async throws -> LoadReport? {
             var runner = try ScenarioRunner(scenario: try plan.scenario())
@@ -155,7 +157,8 @@ struct LoadPlanTests {
         #expect(report.violations == 0, "\(report.violationSample)")
     }
 
-    @Test
+    // One simulation on one thread: nothing for ThreadSanitizer, at its ×30 cost.
+    @Test(.skippedUnderThreadSanitizer)
     func theSameSeedGivesTheSameReportApartFromWallClockFields() async throws {
         var plan = Self.plan(dialect: .agora, [try OutagesFault("0.3@1m:~20s"), try StormFault("0.3@2m:25s")])
         plan.seed = 7
@@ -241,7 +244,8 @@ extension LoadPlanTests {
 }
 
 extension LoadPlanTests {
-    @Test
+    // One simulation on one thread: nothing for ThreadSanitizer, at its ×30 cost.
+    @Test(.skippedUnderThreadSanitizer)
     func theLoadStatisticsFollowTheStormAndStayConsistent() async throws {
         var runner = try ScenarioRunner(scenario: try Self.plan([try StormFault("0.25@2m:30s")]).scenario())
         runner.collectsLoadStatistics = true
@@ -459,7 +463,8 @@ extension LoadPlanTests {
         return try #require(report.load)
     }
 
-    @Test
+    // One simulation on one thread: nothing for ThreadSanitizer, at its ×30 cost.
+    @Test(.skippedUnderThreadSanitizer)
     func withoutJitterEveryRetryIsAHerdAndFullJitterSpreadsIt() async throws {
         func outage(_ jitter: String) async throws -> LoadReport {
             var plan = Self.plan(rooms: 4, [try PartitionFault("1@1m:60s")])

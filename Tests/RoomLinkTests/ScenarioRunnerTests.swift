@@ -20,7 +20,8 @@ struct ScenarioRunnerTests {
         #expect(report.events > 5)
     }
 
-    @Test
+    // One simulation on one thread: nothing for ThreadSanitizer, at its ×30 cost.
+    @Test(.skippedUnderThreadSanitizer)
     func theExamplesAndCallsReachEveryReasonAndEveryErrorCode() async throws {
         var reasons: Set<ZegoRoomStateChangedReason> = []
         var codes: Set<ZegoErrorCode> = []
@@ -74,7 +75,8 @@ struct ScenarioRunnerTests {
         #expect(codes == Set(ZegoErrorCode.allKnown))
     }
 
-    @Test
+    // One simulation on one thread: nothing for ThreadSanitizer, at its ×30 cost.
+    @Test(.skippedUnderThreadSanitizer)
     func aPopulationFractionIsASeededSubsetAndSmallerFractionsNestInLargerOnes() async throws {
         func downUsers(_ fraction: Double) async throws -> Set<String> {
             let (events, _) = try await ScenarioHarness.run(
