@@ -31,7 +31,8 @@ final class ClientConnection: @unchecked Sendable {
     private var goodbye: GoodbyeReason?
     /// The server's timings, from its hello.
     private(set) var serverHello: ServerHello?
-    /// Sends the rooms' media every media interval, for a dialect whose media flows continuously.
+    /// Sends the rooms' media every media interval, for a dialect whose media flows continuously; once the connection
+    /// is given up into a black hole, checks instead whether its path carries again (``ParkedClose``).
     private var mediaTimer: TimerHandle?
     /// Which of the transport's servers the connection goes to.
     private var serverIndex = 0

@@ -135,7 +135,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
             // Closed under the client (a reset, a goodbye, a dropped link): the room's next message opens a new
             // connection — unless its path carries nothing now: a dial into a black hole reaches nobody, and as far
             // as the client can tell its message left.
-            if let path = client as? any ClientPath, !path.carries(room: nil) { return .sent }
+            if let path = channel.connection.path, !path.carries(room: nil) { return .sent }
             guard let connection = connection(for: client, room: channel.room) else { return .refused }
             channel.connection = connection
         }
