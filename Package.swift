@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `roomlink serve`'s /metrics, in Prometheus's text format.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // LiveKit's access tokens (HMAC-SHA256) and the WebSocket handshake's SHA-1.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Documentation only (`swift package generate-documentation`); a plugin is built when it is run, so
         // `swift build` and `swift test` do not pay for it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -112,6 +114,26 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
+        // wslay, an event-driven WebSocket library (frames, masking, control frames) over any transport: here a
+        // libevent bufferevent. Debian ships no pkg-config file for it: linked by name.
+        .systemLibrary(name: "CWslay", providers: [.apt(["libwslay-dev"])]),
+        // Node's http-parser: the HTTP/1.1 requests of LiveKit's port (the WebSocket upgrade, Twirp), parsed
+        // incrementally as they arrive on a bufferevent.
+        .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
+        // `roomlink serve --protocol livekit`: LiveKit's signalling (protobuf over WebSocket), access tokens and
+        // server API, in front of the same rooms. Only the CLI links it: an embedder's RoomLink needs no WebSocket.
+        .target(
+            name: "RoomLinkLiveKit",
+            dependencies: [
+                "CLibevent", "CWslay", "CHTTPParser", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkRuntime",
+                "RoomLinkNetwork",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
         // The umbrella embedders import: every module above, re-exported.
         .target(
             name: "RoomLink",
@@ -128,7 +150,7 @@ let package = Package(
         .executableTarget(
             name: "RoomLinkCLI",
             dependencies: [
-                "RoomLink", "RoomLinkRedis",
+                "RoomLink", "RoomLinkRedis", "RoomLinkLiveKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -172,6 +194,11 @@ let package = Package(
         .testTarget(
             name: "RoomLinkRedisTests",
             dependencies: ["RoomLink", "RoomLinkRedis", "RoomLinkNetwork", "RoomLinkTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoomLinkLiveKitTests",
+            dependencies: ["RoomLinkLiveKit", "RoomLinkNetwork", "RoomLinkEngine", "RoomLinkTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

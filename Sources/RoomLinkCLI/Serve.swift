@@ -2,6 +2,7 @@ public import ArgumentParser
 import Foundation
 import Logging
 import RoomLink
+import RoomLinkLiveKit
 import RoomLinkRedis
 
 /// `roomlink serve`: RoomLink's server on a real network — the same rooms and server state machines as a simulated
@@ -23,6 +24,15 @@ struct Serve: AsyncParsableCommand {
     var listen: String?
     @Option(help: "zego, agora or livekit: the dialect clients must speak.") var dialect: Scenario.Dialect?
     @Option(help: "A JSON file of settings (see the discussion); flags override it.") var config: String?
+    @Option(
+        help: """
+            The wire protocol: roomlink (docs/protocol.md), or livekit — LiveKit's signalling on GET /rtc (protobuf \
+            over WebSocket) with its access tokens, dialect livekit (docs/livekit.md).
+            """
+    )
+    var `protocol`: ServedWireProtocol?
+    @Option(help: "A LiveKit API key and its secret, KEY:SECRET (repeatable): tokens signed by one are accepted.")
+    var keys: [String] = []
     @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. serverHeartbeatTimeout=30s (repeatable).")
     var timing: [String] = []
     @Option(help: "A JSON file {\"user\": \"token\" or [\"token\", …]}: logins and renewals must present one.")
@@ -96,7 +106,12 @@ struct Serve: AsyncParsableCommand {
             }
             settings.server.cluster = presence
         }
-        let server = NetworkServer(group: group, configuration: settings.server)
+        let server =
+            if let keys = settings.liveKitKeys {
+                NetworkServer.liveKit(group: group, configuration: settings.server, keys: keys)
+            } else {
+                NetworkServer(group: group, configuration: settings.server)
+            }
         let address: SocketAddress
         do {
             address = try await server.listen(on: settings.listen)
@@ -140,7 +155,8 @@ struct Serve: AsyncParsableCommand {
         }
         let connections = OpenFileLimit.connections(loops: settings.loops, reserve: OpenFileLimit.serverReserve)
         say(
-            "roomlink serve: \(settings.server.dialect.rawValue) on \(address) — \(settings.loops) loops "
+            "roomlink serve: \(settings.server.dialect.rawValue)\(settings.liveKitKeys == nil ? "" : " (LiveKit's protocol)") "
+                + "on \(address) — \(settings.loops) loops "
                 + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "
                 + "connections"
         )
@@ -179,3 +195,11 @@ struct Serve: AsyncParsableCommand {
 extension NetworkServer.AcceptMode: ExpressibleByArgument {}
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// The wire protocols `roomlink serve` speaks.
+enum ServedWireProtocol: String, ExpressibleByArgument, CaseIterable, Sendable {
+    /// RoomLink's own (docs/protocol.md).
+    case roomlink
+    /// LiveKit's signalling and access tokens (docs/livekit.md).
+    case livekit
+}

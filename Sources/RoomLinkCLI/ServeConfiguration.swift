@@ -97,6 +97,14 @@ enum ServeConfiguration {
                 throw expected("a table of users to tokens")
             }
             return ["--auth-table", String(decoding: json, as: UTF8.self)]
+        case ("keys", let keys as [String: Any]):
+            // LiveKit's `keys:` shape: {"API key": "secret", …}.
+            var flags: [String] = []
+            for key in keys.keys.sorted() {
+                guard let secret = keys[key] as? String else { throw expected("an object of API keys to secrets") }
+                flags += ["--keys", "\(key):\(secret)"]
+            }
+            return flags
         case (_, let on as Bool) where isFlag:
             return on ? [flag] : []
         case _ where isFlag:

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import RoomLink
+import RoomLinkLiveKit
 import RoomLinkRedis
 
 /// `roomlink serve`'s settings: its flags (a configuration file's among them, `ServeConfiguration`), checked.
@@ -14,6 +15,8 @@ struct ServeSettings {
     var adminToken: String?
     /// Presence shared with other nodes in Redis, when `--redis` is given.
     var presence: RedisPresence.Configuration?
+    /// The API keys of `--protocol livekit`: LiveKit's protocol is served when there are some.
+    var liveKitKeys: LiveKitKeys?
 
     init(flags: Serve) throws(RoomLinkError) {
         let listenText = flags.listen ?? "127.0.0.1:7000"
@@ -22,7 +25,27 @@ struct ServeSettings {
         } catch {
             throw RoomLinkError(code: .invalidInput, field: "--listen", message: "--listen: \(error.description)")
         }
-        let dialect = flags.dialect ?? .zego
+        let isLiveKit = flags.protocol == .livekit
+        if isLiveKit {
+            if let dialect = flags.dialect, dialect != .livekit {
+                throw Self.invalid("dialect", "livekit with --protocol livekit (or none)")
+            }
+            do {
+                liveKitKeys = try LiveKitKeys(parsing: flags.keys)
+            } catch {
+                throw RoomLinkError(code: .invalidInput, field: "--keys", message: "--keys: \(error.description)")
+            }
+            if flags.auth != nil || flags.authTable != nil {
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "--auth",
+                    message: "--auth: LiveKit's protocol checks its access tokens with --keys, not an auth table"
+                )
+            }
+        } else if !flags.keys.isEmpty {
+            throw Self.invalid("keys", "--protocol livekit too (API keys are LiveKit's)")
+        }
+        let dialect = isLiveKit ? .livekit : flags.dialect ?? .zego
 
         // Timings: each --timing, the last of a name counting.
         var overrides: [String: Duration] = [:]

@@ -8,32 +8,32 @@ import Darwin
 #endif
 
 /// libevent's socket constants and calls as Swift sees them (its flags are C enums and macros).
-enum Sockets {
+package enum Sockets {
     /// Every bufferevent closes its socket when freed, and defers its callbacks to the loop: a write never calls
     /// back into the code that wrote (see `LibeventLoop.runCallback`).
-    static let bufferEventOptions = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue | BEV_OPT_DEFER_CALLBACKS.rawValue)
-    static let readWrite = Int16(EV_READ | EV_WRITE)
-    static let read = Int16(EV_READ)
-    static let eof = Int16(BEV_EVENT_EOF)
-    static let error = Int16(BEV_EVENT_ERROR)
-    static let timeout = Int16(BEV_EVENT_TIMEOUT)
-    static let connected = Int16(BEV_EVENT_CONNECTED)
+    package static let bufferEventOptions = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue | BEV_OPT_DEFER_CALLBACKS.rawValue)
+    package static let readWrite = Int16(EV_READ | EV_WRITE)
+    package static let read = Int16(EV_READ)
+    package static let eof = Int16(BEV_EVENT_EOF)
+    package static let error = Int16(BEV_EVENT_ERROR)
+    package static let timeout = Int16(BEV_EVENT_TIMEOUT)
+    package static let connected = Int16(BEV_EVENT_CONNECTED)
 
     /// Sends small frames at once (heartbeats are latency, not throughput).
-    static func setNoDelay(_ fd: Int32) {
+    package static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Sets the kernel's send buffer of `fd` (`SO_SNDBUF`).
-    static func setSendBuffer(_ fd: Int32, bytes: Int) {
+    package static func setSendBuffer(_ fd: Int32, bytes: Int) {
         var size = Int32(clamping: bytes)
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// The input buffer's high watermark: libevent stops reading a connection whose unread bytes reach it. Two
     /// maximal frames: a complete frame always fits, and a peer cannot make the process buffer more.
-    static let inputHighWatermark = 2 * (4 + 65_536)
+    package static let inputHighWatermark = 2 * (4 + 65_536)
 
     /// `duration` of scenario time as a libevent timeout in real time (`scale` real seconds per scenario second).
     static func timeval(_ duration: Duration, scale: Double) -> timeval {
@@ -43,7 +43,7 @@ enum Sockets {
     }
 
     /// `errno` as text.
-    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
+    package static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
 }
 
 /// The frames waiting in a bufferevent's input buffer, read in place.

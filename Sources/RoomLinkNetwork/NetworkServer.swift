@@ -31,7 +31,7 @@ public final class NetworkServer: Sendable {
     /// The rooms: kick users, expire tokens, read members.
     public let rooms: RoomServer
     public let configuration: Configuration
-    let transport: TCPServerTransport
+    package let transport: TCPServerTransport
     let group: LibeventLoopGroup
     private let address = LockedBox<SocketAddress?>(nil)
     private let admin = LockedBox<AdminServer?>(nil)
@@ -116,7 +116,12 @@ public final class NetworkServer: Sendable {
     }
 
     /// Creates a server on `group`'s loops; it listens once ``listen(on:)`` is called.
-    public init(group: LibeventLoopGroup, configuration: Configuration) {
+    public convenience init(group: LibeventLoopGroup, configuration: Configuration) {
+        self.init(group: group, configuration: configuration, served: nil)
+    }
+
+    /// A server whose clients speak `served` (another wire protocol than RoomLink's own, which `nil` is).
+    package init(group: LibeventLoopGroup, configuration: Configuration, served: (any ServedProtocol)?) {
         self.configuration = configuration
         self.group = group
         // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is
@@ -128,7 +133,7 @@ public final class NetworkServer: Sendable {
             heartbeatTimeout: configuration.timings.heartbeatTimeout,
             mediaInterval: configuration.mediaInterval
         )
-        transport = TCPServerTransport(group: group, configuration: configuration, hello: hello)
+        transport = TCPServerTransport(group: group, configuration: configuration, hello: hello, served: served)
         rooms = RoomServer(
             group: group,
             transport: transport,

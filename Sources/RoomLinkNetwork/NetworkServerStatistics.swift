@@ -32,7 +32,7 @@ public final class NetworkServerStatistics: Sendable {
         let value = Atomic<Int>(0)
     }
 
-    init() {}
+    package init() {}
 
     /// The value of `counter` so far.
     public subscript(_ counter: Counter) -> Int {
@@ -47,11 +47,11 @@ public final class NetworkServerStatistics: Sendable {
         closedBy[reason.index].value.load(ordering: .relaxed)
     }
 
-    func add(_ counter: Counter, _ amount: Int = 1) {
+    package func add(_ counter: Counter, _ amount: Int = 1) {
         counters[counter.index].value.add(amount, ordering: .relaxed)
     }
 
-    func count(_ reason: CloseReason) {
+    package func count(_ reason: CloseReason) {
         closedBy[reason.index].value.add(1, ordering: .relaxed)
         add(.connectionsClosed)
     }

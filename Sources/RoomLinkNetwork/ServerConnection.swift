@@ -13,7 +13,7 @@ import RoomLinkWire
 /// the client, on: a frame too long, malformed or unknown; no hello and login within the login timeout; an output
 /// buffer past the maximum (a client that reads too slowly); a hello of another version or dialect. Closing tells
 /// each of its rooms that the member's connection closed, as a server's network stack notices a socket close.
-final class ServerConnection: ClientChannel, @unchecked Sendable {
+final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendable {
     // Safe: every `var` is touched on `loop`'s thread only — from libevent callbacks on that loop (the bufferevent's,
     // whose base is the loop's), from timers on that loop, and from `send`, which hops there first. The `let`s are
     // immutable and Sendable.
@@ -50,7 +50,7 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
         bufferevent_enable(bufferEvent, Sockets.readWrite)
         // A connection that never logs in is closed after the login timeout.
         timer = try? loop.schedule(after: server.configuration.loginTimeout) { [self] in
-            if let close = state.loginTimedOut() { carry(close) }
+            loginTimedOut()
         }
     }
 
@@ -173,6 +173,14 @@ final class ServerConnection: ClientChannel, @unchecked Sendable {
     }
 
     // MARK: - Closing
+
+    func shutDown() {
+        close(.serverShutdown, goodbye: .serverShutdown, detail: "the server is shutting down")
+    }
+
+    func loginTimedOut() {
+        if let close = state.loginTimedOut() { carry(close) }
+    }
 
     /// Closes the connection for `reason`, sending `goodbye` first when given (see ``carry(_:)``).
     func close(_ reason: CloseReason, goodbye: GoodbyeReason?, detail: String) {

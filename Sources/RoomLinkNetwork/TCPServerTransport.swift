@@ -1,9 +1,9 @@
 internal import CLibevent
-import Logging
-import RoomLinkEngine
-@_spi(RoomLinkInternals) import RoomLinkLibevent
+package import Logging
+package import RoomLinkEngine
+@_spi(RoomLinkInternals) package import RoomLinkLibevent
 import RoomLinkRuntime
-import RoomLinkWire
+package import RoomLinkWire
 import Synchronization
 
 #if canImport(Glibc)
@@ -12,17 +12,19 @@ import Glibc
 import Darwin
 #endif
 
-/// The server's side of RoomLink over TCP: listeners on the loops, a ``ServerConnection`` per client, and the rooms'
-/// answers written back to the connection they came from.
-final class TCPServerTransport: ServerTransport, @unchecked Sendable {
+/// The server's side of RoomLink over TCP: listeners on the loops, a ``ServerConnection`` per client (or another wire
+/// protocol's connection, ``ServedProtocol``), and the rooms' answers written back to the connection they came from.
+package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     // Safe: `perLoop[i]`'s contents are touched on loop i's thread only; `directory` is behind its lock; the rest is
     // immutable or atomic.
 
-    let group: LibeventLoopGroup
-    let configuration: NetworkServer.Configuration
-    let statistics = NetworkServerStatistics()
-    let logger: Logger
-    let hello: ServerHello
+    package let group: LibeventLoopGroup
+    package let configuration: NetworkServer.Configuration
+    package let statistics = NetworkServerStatistics()
+    package let logger: Logger
+    package let hello: ServerHello
+    /// The wire protocol clients speak when it is not RoomLink's own.
+    private let served: (any ServedProtocol)?
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
     private let nextID = Atomic<UInt64>(1)
     private let handOffs = Atomic<Int>(0)
@@ -37,7 +39,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         /// The transport, while a listener is open: the listener's callbacks reach it through here.
         var transport: TCPServerTransport?
         var listener: OpaquePointer?
-        var connections: [UInt64: ServerConnection] = [:]
+        var connections: [UInt64: any ServedConnection] = [:]
         /// Connections accepted here and waiting for their first login, to be served on their room's loop.
         var pending: [ObjectIdentifier: PendingConnection] = [:]
         /// Called when the last connection is gone, during a shutdown.
@@ -54,8 +56,14 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         }
     }
 
-    init(group: LibeventLoopGroup, configuration: NetworkServer.Configuration, hello: ServerHello) {
+    init(
+        group: LibeventLoopGroup,
+        configuration: NetworkServer.Configuration,
+        hello: ServerHello,
+        served: (any ServedProtocol)? = nil
+    ) {
         self.group = group
+        self.served = served
         self.configuration = configuration
         self.logger = configuration.logger
         self.hello = hello
@@ -70,12 +78,11 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
 
     // MARK: - ServerTransport
 
-    func serve(_ rooms: any RoomDirectory) {
+    package func serve(_ rooms: any RoomDirectory) {
         directory.withLock { $0 = rooms }
     }
 
-    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-        guard let connection = channel as? ServerConnection else { return }
+    package func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
         switch message {
         case .loginAccepted: statistics.add(.loginsAccepted)
         case .loginRejected: statistics.add(.loginsRejected)
@@ -83,11 +90,15 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         case .userUpdate: statistics.add(.presenceChangesSent)
         default: break
         }
+        guard let connection = channel as? ServerConnection else {
+            served?.send(message, on: channel, from: room)
+            return
+        }
         // Encoded on the room's loop, written on the connection's.
         connection.send(ServerFrame.room(room.roomID, message).encoded(server: hello))
     }
 
-    func room(_ roomID: String) -> any RoomEndpoint {
+    package func room(_ roomID: String) -> any RoomEndpoint {
         guard let directory = directory.withLock({ $0 }) else {
             preconditionFailure("a TCP server transport received a login before a RoomServer served it")
         }
@@ -169,7 +180,9 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         }
         statistics.add(.connectionsAccepted)
         let peer = peer.map(\.description) ?? "?"
-        if configuration.servesOnRoomLoop, perLoop.count > 1 {
+        // Peeking for the first login reads RoomLink's frames: another protocol's connection is served where it
+        // arrives, and its frames hop to their room's loop.
+        if configuration.servesOnRoomLoop, served == nil, perLoop.count > 1 {
             let pending = PendingConnection(
                 fd: fd,
                 peer: peer,
@@ -218,16 +231,17 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         loginTimedOut: Bool = false
     ) {
         let id = nextID.add(1, ordering: .relaxed).oldValue
-        let connection = ServerConnection(id: id, fd: fd, peer: peer, loop: state.loop, server: self, greeted: client)
+        let connection: any ServedConnection =
+            if let served {
+                served.connection(id: id, fd: fd, peer: peer, loop: state.loop, server: self)
+            } else {
+                ServerConnection(id: id, fd: fd, peer: peer, loop: state.loop, server: self, greeted: client)
+            }
         guard connection.isOpen else { return statistics.count(.peerClosed) }
         state.connections[id] = connection
         // Its login timeout already ran while it waited to be placed.
         if loginTimedOut {
-            connection.close(
-                .loginTimeout,
-                goodbye: .loginTimeout,
-                detail: "no hello and login within the login timeout"
-            )
+            connection.loginTimedOut()
         }
     }
 
@@ -277,7 +291,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     }
 
     /// A connection freed itself.
-    func forget(_ connection: ServerConnection) {
+    package func forget(_ connection: any ServedConnection) {
         let state = perLoop[connection.loop.index]
         state.connections[connection.id] = nil
         if state.connections.isEmpty, let whenEmpty = state.whenEmpty {
@@ -329,13 +343,7 @@ final class TCPServerTransport: ServerTransport, @unchecked Sendable {
                         for connection in Array(state.connections.values) { connection.free() }
                         return finish()
                     }
-                    for connection in Array(state.connections.values) {
-                        connection.close(
-                            .serverShutdown,
-                            goodbye: .serverShutdown,
-                            detail: "the server is shutting down"
-                        )
-                    }
+                    for connection in Array(state.connections.values) { connection.shutDown() }
                     if state.connections.isEmpty {
                         finish()
                     } else {

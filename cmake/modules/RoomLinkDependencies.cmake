@@ -67,3 +67,10 @@ roomlink_fetch(hdrhistogram-swift https://github.com/HdrHistogram/hdrhistogram-s
 add_library(Histogram ${hdrhistogram-swift_SOURCE_DIR}/Sources/Histogram/Histogram.swift)
 target_link_libraries(Histogram PUBLIC Numerics)
 set_target_properties(Histogram PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${CMAKE_Swift_MODULE_DIRECTORY})
+
+# LiveKit's access tokens and the WebSocket handshake (RoomLinkLiveKit): swift-crypto, which vendors BoringSSL and
+# builds with CMake (C, C++ and assembly).
+find_package(SwiftCrypto CONFIG QUIET)
+if(NOT SwiftCrypto_FOUND)
+  roomlink_fetch(swift-crypto https://github.com/apple/swift-crypto 3.12.3)
+endif()

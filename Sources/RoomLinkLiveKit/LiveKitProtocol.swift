@@ -1,0 +1,78 @@
+import Foundation
+import RoomLinkEngine
+@_spi(RoomLinkInternals) public import RoomLinkLibevent
+public import RoomLinkNetwork
+import RoomLinkRuntime
+
+/// LiveKit's protocols on `roomlink serve`'s port: what each accepted socket becomes (a ``LiveKitConnection``), the
+/// access tokens it accepts, and the sids of the participants of each room.
+final class LiveKitProtocol: ServedProtocol {
+    let keys: LiveKitKeys
+    /// Each room's participants' sids by identity: the sid a participant was given at its join is the one the others
+    /// see in their updates (a room's members are known to it by identity alone).
+    private let sids = LockedBox<[String: [String: String]]>([:])
+
+    init(keys: LiveKitKeys) {
+        self.keys = keys
+    }
+
+    func connection(
+        id: UInt64,
+        fd: Int32,
+        peer: String,
+        loop: LibeventLoop,
+        server: TCPServerTransport
+    ) -> any ServedConnection {
+        LiveKitConnection(id: id, fd: fd, peer: peer, loop: loop, server: server, service: self)
+    }
+
+    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+        (channel as? LiveKitConnection)?.answer(message)
+    }
+
+    /// The join a `GET /rtc` (or `/rtc/validate`) query asks for, checked now; a new session for a join.
+    func join(_ query: [String: String]) throws(LiveKitJoin.Refusal) -> LiveKitJoin {
+        try LiveKitJoin.parse(
+            query,
+            keys: keys,
+            now: Int64(Date().timeIntervalSince1970),
+            session: SessionID(rawValue: UInt64.random(in: 1...UInt64.max))
+        )
+    }
+
+    /// The sid of `identity` in `room`; one made of the identity for a participant this server has not seen join
+    /// (another node's).
+    func sid(of identity: String, in room: String) -> String {
+        sids.withLock { $0[room]?[identity] } ?? "PA_\(identity)"
+    }
+
+    func joined(_ identity: String, sid: String, in room: String) {
+        sids.withLock { $0[room, default: [:]][identity] = sid }
+    }
+
+    /// The participant left for good (a leave, a kick): its sid is forgotten, unless it joined again since.
+    func left(_ identity: String, sid: String, in room: String) {
+        sids.withLock { sids in
+            guard sids[room]?[identity] == sid else { return }
+            sids[room]?[identity] = nil
+            if sids[room]?.isEmpty == true { sids[room] = nil }
+        }
+    }
+}
+
+extension NetworkServer {
+    /// A server of LiveKit's protocols (docs/livekit.md): signalling on `GET /rtc` (protobuf over WebSocket) and
+    /// `/rtc/validate`, with access tokens signed by one of `keys`, in front of the same rooms as RoomLink's own
+    /// protocol. Its configuration's dialect is LiveKit's whatever it says.
+    public static func liveKit(
+        group: LibeventLoopGroup,
+        configuration: Configuration,
+        keys: LiveKitKeys
+    ) -> NetworkServer {
+        var configuration = configuration
+        if configuration.dialect != .livekit {
+            configuration = Configuration(dialect: .livekit)
+        }
+        return NetworkServer(group: group, configuration: configuration, served: LiveKitProtocol(keys: keys))
+    }
+}
