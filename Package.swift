@@ -198,7 +198,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkLiveKitTests",
-            dependencies: ["RoomLinkLiveKit", "RoomLinkNetwork", "RoomLinkEngine", "RoomLinkTestSupport"],
+            dependencies: [
+                "RoomLinkLiveKit", "RoomLinkNetwork", "RoomLinkEngine",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -52,7 +52,10 @@ struct HTTPRequest: Sendable {
             if byte == UInt8(ascii: "%") {
                 let first = utf8.index(after: index)
                 guard first < utf8.endIndex, utf8.index(after: first) < utf8.endIndex,
-                    let value = UInt8(String(decoding: utf8[first...utf8.index(after: first)], as: UTF8.self), radix: 16)
+                    let value = UInt8(
+                        String(decoding: utf8[first...utf8.index(after: first)], as: UTF8.self),
+                        radix: 16
+                    )
                 else { return nil }
                 bytes.append(value)
                 index = utf8.index(first, offsetBy: 2)

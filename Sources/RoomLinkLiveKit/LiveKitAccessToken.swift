@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// A LiveKit access token: a JWT (RFC 7519) signed with HMAC-SHA256 by the secret of an API key, whose claims say
 /// who may do what — `iss` the API key, `sub` the participant's identity, `nbf` and `exp` its validity in UNIX
@@ -80,7 +80,10 @@ public struct LiveKitAccessToken: Sendable, Equatable {
         // Encoding plain strings, integers and booleans cannot fail.
         let payload = Self.base64URL(try! encoder.encode(Claims(self)))
         let input = "\(header).\(payload)"
-        let signature = HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: SymmetricKey(data: Data(secret.utf8)))
+        let signature = HMAC<SHA256>.authenticationCode(
+            for: Data(input.utf8),
+            using: SymmetricKey(data: Data(secret.utf8))
+        )
         return "\(input).\(Self.base64URL(Data(signature)))"
     }
 

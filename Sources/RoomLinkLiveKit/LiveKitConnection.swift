@@ -43,7 +43,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         case closed
     }
 
-    init(id: UInt64, fd: Int32, peer: String, loop: LibeventLoop, server: TCPServerTransport, service: LiveKitProtocol) {
+    init(id: UInt64, fd: Int32, peer: String, loop: LibeventLoop, server: TCPServerTransport, service: LiveKitProtocol)
+    {
         self.id = id
         self.peer = peer
         self.loop = loop
@@ -218,7 +219,9 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
                 if let signal, case .closed = signal.phase {
                     // Forgotten a while after it left, not at once: the others' updates of its leave still name it.
                     let (identity, sid, room) = (signal.join.identity, signal.participantSID, signal.join.room)
-                    _ = try? loop.schedule(after: .seconds(60)) { [service] in service.left(identity, sid: sid, in: room) }
+                    _ = try? loop.schedule(after: .seconds(60)) { [service] in
+                        service.left(identity, sid: sid, in: room)
+                    }
                 }
                 finish(.peerClosed, detail, code: 1000)
             }
@@ -301,6 +304,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         guard phase == .signalling, var state = signal else {
             return finish(.serverShutdown, "the server is shutting down", code: 1001)
         }
+        // The rooms hear that the connection closed (as on RoomLink's protocol): each holds the participant until its
+        // ping timeout, for a resume on another node.
         tellRoomClosed()
         let actions = state.shutDown()
         signal = state
@@ -317,8 +322,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
     /// The connection was lost under a participant (its socket closed or failed): its room holds it until its ping
     /// timeout, for a resume.
     private func lost(_ detail: String, reason: CloseReason = .peerClosed) {
-        tellRoomClosed()
         log(reason, detail)
+        tellRoomClosed()
         free()
     }
 
@@ -333,9 +338,9 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
     /// close grace.
     private func finish(_ reason: CloseReason, _ detail: String, code: UInt16 = 1000) {
         guard isOpen else { return }
-        if reason != .peerClosed { tellRoomClosed() }
         socket?.close(code: code, reason: detail)
         closing(reason, detail)
+        if reason != .peerClosed { tellRoomClosed() }
     }
 
     private func closing(_ reason: CloseReason, _ detail: String) {

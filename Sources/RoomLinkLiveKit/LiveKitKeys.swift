@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// The API keys a LiveKit-protocol server accepts, each with its secret (`roomlink serve --keys KEY:SECRET`, several
 /// allowed, as livekit-server's `keys:`): an access token is valid when signed by the secret of the key it names.

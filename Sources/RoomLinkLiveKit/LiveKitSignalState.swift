@@ -38,13 +38,21 @@ struct LiveKitJoin: Sendable, Equatable {
             throw Refusal(status: 401, message: error.description)
         }
         guard token.video.roomJoin == true, let room = token.video.room, !room.isEmpty else {
-            throw Refusal(status: 401, message: LiveKitTokenError.notPermitted("the token does not grant roomJoin").description)
+            throw Refusal(
+                status: 401,
+                message: LiveKitTokenError.notPermitted("the token does not grant roomJoin").description
+            )
         }
         // A token for one room does not join another (a `room` parameter naming a different one).
         if let asked = query["room"], !asked.isEmpty, asked != room {
-            throw Refusal(status: 401, message: LiveKitTokenError.notPermitted("the token is for room '\(room)'").description)
+            throw Refusal(
+                status: 401,
+                message: LiveKitTokenError.notPermitted("the token is for room '\(room)'").description
+            )
         }
-        guard !token.identity.isEmpty else { throw Refusal(status: 401, message: LiveKitTokenError.noIdentity.description) }
+        guard !token.identity.isEmpty else {
+            throw Refusal(status: 401, message: LiveKitTokenError.noIdentity.description)
+        }
         let isResume = query["reconnect"] == "1" || query["reconnect"] == "true"
         var resumed = session
         if isResume {

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""`roomlink serve --protocol livekit` refereed by LiveKit's own code: access tokens minted by `livekit-api`'s
+AccessToken, and signalling messages of `livekit-protocol` (the schema LiveKit's SDKs speak) over a WebSocket —
+join, participant updates, pings, leave, resume, kicks, a duplicate identity, a ping timeout, hostile input and the
+server's shutdown (docs/livekit.md).
+
+Usage: .venv/bin/python Tests/python/test_livekit.py PATH/TO/roomlink   (scripts/setup makes .venv)
+"""
+
+import asyncio
+import datetime
+import os
+import sys
+import unittest
+import warnings
+
+try:
+    import aiohttp
+    from livekit import api
+    from livekit.protocol import rtc
+except ImportError:
+    sys.exit("test_livekit: livekit-api is missing: run scripts/setup, then use .venv/bin/python")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_wire_client as base  # noqa: E402  (its Server starts and stops `roomlink serve`)
+
+KEY, SECRET = "devkey", "a-secret-of-thirty-two-bytes-or-more!"
+# Every wait is bounded: a server that does not answer fails the test, it does not hang it.
+WAIT = 20
+
+
+def token(identity, room="r1", secret=SECRET, ttl=None, **grants):
+    access = api.AccessToken(KEY, secret).with_identity(identity)
+    if ttl is not None:
+        access = access.with_ttl(ttl)
+    return access.with_grants(api.VideoGrants(room_join=True, room=room, **grants)).to_jwt()
+
+
+class LiveKitServer(base.Server):
+    def __init__(self, scale="0.05"):
+        super().__init__("--protocol", "livekit", "--keys", f"{KEY}:{SECRET}", scale=scale)
+        self.url = f"127.0.0.1:{self.port}"
+
+
+class Participant:
+    """One signalling connection, as LiveKit's SDKs open it."""
+
+    def __init__(self, session, socket):
+        self.session, self.socket = session, socket
+
+    @classmethod
+    async def join(cls, session, server, identity, query="", **grants):
+        socket = await session.ws_connect(
+            f"ws://{server.url}/rtc?access_token={token(identity, **grants)}{query}", timeout=WAIT
+        )
+        return cls(session, socket)
+
+    async def next(self):
+        """The next SignalResponse; None when the connection closed."""
+        message = await asyncio.wait_for(self.socket.receive(), WAIT)
+        if message.type != aiohttp.WSMsgType.BINARY:
+            return None
+        response = rtc.SignalResponse()
+        response.ParseFromString(message.data)
+        return response
+
+    async def expect(self, kind):
+        """Skips to the next response of `kind` (pongs and updates may come between)."""
+        while True:
+            response = await self.next()
+            if response is None:
+                raise AssertionError(f"closed while waiting for {kind}")
+            if response.WhichOneof("message") == kind:
+                return getattr(response, kind)
+
+    async def send(self, **request):
+        await self.socket.send_bytes(rtc.SignalRequest(**request).SerializeToString())
+
+    async def closed(self):
+        """Reads until the server closes the connection; returns the leave it sent first, if any."""
+        leave = None
+        while True:
+            message = await asyncio.wait_for(self.socket.receive(), WAIT)
+            if message.type != aiohttp.WSMsgType.BINARY:
+                return leave
+            response = rtc.SignalResponse()
+            response.ParseFromString(message.data)
+            if response.WhichOneof("message") == "leave":
+                leave = response.leave
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 120))
+
+
+class LiveKitTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # Secrets this short are LiveKit's examples' (devkey/secret); the tests use a long one anyway.
+        warnings.simplefilter("ignore")
+
+    def setUp(self):
+        self.server = LiveKitServer()
+
+    def tearDown(self):
+        self.assertEqual(self.server.stop(), 0)
+
+    def test_tokens_from_livekit_api_are_checked_as_livekit_checks_them(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+
+                async def validate(text):
+                    async with session.get(f"http://{self.server.url}/rtc/validate?access_token={text}") as answer:
+                        return answer.status, await answer.text()
+
+                self.assertEqual(await validate(token("alice")), (200, "success"))
+                status, text = await validate(token("alice", secret="not-the-secret-of-this-key-at-all!"))
+                self.assertEqual((status, text), (401, "invalid token signature"))
+                status, text = await validate(token("alice", ttl=datetime.timedelta(minutes=-5)))
+                self.assertEqual((status, text), (401, "token is expired"))
+                status, _ = await validate(token("alice") + "&room=another")
+                self.assertEqual(status, 401)
+                # The SDK tries /rtc/v1 first and falls back to /rtc on a 404.
+                async with session.get(f"http://{self.server.url}/rtc/v1?access_token={token('a')}") as answer:
+                    self.assertEqual(answer.status, 404)
+                # A refused token is refused before the upgrade, with LiveKit's status.
+                refused_token = token("alice", secret="x" * 40)
+                with self.assertRaises(aiohttp.WSServerHandshakeError) as refused:
+                    await session.ws_connect(f"ws://{self.server.url}/rtc?access_token={refused_token}")
+                self.assertEqual(refused.exception.status, 401)
+
+        run(body())
+
+    def test_join_updates_pings_and_leave(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+                alice = await Participant.join(session, self.server, "alice")
+                joined = await alice.expect("join")
+                self.assertEqual(joined.participant.identity, "alice")
+                self.assertEqual(joined.room.name, "r1")
+                self.assertGreater(joined.ping_interval, 0)
+                self.assertGreater(joined.ping_timeout, joined.ping_interval)
+                self.assertEqual(list(joined.other_participants), [])
+
+                bob = await Participant.join(session, self.server, "bob")
+                bob_joined = await bob.expect("join")
+                # Bob is told of Alice by the sid she was given.
+                self.assertEqual(
+                    [(p.identity, p.sid) for p in bob_joined.other_participants], [("alice", joined.participant.sid)]
+                )
+                update = await alice.expect("update")
+                self.assertEqual([(p.identity, p.sid) for p in update.participants],
+                                 [("bob", bob_joined.participant.sid)])
+                self.assertEqual(update.participants[0].state, 2)  # ACTIVE
+
+                await alice.send(ping_req=rtc.Ping(timestamp=1234, rtt=5))
+                pong = await alice.expect("pong_resp")
+                self.assertEqual(pong.last_ping_timestamp, 1234)
+                await alice.send(ping=99)  # the legacy ping
+                self.assertEqual(await alice.expect("pong"), 99)
+
+                await bob.send(leave=rtc.LeaveRequest(reason=1))
+                self.assertIsNone(await bob.closed())
+                update = await alice.expect("update")
+                left = update.participants[0]
+                self.assertEqual((left.identity, left.sid, left.state), ("bob", bob_joined.participant.sid, 3))
+                self.assertEqual(left.disconnect_reason, 1)  # CLIENT_INITIATED
+
+        run(body())
+
+    def test_resume_after_a_lost_connection_and_a_resume_the_server_cannot_take(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+                alice = await Participant.join(session, self.server, "alice")
+                sid = (await alice.expect("join")).participant.sid
+                # The socket drops without a goodbye (the SDK then resumes with reconnect=1&sid=…).
+                alice.socket._response.connection.transport.abort()
+                resumed = await Participant.join(session, self.server, "alice", query=f"&reconnect=1&sid={sid}")
+                await resumed.expect("reconnect")
+                await resumed.send(ping_req=rtc.Ping(timestamp=7))
+                self.assertEqual((await resumed.expect("pong_resp")).last_ping_timestamp, 7)
+                # A session the server never had: leave{STATE_MISMATCH, RECONNECT}, and the SDK joins anew.
+                stranger = await Participant.join(session, self.server, "carol", query="&reconnect=1&sid=PA_ffff")
+                leave = await stranger.closed()
+                self.assertIsNotNone(leave)
+                self.assertEqual((leave.reason, leave.action), (6, 2))  # STATE_MISMATCH, RECONNECT
+
+        run(body())
+
+    def test_kicks_a_duplicate_identity_and_the_ping_timeout(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+                alice = await Participant.join(session, self.server, "alice")
+                await alice.expect("join")
+                watcher = await Participant.join(session, self.server, "watcher")
+                await watcher.expect("join")
+                # The same identity joins again: the first connection is told why it goes.
+                second = await Participant.join(session, self.server, "alice")
+                await second.expect("join")
+                leave = await alice.closed()
+                self.assertEqual((leave.reason, leave.action), (2, 0))  # DUPLICATE_IDENTITY, DISCONNECT
+                # Removed by the server's admin API.
+                self.server.post("/rooms/r1/kick", {"users": ["alice"]})
+                leave = await second.closed()
+                self.assertEqual((leave.reason, leave.action), (4, 0))  # PARTICIPANT_REMOVED, DISCONNECT
+                # A participant that stops pinging is dropped after its ping timeout: the others see it go.
+                quiet = await Participant.join(session, self.server, "quiet")
+                await quiet.expect("join")
+                while True:
+                    update = await watcher.expect("update")
+                    states = {p.identity: p.state for p in update.participants}
+                    if states.get("quiet") == 3:  # DISCONNECTED
+                        break
+                    await watcher.send(ping_req=rtc.Ping(timestamp=1))
+
+        run(body())
+
+    def test_hostile_input_closes_only_the_offending_connection(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+                alice = await Participant.join(session, self.server, "alice")
+                await alice.expect("join")
+                rogue = await Participant.join(session, self.server, "rogue")
+                await rogue.expect("join")
+                await rogue.socket.send_bytes(b"\xff\xfe not a protobuf \x00")
+                self.assertIsNone(await rogue.closed())
+                # Not HTTP at all.
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.server.port)
+                writer.write(b"\x16\x03\x01 hello?\r\n\r\n")
+                self.assertIn(b"400", await asyncio.wait_for(reader.read(), WAIT))
+                writer.close()
+                await alice.send(ping_req=rtc.Ping(timestamp=5))
+                self.assertEqual((await alice.expect("pong_resp")).last_ping_timestamp, 5)
+
+        run(body())
+
+    def test_shutdown_tells_participants_to_reconnect(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+                alice = await Participant.join(session, self.server, "alice")
+                await alice.expect("join")
+                self.server.terminate()
+                leave = await alice.closed()
+                self.assertEqual((leave.reason, leave.action), (3, 2))  # SERVER_SHUTDOWN, RECONNECT
+
+        run(body())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    base.ROOMLINK = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=2)
