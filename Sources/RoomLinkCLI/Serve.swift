@@ -68,6 +68,8 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
 
     func run() async throws {
+        // Before anything can say the server is ready: a stop asked for from then on is heard.
+        TerminationSignal.watch()
         // The configuration file, if any, was read into the flags before they were parsed (`ServeConfiguration`).
         var settings: ServeSettings
         do {

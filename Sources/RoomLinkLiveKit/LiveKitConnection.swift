@@ -134,6 +134,10 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
             } catch {
                 respond(error.status, error.message)
             }
+        case (_, _) where path.hasPrefix(LiveKitRoomService.prefix):
+            LiveKitRoomService(service: service).handle(request) { [self] answer in
+                loop.execute { [self] in respond(answer.status, answer.body, contentType: answer.contentType) }
+            }
         default:
             // `/rtc/v1` among them: the SDK falls back to `/rtc`.
             respond(404, "404 page not found")
@@ -172,6 +176,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
             pingTimeout: hello.heartbeatTimeout
         )
         signal = state
+        // Known before the room hears of the participant: the others' updates name it by this sid.
+        service.joined(join.identity, sid: state.participantSID, in: join.room)
         let room = server.room(join.room)
         self.room = room
         server.statistics.add(.loginRequests)
@@ -197,11 +203,24 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
             room: { "RM_\($0)" },
             sid: { [service, state] identity in service.sid(of: identity, in: state.join.room) }
         )
-        if case .loginAccepted = message, state.isInRoom {
-            service.joined(state.join.identity, sid: state.participantSID, in: state.join.room)
-        }
         signal = state
         carry(actions)
+    }
+
+    /// The room service deleted the participant's room: on the connection's loop, before the room's removal arrives
+    /// (both hop the same way).
+    func roomDeleted() {
+        let body: @Sendable () -> Void = { [self] in
+            guard phase == .signalling, var state = signal else { return }
+            let actions = state.roomDeleted()
+            signal = state
+            carry(actions)
+        }
+        if loop.isInServiceThread {
+            body()
+        } else {
+            _ = try? loop.schedule(after: .zero, body)
+        }
     }
 
     private func carry(_ actions: [LiveKitSignalState.Action]) {

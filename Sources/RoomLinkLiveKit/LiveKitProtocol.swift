@@ -11,6 +11,13 @@ final class LiveKitProtocol: ServedProtocol {
     /// Each room's participants' sids by identity: the sid a participant was given at its join is the one the others
     /// see in their updates (a room's members are known to it by identity alone).
     private let sids = LockedBox<[String: [String: String]]>([:])
+    private let roomServer = LockedBox<RoomServer?>(nil)
+
+    /// The server's rooms, for the room service (set once the server is made).
+    var rooms: RoomServer? {
+        get { roomServer.withLock { $0 } }
+        set { roomServer.withLock { $0 = newValue } }
+    }
 
     init(keys: LiveKitKeys) {
         self.keys = keys
@@ -73,6 +80,9 @@ extension NetworkServer {
         if configuration.dialect != .livekit {
             configuration = Configuration(dialect: .livekit)
         }
-        return NetworkServer(group: group, configuration: configuration, served: LiveKitProtocol(keys: keys))
+        let served = LiveKitProtocol(keys: keys)
+        let server = NetworkServer(group: group, configuration: configuration, served: served)
+        served.rooms = server.rooms
+        return server
     }
 }

@@ -242,6 +242,12 @@ struct LiveKitSignalState: Sendable {
         return leave(.serverShutdown, action: .reconnect)
     }
 
+    /// The room was deleted (the room service's `DeleteRoom`).
+    mutating func roomDeleted() -> [Action] {
+        guard phase != .closed else { return [] }
+        return leave(.roomDeleted, action: .disconnect)
+    }
+
     /// A `leave` with `reason` and `action`, then the close.
     private mutating func leave(_ reason: Livekit_DisconnectReason, action: Livekit_LeaveRequest.Action) -> [Action] {
         phase = .closed

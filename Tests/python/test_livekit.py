@@ -73,6 +73,13 @@ class Participant:
             if response.WhichOneof("message") == kind:
                 return getattr(response, kind)
 
+    async def until(self, identity, state):
+        """Skips updates until one says `identity` is in `state` (ACTIVE 2, DISCONNECTED 3); returns that info."""
+        while True:
+            for info in (await self.expect("update")).participants:
+                if info.identity == identity and info.state == state:
+                    return info
+
     async def send(self, **request):
         await self.socket.send_bytes(rtc.SignalRequest(**request).SerializeToString())
 
@@ -203,15 +210,71 @@ class LiveKitTests(unittest.TestCase):
                 self.server.post("/rooms/r1/kick", {"users": ["alice"]})
                 leave = await second.closed()
                 self.assertEqual((leave.reason, leave.action), (4, 0))  # PARTICIPANT_REMOVED, DISCONNECT
-                # A participant that stops pinging is dropped after its ping timeout: the others see it go.
+                # A participant that stops pinging is dropped after its ping timeout: the others — the watcher, which
+                # pings at its interval as an SDK does — see it go.
                 quiet = await Participant.join(session, self.server, "quiet")
-                await quiet.expect("join")
-                while True:
-                    update = await watcher.expect("update")
-                    states = {p.identity: p.state for p in update.participants}
-                    if states.get("quiet") == 3:  # DISCONNECTED
-                        break
-                    await watcher.send(ping_req=rtc.Ping(timestamp=1))
+                interval = (await quiet.expect("join")).ping_interval * 0.05  # the server's --time-scale
+
+                async def keep_pinging():
+                    while True:
+                        await watcher.send(ping_req=rtc.Ping(timestamp=1))
+                        await asyncio.sleep(interval)
+
+                pinging = asyncio.ensure_future(keep_pinging())
+                try:
+                    await watcher.until("quiet", 3)  # DISCONNECTED
+                finally:
+                    pinging.cancel()
+
+        run(body())
+
+    def test_the_room_service_answers_livekit_apis_client(self):
+        async def body():
+            async with aiohttp.ClientSession() as session:
+                alice = await Participant.join(session, self.server, "alice")
+                alice_sid = (await alice.expect("join")).participant.sid
+                bob = await Participant.join(session, self.server, "bob")
+                await bob.expect("join")
+                carol = await Participant.join(session, self.server, "carol", room="r2")
+                await carol.expect("join")
+                lk = api.LiveKitAPI(f"http://{self.server.url}", KEY, SECRET, session=session)
+                rooms = await lk.room.list_rooms(api.ListRoomsRequest())
+                self.assertEqual(sorted((r.name, r.num_participants) for r in rooms.rooms), [("r1", 2), ("r2", 1)])
+                named = await lk.room.list_rooms(api.ListRoomsRequest(names=["r2"]))
+                self.assertEqual([r.name for r in named.rooms], ["r2"])
+                listed = await lk.room.list_participants(api.ListParticipantsRequest(room="r1"))
+                self.assertEqual([(p.identity, p.state) for p in listed.participants], [("alice", 2), ("bob", 2)])
+                one = await lk.room.get_participant(api.RoomParticipantIdentity(room="r1", identity="alice"))
+                self.assertEqual(one.sid, alice_sid)
+                with self.assertRaises(api.TwirpError) as missing:
+                    await lk.room.get_participant(api.RoomParticipantIdentity(room="r1", identity="nobody"))
+                self.assertEqual((missing.exception.code, missing.exception.status), ("not_found", 404))
+
+                await lk.room.remove_participant(api.RoomParticipantIdentity(room="r1", identity="bob"))
+                leave = await bob.closed()
+                self.assertEqual((leave.reason, leave.action), (4, 0))  # PARTICIPANT_REMOVED, DISCONNECT
+                await alice.until("bob", 3)
+
+                await lk.room.delete_room(api.DeleteRoomRequest(room="r1"))
+                leave = await alice.closed()
+                self.assertEqual((leave.reason, leave.action), (5, 0))  # ROOM_DELETED, DISCONNECT
+                listed = await lk.room.list_participants(api.ListParticipantsRequest(room="r1"))
+                self.assertEqual(list(listed.participants), [])
+
+                # A client signing with another secret is refused as Twirp refuses: unauthenticated, 401.
+                stranger = api.LiveKitAPI(f"http://{self.server.url}", KEY, "x" * 40, session=session)
+                with self.assertRaises(api.TwirpError) as refused:
+                    await stranger.room.list_rooms(api.ListRoomsRequest())
+                self.assertEqual((refused.exception.code, refused.exception.status), ("unauthenticated", 401))
+                # A participant's token administers nothing.
+                async with session.post(
+                    f"http://{self.server.url}/twirp/livekit.RoomService/ListParticipants",
+                    data=api.ListParticipantsRequest(room="r2").SerializeToString(),
+                    headers={"Authorization": f"Bearer {token('carol', room='r2')}",
+                             "Content-Type": "application/protobuf"},
+                ) as answer:
+                    self.assertEqual(answer.status, 403)
+                    self.assertEqual((await answer.json())["code"], "permission_denied")
 
         run(body())
 
