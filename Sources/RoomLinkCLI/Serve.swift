@@ -33,6 +33,11 @@ struct Serve: AsyncParsableCommand {
     var `protocol`: ServedWireProtocol?
     @Option(help: "A LiveKit API key and its secret, KEY:SECRET (repeatable): tokens signed by one are accepted.")
     var keys: [String] = []
+    @Option(help: "With --protocol livekit: post LiveKit's webhooks to this http:// URL (repeatable).")
+    var webhook: [String] = []
+    @Option(help: "The API key that signs the webhooks (default: the only one of --keys).") var webhookKey: String?
+    @Option(help: "Webhook events in flight at most (default 10000); more are dropped and counted in /metrics.")
+    var webhookQueue: Int?
     @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. serverHeartbeatTimeout=30s (repeatable).")
     var timing: [String] = []
     @Option(help: "A JSON file {\"user\": \"token\" or [\"token\", …]}: logins and renewals must present one.")
@@ -108,12 +113,23 @@ struct Serve: AsyncParsableCommand {
             }
             settings.server.cluster = presence
         }
-        let server =
-            if let keys = settings.liveKitKeys {
-                NetworkServer.liveKit(group: group, configuration: settings.server, keys: keys)
-            } else {
-                NetworkServer(group: group, configuration: settings.server)
+        let server: NetworkServer
+        if let keys = settings.liveKitKeys {
+            do {
+                server = try NetworkServer.liveKit(
+                    group: group,
+                    configuration: settings.server,
+                    keys: keys,
+                    webhooks: settings.webhooks
+                )
+            } catch {
+                throw fail(
+                    RoomLinkError(code: .invalidInput, field: "--webhook-key", message: "--webhook-key: \(error)")
+                )
             }
+        } else {
+            server = NetworkServer(group: group, configuration: settings.server)
+        }
         let address: SocketAddress
         do {
             address = try await server.listen(on: settings.listen)

@@ -17,6 +17,8 @@ struct ServeSettings {
     var presence: RedisPresence.Configuration?
     /// The API keys of `--protocol livekit`: LiveKit's protocol is served when there are some.
     var liveKitKeys: LiveKitKeys?
+    /// LiveKit's webhooks (`--webhook`).
+    var webhooks: LiveKitWebhookSettings?
 
     init(flags: Serve) throws(RoomLinkError) {
         let listenText = flags.listen ?? "127.0.0.1:7000"
@@ -42,8 +44,11 @@ struct ServeSettings {
                     message: "--auth: LiveKit's protocol checks its access tokens with --keys, not an auth table"
                 )
             }
+            webhooks = try Self.webhooks(flags: flags, keys: liveKitKeys)
         } else if !flags.keys.isEmpty {
             throw Self.invalid("keys", "--protocol livekit too (API keys are LiveKit's)")
+        } else if !flags.webhook.isEmpty || flags.webhookKey != nil || flags.webhookQueue != nil {
+            throw Self.invalid("webhook", "--protocol livekit too (webhooks are LiveKit's)")
         }
         let dialect = isLiveKit ? .livekit : flags.dialect ?? .zego
 
@@ -136,6 +141,32 @@ struct ServeSettings {
         }
         if admin == nil, adminToken != nil { throw Self.invalid("adminToken", "--admin too (a token for which API?)") }
         try readPresence(flags: flags)
+    }
+
+    /// `--webhook`, `--webhook-key` and `--webhook-queue`.
+    private static func webhooks(flags: Serve, keys: LiveKitKeys?) throws(RoomLinkError) -> LiveKitWebhookSettings? {
+        guard !flags.webhook.isEmpty else {
+            if flags.webhookKey != nil || flags.webhookQueue != nil {
+                throw Self.invalid("webhookKey", "--webhook too")
+            }
+            return nil
+        }
+        var urls: [WebhookURL] = []
+        for text in flags.webhook {
+            do {
+                urls.append(try WebhookURL(parsing: text))
+            } catch {
+                throw RoomLinkError(code: .invalidInput, field: "--webhook", message: "--webhook: \(error.description)")
+            }
+        }
+        let keys = keys?.secrets.keys.sorted() ?? []
+        guard let key = flags.webhookKey ?? (keys.count == 1 ? keys[0] : nil) else {
+            throw Self.invalid("webhookKey", "one of \(keys.joined(separator: ", ")) (several keys: say which signs)")
+        }
+        guard keys.contains(key) else { throw Self.invalid("webhookKey", "one of --keys' API keys, not '\(key)'") }
+        let queue = flags.webhookQueue ?? 10_000
+        guard queue >= 1 else { throw Self.invalid("webhookQueue", "at least 1") }
+        return LiveKitWebhookSettings(urls: urls, apiKey: key, queueCapacity: queue)
     }
 
     /// `--redis`, `--node-id` and `--lease-period`.

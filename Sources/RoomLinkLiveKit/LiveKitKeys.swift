@@ -81,15 +81,24 @@ public struct LiveKitKeys: Sendable, Equatable {
 
 /// A `--keys` value RoomLink cannot use.
 public enum LiveKitKeysError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Not `KEY:SECRET`, or an empty key or secret.
     case notAPair(String)
+    /// A key given twice.
     case duplicateKey(String)
+    /// No key at all.
     case none
+    /// A webhook URL that is not `http://HOST[:PORT][/PATH]`.
+    case notAURL(String)
+    /// A key named to sign with that is not one of the keys.
+    case unknownKey(String)
 
     public var description: String {
         switch self {
         case .notAPair(let pair): "'\(pair)' is not KEY:SECRET"
         case .duplicateKey(let key): "API key '\(key)' is given twice"
         case .none: "no API key"
+        case .notAURL(let text): "'\(text)' is not an http://HOST[:PORT][/PATH] URL"
+        case .unknownKey(let key): "API key '\(key)' is not one of --keys"
         }
     }
 }

@@ -67,21 +67,57 @@ final class LiveKitProtocol: ServedProtocol {
     }
 }
 
+/// Where `roomlink serve --protocol livekit` posts its webhooks, and which API key signs them.
+public struct LiveKitWebhookSettings: Sendable, Equatable {
+    public var urls: [WebhookURL]
+    /// The key whose secret signs each event (LiveKit's `webhook.api_key`).
+    public var apiKey: String
+    /// Events in flight at most; more are dropped and counted (`roomlink_webhooks_total{outcome="dropped"}`).
+    public var queueCapacity: Int
+
+    public init(urls: [WebhookURL], apiKey: String, queueCapacity: Int = 10_000) {
+        self.urls = urls
+        self.apiKey = apiKey
+        self.queueCapacity = queueCapacity
+    }
+}
+
 extension NetworkServer {
     /// A server of LiveKit's protocols (docs/livekit.md): signalling on `GET /rtc` (protobuf over WebSocket) and
-    /// `/rtc/validate`, with access tokens signed by one of `keys`, in front of the same rooms as RoomLink's own
-    /// protocol. Its configuration's dialect is LiveKit's whatever it says.
+    /// `/rtc/validate`, the room service (Twirp), with access tokens signed by one of `keys`, in front of the same
+    /// rooms as RoomLink's own protocol, and `webhooks` when given. The configuration's dialect must be LiveKit's.
+    ///
+    /// - Throws: ``LiveKitKeysError/unknownKey(_:)`` when the webhooks' key is not one of `keys`.
     public static func liveKit(
         group: LibeventLoopGroup,
         configuration: Configuration,
-        keys: LiveKitKeys
-    ) -> NetworkServer {
-        var configuration = configuration
-        if configuration.dialect != .livekit {
-            configuration = Configuration(dialect: .livekit)
-        }
+        keys: LiveKitKeys,
+        webhooks: LiveKitWebhookSettings? = nil
+    ) throws(LiveKitKeysError) -> NetworkServer {
+        precondition(configuration.dialect == .livekit, "LiveKit's protocol serves the livekit dialect")
         let served = LiveKitProtocol(keys: keys)
-        let server = NetworkServer(group: group, configuration: configuration, served: served)
+        var observer: LiveKitWebhooks?
+        if let webhooks {
+            guard let secret = keys.secrets[webhooks.apiKey] else { throw .unknownKey(webhooks.apiKey) }
+            observer = LiveKitWebhooks(
+                configuration: .init(
+                    urls: webhooks.urls,
+                    apiKey: webhooks.apiKey,
+                    secret: secret,
+                    queueCapacity: webhooks.queueCapacity
+                ),
+                loop: group.eventLoops[0],
+                service: served,
+                logger: configuration.logger
+            )
+        }
+        let server = NetworkServer(
+            group: group,
+            configuration: configuration,
+            served: served,
+            membershipObserver: observer
+        )
+        observer?.count(in: server.statistics)
         served.rooms = server.rooms
         return server
     }

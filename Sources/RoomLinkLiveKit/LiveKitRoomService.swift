@@ -115,9 +115,10 @@ struct LiveKitRoomService: Sendable {
         for roomID in rooms.roomIDs where names.isEmpty || names.contains(roomID) {
             guard let room = rooms.existingRoom(roomID) else { continue }
             let count = await room.memberIDs.count
+            let life = await room.roomSessionID
             response.rooms.append(
                 .with {
-                    $0.sid = "RM_\(roomID)"
+                    $0.sid = "RM_\(life)"
                     $0.name = roomID
                     $0.numParticipants = UInt32(count)
                 }

@@ -120,8 +120,14 @@ public final class NetworkServer: Sendable {
         self.init(group: group, configuration: configuration, served: nil)
     }
 
-    /// A server whose clients speak `served` (another wire protocol than RoomLink's own, which `nil` is).
-    package init(group: LibeventLoopGroup, configuration: Configuration, served: (any ServedProtocol)?) {
+    /// A server whose clients speak `served` (another wire protocol than RoomLink's own, which `nil` is), whose rooms'
+    /// membership `membershipObserver` hears.
+    package init(
+        group: LibeventLoopGroup,
+        configuration: Configuration,
+        served: (any ServedProtocol)?,
+        membershipObserver: (any RoomMembershipObserver)? = nil
+    ) {
         self.configuration = configuration
         self.group = group
         // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is
@@ -142,7 +148,8 @@ public final class NetworkServer: Sendable {
             policy: configuration.policy,
             cluster: configuration.cluster,
             // A process of its own: its rooms' lives (room_session_id) are not an earlier process's.
-            epoch: UInt64.random(in: 1...(1 << 48))
+            epoch: UInt64.random(in: 1...(1 << 48)),
+            membershipObserver: membershipObserver
         )
         rooms.nodes?.start(at: group.now)
     }

@@ -22,6 +22,12 @@ public final class NetworkServerStatistics: Sendable {
         case presenceChangesSent
         /// Failed accepts (out of file descriptors, mostly).
         case acceptFailures
+        /// Webhook requests answered 2xx (LiveKit's protocol, `--webhook`).
+        case webhooksDelivered
+        /// Webhook requests that failed: no connection, a timeout, or an answer other than 2xx.
+        case webhooksFailed
+        /// Webhook events dropped because the delivery queue was full (a reconnect storm is a webhook storm).
+        case webhooksDropped
     }
 
     private let counters: [Cell] = Counter.allCases.map { _ in Cell() }

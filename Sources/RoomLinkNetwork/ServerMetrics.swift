@@ -60,6 +60,18 @@ final class ServerMetrics: Sendable {
             (.bytesReceived, counter("roomlink_bytes_total", [("direction", "in")], "Bytes, by direction.")),
             (.bytesSent, counter("roomlink_bytes_total", [("direction", "out")], "Bytes, by direction.")),
             (.acceptFailures, counter("roomlink_accept_failures_total", [], "Failed accepts (out of descriptors).")),
+            (
+                .webhooksDelivered,
+                counter("roomlink_webhooks_total", [("outcome", "delivered")], "Webhook events, by outcome.")
+            ),
+            (
+                .webhooksFailed,
+                counter("roomlink_webhooks_total", [("outcome", "failed")], "Webhook events, by outcome.")
+            ),
+            (
+                .webhooksDropped,
+                counter("roomlink_webhooks_total", [("outcome", "dropped")], "Webhook events, by outcome.")
+            ),
         ]
         closed = CloseReason.allCases.map {
             (

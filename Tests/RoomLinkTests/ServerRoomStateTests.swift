@@ -45,6 +45,7 @@ struct ServerRoomStateTests {
             case .announce(let announcement): "announce \(announcement)"
             case .release: "release"
             case .countFalseDepartures(let count): "false departures \(count)"
+            case .membership(let change): "membership \(change)"
             }
         }
     }
@@ -355,6 +356,68 @@ struct ServerRoomStateTests {
             plain.heartbeatQueued(session: sessionA)
             #expect(!Self.messages(plain.deadlinePassed(now: Self.at(90))).contains { $0.hasPrefix("false") })
             #expect(!plain.isLate(.sessionUnknown(session: sessionA), session: sessionA, arrivedAt: Self.at(89)))
+        }
+    }
+
+    @Test func aRoomThatReportsItsMembershipSaysWhoJoinedAndLeftAndWhy() {
+        Self.withLoop { loop in
+            let timings = DialectName.livekit.engineTimings().server
+            var room = ServerRoomState(roomID: "r", timings: timings, reportsMembership: true)
+            func membership(_ effects: [ServerRoomState.Effect]) -> [MembershipChange] {
+                effects.compactMap { if case .membership(let change) = $0 { change } else { nil } }
+            }
+            let alice = Endpoint("alice", loop: loop)
+            let a1 = SessionID(rawValue: 1)
+            let a2 = SessionID(rawValue: 2)
+            #expect(
+                membership(room.login(Self.login("alice", session: 1), from: alice, tokenValid: true, now: Self.at(0)))
+                    == [.joined(userID: "alice", session: a1)]
+            )
+            // The same session again (a resume, a reconnection) is no new participant.
+            var resume = Self.login("alice", session: 1)
+            resume.kind = .resume
+            #expect(membership(room.login(resume, from: alice, tokenValid: true, now: Self.at(1))).isEmpty)
+            // A newer session of the same identity replaces the older one.
+            #expect(
+                membership(room.login(Self.login("alice", session: 2), from: alice, tokenValid: true, now: Self.at(2)))
+                    == [
+                        .left(userID: "alice", session: a1, reason: .dropped, kicked: .duplicateLogin),
+                        .joined(userID: "alice", session: a2),
+                    ]
+            )
+            #expect(
+                membership(room.kick(userID: "alice", reason: .admin, now: Self.at(3)))
+                    == [.left(userID: "alice", session: a2, reason: .dropped, kicked: .admin)]
+            )
+            _ = room.login(
+                Self.login("bob", session: 3),
+                from: Endpoint("bob", loop: loop),
+                tokenValid: true,
+                now: Self.at(4)
+            )
+            #expect(
+                membership(room.logout(userID: "bob", session: SessionID(rawValue: 3), now: Self.at(5)))
+                    == [.left(userID: "bob", session: SessionID(rawValue: 3), reason: .quit, kicked: nil)]
+            )
+            // Silence past the heartbeat timeout.
+            _ = room.login(
+                Self.login("carol", session: 4),
+                from: Endpoint("carol", loop: loop),
+                tokenValid: true,
+                now: Self.at(6)
+            )
+            let timedOut = room.deadlinePassed(now: Self.at(7).advanced(by: timings.heartbeatTimeout))
+            #expect(
+                membership(timedOut) == [
+                    .left(userID: "carol", session: SessionID(rawValue: 4), reason: .dropped, kicked: nil)
+                ]
+            )
+            // A room that does not report builds no such effect.
+            var quiet = ServerRoomState(roomID: "q", timings: timings)
+            #expect(
+                membership(quiet.login(Self.login("dave", session: 5), from: alice, tokenValid: true, now: Self.at(0)))
+                    .isEmpty
+            )
         }
     }
 }

@@ -16,6 +16,7 @@ import warnings
 
 try:
     import aiohttp
+    import aiohttp.web
     from livekit import api
     from livekit.protocol import rtc
 except ImportError:
@@ -37,9 +38,57 @@ def token(identity, room="r1", secret=SECRET, ttl=None, **grants):
 
 
 class LiveKitServer(base.Server):
-    def __init__(self, scale="0.05"):
-        super().__init__("--protocol", "livekit", "--keys", f"{KEY}:{SECRET}", scale=scale)
+    def __init__(self, *flags, scale="0.05"):
+        super().__init__("--protocol", "livekit", "--keys", f"{KEY}:{SECRET}", *flags, scale=scale)
         self.url = f"127.0.0.1:{self.port}"
+
+
+class WebhookReceiver:
+    """An HTTP server that takes LiveKit's webhooks as a LiveKit user's backend does: through livekit-api's
+    WebhookReceiver, which checks the signature and the body's hash. A receiver made `held` answers nothing until
+    `release()`."""
+
+    def __init__(self, held=False):
+        self.events, self.refused = [], []
+        self.gate = asyncio.Event()
+        if not held:
+            self.gate.set()
+        self.receiver = api.WebhookReceiver(api.TokenVerifier(KEY, SECRET))
+        self.arrived = asyncio.Event()
+
+    async def start(self):
+        app = aiohttp.web.Application()
+        app.router.add_post("/hook", self.take)
+        self.runner = aiohttp.web.AppRunner(app)
+        await self.runner.setup()
+        site = aiohttp.web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/hook"
+        return self
+
+    async def take(self, request):
+        body = await request.text()
+        try:
+            event = self.receiver.receive(body, request.headers.get("Authorization", ""))
+        except Exception as error:  # noqa: BLE001 — a refused event is the finding
+            self.refused.append(str(error))
+            return aiohttp.web.Response(status=401)
+        if request.content_type != "application/webhook+json":
+            self.refused.append(f"content type {request.content_type}")
+        self.events.append(event)
+        self.arrived.set()
+        await self.gate.wait()
+        return aiohttp.web.Response(text="ok")
+
+    async def until(self, count):
+        while len(self.events) < count:
+            self.arrived.clear()
+            await asyncio.wait_for(self.arrived.wait(), WAIT)
+        return [(e.event, e.participant.identity) for e in self.events]
+
+    async def stop(self):
+        self.gate.set()
+        await self.runner.cleanup()
 
 
 class Participant:
@@ -232,7 +281,8 @@ class LiveKitTests(unittest.TestCase):
         async def body():
             async with aiohttp.ClientSession() as session:
                 alice = await Participant.join(session, self.server, "alice")
-                alice_sid = (await alice.expect("join")).participant.sid
+                alice_joined = await alice.expect("join")
+                alice_sid = alice_joined.participant.sid
                 bob = await Participant.join(session, self.server, "bob")
                 await bob.expect("join")
                 carol = await Participant.join(session, self.server, "carol", room="r2")
@@ -240,6 +290,8 @@ class LiveKitTests(unittest.TestCase):
                 lk = api.LiveKitAPI(f"http://{self.server.url}", KEY, SECRET, session=session)
                 rooms = await lk.room.list_rooms(api.ListRoomsRequest())
                 self.assertEqual(sorted((r.name, r.num_participants) for r in rooms.rooms), [("r1", 2), ("r2", 1)])
+                # One room, one sid: the room service's is the one the join response gave.
+                self.assertIn(alice_joined.room.sid, [r.sid for r in rooms.rooms])
                 named = await lk.room.list_rooms(api.ListRoomsRequest(names=["r2"]))
                 self.assertEqual([r.name for r in named.rooms], ["r2"])
                 listed = await lk.room.list_participants(api.ListParticipantsRequest(room="r1"))
@@ -275,6 +327,83 @@ class LiveKitTests(unittest.TestCase):
                 ) as answer:
                     self.assertEqual(answer.status, 403)
                     self.assertEqual((await answer.json())["code"], "permission_denied")
+
+        run(body())
+
+    def test_webhooks_reach_a_backend_that_checks_them_with_livekit_api(self):
+        self.server.stop()
+
+        async def body():
+            receiver = await WebhookReceiver().start()
+            self.server = LiveKitServer("--webhook", receiver.url)
+            try:
+                async with aiohttp.ClientSession() as session:
+                    alice = await Participant.join(session, self.server, "alice", room="hooks")
+                    alice_sid = (await alice.expect("join")).participant.sid
+                    self.assertEqual(await receiver.until(2), [("room_started", ""), ("participant_joined", "alice")])
+                    bob = await Participant.join(session, self.server, "bob", room="hooks")
+                    await bob.expect("join")
+                    await receiver.until(3)
+                    await bob.send(leave=rtc.LeaveRequest())
+                    await bob.closed()
+                    await receiver.until(4)
+                    lk = api.LiveKitAPI(f"http://{self.server.url}", KEY, SECRET, session=session)
+                    await lk.room.remove_participant(api.RoomParticipantIdentity(room="hooks", identity="alice"))
+                    events = await receiver.until(6)
+                    self.assertEqual(events, [
+                        ("room_started", ""), ("participant_joined", "alice"), ("participant_joined", "bob"),
+                        ("participant_left", "bob"), ("participant_left", "alice"), ("room_finished", ""),
+                    ])
+                    self.assertEqual(receiver.refused, [])
+                    self.assertEqual(receiver.events[1].participant.sid, alice_sid)
+                    self.assertEqual({e.room.name for e in receiver.events}, {"hooks"})
+                    self.assertEqual(len({e.room.sid for e in receiver.events}), 1)
+                    self.assertEqual(len({e.id for e in receiver.events}), 6)
+                    left = {e.participant.identity: e.participant.disconnect_reason for e in receiver.events[3:5]}
+                    self.assertEqual(left, {"bob": 1, "alice": 4})  # CLIENT_INITIATED, PARTICIPANT_REMOVED
+            finally:
+                await receiver.stop()
+
+        run(body())
+
+    def test_a_webhook_storm_is_bounded_and_what_it_drops_is_counted(self):
+        self.server.stop()
+
+        async def body():
+            # A backend that answers nothing yet, and room for one event in flight: the rest of a burst is dropped.
+            receiver = await WebhookReceiver(held=True).start()
+            self.server = LiveKitServer("--webhook", receiver.url, "--webhook-queue", "1")
+            try:
+                async with aiohttp.ClientSession() as session:
+                    for index in range(5):
+                        participant = await Participant.join(session, self.server, f"p{index}", room="storm")
+                        await participant.expect("join")
+                    await receiver.until(1)
+
+                    def webhooks():
+                        families = base.text_string_to_metric_families(self.server.get("/metrics"))
+                        return {
+                            sample.labels["outcome"]: sample.value
+                            for family in families if family.name == "roomlink_webhooks"
+                            for sample in family.samples if sample.name == "roomlink_webhooks_total"
+                        }
+
+                    # Six events (the room's start, five joins), the first one in flight: five dropped, counted as
+                    # each is (the count is read until it is whole, however loaded the machine).
+                    for _ in range(200):
+                        if webhooks()["dropped"] >= 5:
+                            break
+                        await asyncio.sleep(0.05)
+                    self.assertEqual(webhooks(), {"delivered": 0, "failed": 0, "dropped": 5})
+                    receiver.gate.set()
+                    for _ in range(200):
+                        if webhooks()["delivered"] == 1:
+                            break
+                        await asyncio.sleep(0.05)
+                    self.assertEqual(webhooks(), {"delivered": 1, "failed": 0, "dropped": 5})
+                    self.assertEqual(len(receiver.events), 1)
+            finally:
+                await receiver.stop()
 
         run(body())
 

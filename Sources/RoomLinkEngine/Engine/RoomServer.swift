@@ -24,6 +24,8 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         let cluster: (any RoomCluster)?
         /// Where its rooms' lives start counting (``ServerRoomState/init(roomID:timings:clustered:epoch:)``).
         let epoch: UInt64
+        /// Who hears its rooms' members join and leave, if anyone.
+        let membershipObserver: (any RoomMembershipObserver)?
         private let tokens: LockedBox<TokenTable>
 
         private struct TokenTable {
@@ -54,11 +56,13 @@ public final class RoomServer: RoomDirectory, ClusterNode {
             auth: AuthTable?,
             policy: ServerPolicy,
             cluster: (any RoomCluster)?,
-            epoch: UInt64
+            epoch: UInt64,
+            membershipObserver: (any RoomMembershipObserver)?
         ) {
             self.timings = timings
             self.cluster = cluster
             self.epoch = epoch
+            self.membershipObserver = membershipObserver
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
             self.transport = transport
             self.tokens = LockedBox(TokenTable(auth: auth))
@@ -112,6 +116,7 @@ public final class RoomServer: RoomDirectory, ClusterNode {
     ///     server (an earlier run of this one) gave: 0, the default, for reproducible virtual-time runs; a server
     ///     process picks a random one (RoomLinkNetwork's `NetworkServer` does). In a cluster the lives are the
     ///     cluster's.
+    ///   - membershipObserver: Who hears each room's own members join and leave (webhooks), if anyone.
     public init(
         group: any RuntimeLoopGroup,
         transport: any ServerTransport,
@@ -119,7 +124,8 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         auth: AuthTable? = nil,
         policy: ServerPolicy = .unlimited,
         cluster: (any RoomCluster)? = nil,
-        epoch: UInt64 = 0
+        epoch: UInt64 = 0,
+        membershipObserver: (any RoomMembershipObserver)? = nil
     ) {
         self.group = group
         self.shared = Shared(
@@ -128,7 +134,8 @@ public final class RoomServer: RoomDirectory, ClusterNode {
             auth: auth,
             policy: policy,
             cluster: cluster,
-            epoch: epoch
+            epoch: epoch,
+            membershipObserver: membershipObserver
         )
         transport.serve(self)
         cluster?.start(serving: self)

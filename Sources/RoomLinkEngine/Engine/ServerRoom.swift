@@ -31,7 +31,8 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             timings: server.timings,
             clustered: server.cluster != nil,
             epoch: server.epoch,
-            modelsCapacity: node != nil
+            modelsCapacity: node != nil,
+            reportsMembership: server.membershipObserver != nil
         )
     }
 
@@ -39,6 +40,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
 
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { state.memberIDs }
+
+    /// The room's current life on this server (``ServerRoomState/roomSessionID``).
+    public var roomSessionID: String { state.roomSessionID }
 
     /// The current member with `userID`, if any.
     public func member(_ userID: String) -> ServerRoomState.Member? { state.member(userID) }
@@ -265,6 +269,13 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 server.cluster?.announce(announcement, in: self)
             case .release:
                 server.cluster?.release(self)
+            case .membership(let change):
+                server.membershipObserver?.membershipChanged(
+                    change,
+                    inRoom: roomID,
+                    roomSessionID: state.roomSessionID,
+                    at: loop.now
+                )
             case .countFalseDepartures(let count):
                 let now = loop.now
                 node?.withLock { node in

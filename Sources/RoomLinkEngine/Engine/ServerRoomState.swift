@@ -78,6 +78,8 @@ public struct ServerRoomState {
         case announce(ClusterAnnouncement)
         /// Stop following the room in the cluster: its last member of its own is gone (in a cluster only).
         case release
+        /// A member of the room's own joined or left (when the room reports its membership, ``reportsMembership``).
+        case membership(MembershipChange)
         /// Count members dropped for silence while a heartbeat of theirs waited for a worker — dropped by the server's
         /// own delay, false departures (capacity modelled only, ``ServerRoomState/init(roomID:timings:clustered:epoch:modelsCapacity:)``).
         case countFalseDepartures(Int)
@@ -100,6 +102,9 @@ public struct ServerRoomState {
     public let timings: ServerTimings
     /// Whether the room is one node's part of a cluster's room: it announces its own members' changes.
     public let clustered: Bool
+    /// Whether the room says when a member of its own joins or leaves (``Effect/membership(_:)``): for a server with
+    /// a ``RoomMembershipObserver`` (webhooks), so that other servers' rooms build no such effects.
+    public let reportsMembership: Bool
     /// Members by user ID, in the order they joined (so every run sends in the same order).
     private var members: OrderedDictionary<String, Member> = [:]
     /// The member cap set by the first member of the room's current life.
@@ -165,16 +170,19 @@ public struct ServerRoomState {
     ///   - modelsCapacity: Whether the server's workers serve each message after a delay (``ServerPolicy``): the room
     ///     then tells late heartbeats (``isLate(_:session:arrivedAt:)``) and false departures
     ///     (``Effect/countFalseDepartures(_:)``) apart.
+    ///   - reportsMembership: Whether it says when a member of its own joins or leaves (``Effect/membership(_:)``).
     public init(
         roomID: String,
         timings: ServerTimings,
         clustered: Bool = false,
         epoch: UInt64 = 0,
-        modelsCapacity: Bool = false
+        modelsCapacity: Bool = false,
+        reportsMembership: Bool = false
     ) {
         self.roomID = roomID
         self.timings = timings
         self.clustered = clustered
+        self.reportsMembership = reportsMembership
         self.modelsCapacity = modelsCapacity
         self.lives = epoch
         self.roomSessionID = Self.sessionID(roomID, life: epoch)
@@ -258,7 +266,13 @@ public struct ServerRoomState {
                 kickedSessions[existing.session] = .duplicateLogin
                 effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
             }
-            effects += remove(request.userID, reason: .dropped, announce: false, now: now)
+            effects += remove(
+                request.userID,
+                reason: .dropped,
+                kicked: existing.node == nil ? .duplicateLogin : nil,
+                announce: false,
+                now: now
+            )
         }
         if let existing = members[request.userID] {
             if existing.session != request.session, existing.node == nil {
@@ -284,6 +298,22 @@ public struct ServerRoomState {
             }
             members[request.userID] = member
             if let arm = heard(request.userID, at: now) { effects.append(arm) }
+            if reportsMembership, existing.session != request.session || existing.node != nil {
+                // A new session of the user (or one another node held) is a new participant of this node's.
+                if existing.node == nil {
+                    effects.append(
+                        .membership(
+                            .left(
+                                userID: request.userID,
+                                session: existing.session,
+                                reason: .dropped,
+                                kicked: .duplicateLogin
+                            )
+                        )
+                    )
+                }
+                effects.append(.membership(.joined(userID: request.userID, session: request.session)))
+            }
         } else {
             if members.isEmpty, !clustered {
                 lives += 1
@@ -302,6 +332,9 @@ public struct ServerRoomState {
                 clusterSequence: sequence
             )
             if let arm = heard(request.userID, at: now) { effects.append(arm) }
+            if reportsMembership {
+                effects.append(.membership(.joined(userID: request.userID, session: request.session)))
+            }
             if !request.hidden { effects += recordChange(.add, of: request.userID, now: now) }
         }
         let present =
@@ -687,9 +720,14 @@ public struct ServerRoomState {
     ) -> [Effect] {
         guard let member = members.removeValue(forKey: userID) else { return [] }
         supersedeQueued(member.queued)
-        let announced: [Effect] =
+        var announced: [Effect] =
             clustered && announce && member.node == nil
             ? [.announce(.left(userID: userID, session: member.session, reason: reason, kicked: kicked))] : []
+        if reportsMembership, member.node == nil {
+            announced.append(
+                .membership(.left(userID: userID, session: member.session, reason: reason, kicked: kicked))
+            )
+        }
         guard !member.hidden else { return announced }
         return announced + recordChange(.delete, reason: reason, of: userID, now: now)
     }
