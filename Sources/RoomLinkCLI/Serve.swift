@@ -38,6 +38,13 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The API key that signs the webhooks (default: the only one of --keys).") var webhookKey: String?
     @Option(help: "Webhook events in flight at most (default 10000); more are dropped and counted in /metrics.")
     var webhookQueue: Int?
+    @Option(
+        help: """
+            With --protocol livekit: HOST:PORT of scripts/livekit-peer, which answers the SDKs' offers so that their \
+            peer connections, and rooms, connect (docs/livekit.md).
+            """
+    )
+    var peerHelper: String?
     @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. serverHeartbeatTimeout=30s (repeatable).")
     var timing: [String] = []
     @Option(help: "A JSON file {\"user\": \"token\" or [\"token\", …]}: logins and renewals must present one.")
@@ -120,7 +127,8 @@ struct Serve: AsyncParsableCommand {
                     group: group,
                     configuration: settings.server,
                     keys: keys,
-                    webhooks: settings.webhooks
+                    webhooks: settings.webhooks,
+                    peerHelper: settings.peerHelper
                 )
             } catch {
                 throw fail(

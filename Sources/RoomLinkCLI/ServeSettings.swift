@@ -19,6 +19,8 @@ struct ServeSettings {
     var liveKitKeys: LiveKitKeys?
     /// LiveKit's webhooks (`--webhook`).
     var webhooks: LiveKitWebhookSettings?
+    /// Where `scripts/livekit-peer` listens (`--peer-helper`).
+    var peerHelper: SocketAddress?
 
     init(flags: Serve) throws(RoomLinkError) {
         let listenText = flags.listen ?? "127.0.0.1:7000"
@@ -45,9 +47,21 @@ struct ServeSettings {
                 )
             }
             webhooks = try Self.webhooks(flags: flags, keys: liveKitKeys)
+            if let text = flags.peerHelper {
+                do {
+                    peerHelper = try SocketAddress(parsing: text)
+                } catch {
+                    throw RoomLinkError(
+                        code: .invalidInput,
+                        field: "--peer-helper",
+                        message: "--peer-helper: \(error.description)"
+                    )
+                }
+            }
         } else if !flags.keys.isEmpty {
             throw Self.invalid("keys", "--protocol livekit too (API keys are LiveKit's)")
-        } else if !flags.webhook.isEmpty || flags.webhookKey != nil || flags.webhookQueue != nil {
+        } else if !flags.webhook.isEmpty || flags.webhookKey != nil || flags.webhookQueue != nil || flags.peerHelper != nil
+        {
             throw Self.invalid("webhook", "--protocol livekit too (webhooks are LiveKit's)")
         }
         let dialect = isLiveKit ? .livekit : flags.dialect ?? .zego

@@ -29,6 +29,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
     private var signal: LiveKitSignalState?
     private var room: (any RoomEndpoint)?
     private var timer: TimerHandle?
+    /// The id of the latest offer of each of the participant's peer connections, which its answer carries back.
+    private var offers: [String: UInt32] = [:]
     /// Whether the close was logged and counted (once per connection).
     private var closeCounted = false
 
@@ -129,7 +131,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
             upgrade(request)
         case ("GET", "/rtc/validate"):
             do {
-                _ = try service.join(request.query)
+                _ = try service.join(request.query, authorization: request.header("authorization"))
                 respond(200, "success")
             } catch {
                 respond(error.status, error.message)
@@ -152,7 +154,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         else { return respond(400, "expected a WebSocket upgrade (version 13)") }
         let join: LiveKitJoin
         do {
-            join = try service.join(request.query)
+            join = try service.join(request.query, authorization: request.header("authorization"))
         } catch {
             return respond(error.status, error.message)
         }
@@ -169,11 +171,13 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         timer = nil
         self.socket = socket
         phase = .signalling
+        // The client counts in real seconds: the server's timings as they run (`--time-scale`).
         let hello = server.hello
+        let scale = server.group.configuration.timeScale
         let state = LiveKitSignalState(
             join: join,
-            pingInterval: hello.heartbeatInterval > .zero ? hello.heartbeatInterval : .seconds(5),
-            pingTimeout: hello.heartbeatTimeout
+            pingInterval: (hello.heartbeatInterval > .zero ? hello.heartbeatInterval : .seconds(5)) * scale,
+            pingTimeout: hello.heartbeatTimeout * scale
         )
         signal = state
         // Known before the room hears of the participant: the others' updates name it by this sid.
@@ -207,6 +211,24 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         carry(actions)
     }
 
+    /// The peer helper answered the offer for the peer connection `id`: the answer goes to the participant.
+    func peerAnswered(id: String, sdp: String) {
+        let body: @Sendable () -> Void = { [self] in
+            guard phase == .signalling, let offerID = offers[id] else { return }
+            let answer = Livekit_SessionDescription.with {
+                $0.type = "answer"
+                $0.sdp = sdp
+                $0.id = offerID
+            }
+            carry([.respond(.with { $0.answer = answer })])
+        }
+        if loop.isInServiceThread {
+            body()
+        } else {
+            _ = try? loop.schedule(after: .zero, body)
+        }
+    }
+
     /// The room service deleted the participant's room: on the connection's loop, before the room's removal arrives
     /// (both hop the same way).
     func roomDeleted() {
@@ -234,6 +256,11 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
                 server.statistics.add(.framesSent)
                 server.statistics.add(.bytesSent, bytes.count)
                 checkOutput()
+            case .negotiate(let peer, let offer):
+                offers[peer] = offer.id
+                service.peers?.offer(id: peer, sdp: offer.sdp, for: self)
+            case .candidate(let peer, let json):
+                service.peers?.candidate(id: peer, json: json)
             case .close(let detail):
                 if let signal, case .closed = signal.phase {
                     // Forgotten a while after it left, not at once: the others' updates of its leave still name it.
@@ -390,6 +417,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         if let timer { loop.cancel(timer) }
         timer = nil
         socket = nil
+        if !offers.isEmpty { service.peers?.close(ids: Array(offers.keys)) }
         if let bufferEvent { bufferevent_free(bufferEvent) }
         bufferEvent = nil
         server.forget(self)

@@ -19,8 +19,12 @@ final class LiveKitProtocol: ServedProtocol {
         set { roomServer.withLock { $0 = newValue } }
     }
 
-    init(keys: LiveKitKeys) {
+    /// The peer helper that answers the SDKs' offers, if serve has one.
+    let peers: LiveKitPeerHelper?
+
+    init(keys: LiveKitKeys, peers: LiveKitPeerHelper? = nil) {
         self.keys = keys
+        self.peers = peers
     }
 
     func connection(
@@ -37,10 +41,12 @@ final class LiveKitProtocol: ServedProtocol {
         (channel as? LiveKitConnection)?.answer(message)
     }
 
-    /// The join a `GET /rtc` (or `/rtc/validate`) query asks for, checked now; a new session for a join.
-    func join(_ query: [String: String]) throws(LiveKitJoin.Refusal) -> LiveKitJoin {
+    /// The join a `GET /rtc` (or `/rtc/validate`) asks for by its query and `Authorization` header, checked now; a new
+    /// session for a join.
+    func join(_ query: [String: String], authorization: String?) throws(LiveKitJoin.Refusal) -> LiveKitJoin {
         try LiveKitJoin.parse(
             query,
+            authorization: authorization,
             keys: keys,
             now: Int64(Date().timeIntervalSince1970),
             session: SessionID(rawValue: UInt64.random(in: 1...UInt64.max))
@@ -85,17 +91,23 @@ public struct LiveKitWebhookSettings: Sendable, Equatable {
 extension NetworkServer {
     /// A server of LiveKit's protocols (docs/livekit.md): signalling on `GET /rtc` (protobuf over WebSocket) and
     /// `/rtc/validate`, the room service (Twirp), with access tokens signed by one of `keys`, in front of the same
-    /// rooms as RoomLink's own protocol, and `webhooks` when given. The configuration's dialect must be LiveKit's.
+    /// rooms as RoomLink's own protocol, and `webhooks` when given. With a `peerHelper` (`scripts/livekit-peer`),
+    /// the SDKs' offers are answered, so that their peer connections — and their rooms — connect. The configuration's
+    /// dialect must be LiveKit's.
     ///
     /// - Throws: ``LiveKitKeysError/unknownKey(_:)`` when the webhooks' key is not one of `keys`.
     public static func liveKit(
         group: LibeventLoopGroup,
         configuration: Configuration,
         keys: LiveKitKeys,
-        webhooks: LiveKitWebhookSettings? = nil
+        webhooks: LiveKitWebhookSettings? = nil,
+        peerHelper: SocketAddress? = nil
     ) throws(LiveKitKeysError) -> NetworkServer {
         precondition(configuration.dialect == .livekit, "LiveKit's protocol serves the livekit dialect")
-        let served = LiveKitProtocol(keys: keys)
+        let peers = peerHelper.map {
+            LiveKitPeerHelper(address: $0, loop: group.eventLoops[0], logger: configuration.logger)
+        }
+        let served = LiveKitProtocol(keys: keys, peers: peers)
         var observer: LiveKitWebhooks?
         if let webhooks {
             guard let secret = keys.secrets[webhooks.apiKey] else { throw .unknownKey(webhooks.apiKey) }

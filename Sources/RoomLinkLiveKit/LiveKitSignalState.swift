@@ -20,15 +20,18 @@ struct LiveKitJoin: Sendable, Equatable {
         var message: String
     }
 
-    /// The join `query` asks for, by a token `keys` accept at UNIX time `now` that grants joining its room; `session`
-    /// is the new participant's, for a join.
+    /// The join `query` asks for, by a token `keys` accept at UNIX time `now` that grants joining its room — the
+    /// query's `access_token`, or the request's `Authorization: Bearer` (as LiveKit's SDKs send it); `session` is the
+    /// new participant's, for a join.
     static func parse(
         _ query: [String: String],
+        authorization: String? = nil,
         keys: LiveKitKeys,
         now: Int64,
         session: SessionID
     ) throws(Refusal) -> LiveKitJoin {
-        guard let text = query["access_token"], !text.isEmpty else {
+        let bearer = authorization.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let text = query["access_token"] ?? bearer, !text.isEmpty else {
             throw Refusal(status: 401, message: "no access token")
         }
         let token: LiveKitAccessToken
@@ -107,12 +110,31 @@ struct LiveKitSignalState: Sendable {
         case respond(Livekit_SignalResponse)
         /// Close the connection (after the responses before it are written).
         case close(String)
+        /// Answer the participant's offer for its peer connection `peer` (the peer helper's).
+        case negotiate(peer: String, offer: Livekit_SessionDescription)
+        /// A candidate the participant trickled for its peer connection `peer` (JSON, as the SDK sent it).
+        case candidate(peer: String, json: String)
     }
 
+    /// The id of the participant's peer connection `target` (the publisher or the subscriber) at the peer helper.
+    func peer(_ target: Livekit_SignalTarget) -> String {
+        "\(participantSID)/\(target == .subscriber ? "subscriber" : "publisher")"
+    }
+
+    /// Every peer connection the participant may have at the peer helper.
+    var peers: [String] { [peer(.publisher), peer(.subscriber)] }
+
+    /// A participant's connection; the join response tells it `pingInterval` and `pingTimeout`, rounded to whole
+    /// seconds (the protocol's unit), at least one.
     init(join: LiveKitJoin, pingInterval: Duration, pingTimeout: Duration) {
         self.join = join
-        self.pingInterval = Int32(clamping: max(1, pingInterval.components.seconds))
-        self.pingTimeout = Int32(clamping: max(1, pingTimeout.components.seconds))
+        self.pingInterval = Self.seconds(pingInterval)
+        self.pingTimeout = Self.seconds(pingTimeout)
+    }
+
+    private static func seconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        return Int32(min(Double(Int32.max), max(1, (Double(seconds) + Double(attoseconds) / 1e18).rounded())))
     }
 
     /// The participant's sid: its session, so that a resume's `sid` names the session it resumes.
@@ -153,8 +175,13 @@ struct LiveKitSignalState: Sendable {
         case .leave:
             phase = .closed
             return [.deliver(.logout(userID: join.identity, session: join.session)), .close("the participant left")]
+        case .offer(let offer):
+            // The SDK's publisher offers (its data channels, no media): the peer helper answers.
+            return [.negotiate(peer: peer(.publisher), offer: offer)]
+        case .trickle(let trickle):
+            return trickle.candidateInit.isEmpty ? [] : [.candidate(peer: peer(trickle.target), json: trickle.candidateInit)]
         default:
-            // Media negotiation (offer, answer, trickle) and track requests: no media flows through RoomLink.
+            // Answers (RoomLink never offers: no media to send) and track requests: no media flows through RoomLink.
             return []
         }
     }

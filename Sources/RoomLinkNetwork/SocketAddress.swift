@@ -108,3 +108,11 @@ struct ResolvedAddress: Sendable {
         }
     }
 }
+
+extension SocketAddress {
+    /// Starts connecting `bufferEvent` (a libevent bufferevent with no socket yet) to this address, resolved now:
+    /// `bufferevent_socket_connect`'s status (0: under way).
+    package func connect(_ bufferEvent: OpaquePointer) throws(NetworkError) -> Int32 {
+        try resolved().withSockaddr { bufferevent_socket_connect(bufferEvent, $0, $1) }
+    }
+}
