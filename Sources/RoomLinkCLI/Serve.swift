@@ -128,7 +128,8 @@ struct Serve: AsyncParsableCommand {
                     configuration: settings.server,
                     keys: keys,
                     webhooks: settings.webhooks,
-                    peerHelper: settings.peerHelper
+                    peerHelper: settings.peerHelper,
+                    pingTimeout: settings.clientSilenceTimeout
                 )
             } catch {
                 throw fail(

@@ -21,6 +21,8 @@ struct ServeSettings {
     var webhooks: LiveKitWebhookSettings?
     /// Where `scripts/livekit-peer` listens (`--peer-helper`).
     var peerHelper: SocketAddress?
+    /// The clients' silence timeout (LiveKit's `pingTimeout`), which a LiveKit join response tells them.
+    var clientSilenceTimeout: Duration = .zero
 
     init(flags: Serve) throws(RoomLinkError) {
         let listenText = flags.listen ?? "127.0.0.1:7000"
@@ -81,6 +83,7 @@ struct ServeSettings {
             )
         }
         let engine = dialect.engineTimings(overrides: overrides)
+        clientSilenceTimeout = engine.silenceTimeout
 
         // The auth table: a file's, or one a configuration file gave inline (a flag's file overrides it).
         var authTable: AuthTable?

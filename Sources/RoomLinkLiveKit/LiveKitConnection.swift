@@ -177,7 +177,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         let state = LiveKitSignalState(
             join: join,
             pingInterval: (hello.heartbeatInterval > .zero ? hello.heartbeatInterval : .seconds(5)) * scale,
-            pingTimeout: hello.heartbeatTimeout * scale
+            pingTimeout: service.pingTimeout * scale
         )
         signal = state
         // Known before the room hears of the participant: the others' updates name it by this sid.

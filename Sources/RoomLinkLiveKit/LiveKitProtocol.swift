@@ -1,5 +1,5 @@
 import Foundation
-import RoomLinkEngine
+public import RoomLinkEngine
 @_spi(RoomLinkInternals) public import RoomLinkLibevent
 public import RoomLinkNetwork
 import RoomLinkRuntime
@@ -22,8 +22,13 @@ final class LiveKitProtocol: ServedProtocol {
     /// The peer helper that answers the SDKs' offers, if serve has one.
     let peers: LiveKitPeerHelper?
 
-    init(keys: LiveKitKeys, peers: LiveKitPeerHelper? = nil) {
+    /// The ping timeout the join response tells clients (their side's: the server removes a silent participant
+    /// after its own `heartbeatTimeout`).
+    let pingTimeout: Duration
+
+    init(keys: LiveKitKeys, pingTimeout: Duration = .seconds(15), peers: LiveKitPeerHelper? = nil) {
         self.keys = keys
+        self.pingTimeout = pingTimeout
         self.peers = peers
     }
 
@@ -92,8 +97,9 @@ extension NetworkServer {
     /// A server of LiveKit's protocols (docs/livekit.md): signalling on `GET /rtc` (protobuf over WebSocket) and
     /// `/rtc/validate`, the room service (Twirp), with access tokens signed by one of `keys`, in front of the same
     /// rooms as RoomLink's own protocol, and `webhooks` when given. With a `peerHelper` (`scripts/livekit-peer`),
-    /// the SDKs' offers are answered, so that their peer connections — and their rooms — connect. The configuration's
-    /// dialect must be LiveKit's.
+    /// the SDKs' offers are answered, so that their peer connections — and their rooms — connect. The join response
+    /// tells clients the configuration's heartbeat interval and `pingTimeout` (the client's side; the server removes
+    /// a silent participant after its own heartbeat timeout). The configuration's dialect must be LiveKit's.
     ///
     /// - Throws: ``LiveKitKeysError/unknownKey(_:)`` when the webhooks' key is not one of `keys`.
     public static func liveKit(
@@ -101,13 +107,14 @@ extension NetworkServer {
         configuration: Configuration,
         keys: LiveKitKeys,
         webhooks: LiveKitWebhookSettings? = nil,
-        peerHelper: SocketAddress? = nil
+        peerHelper: SocketAddress? = nil,
+        pingTimeout: Duration = LiveKitTimings.default.pingTimeout
     ) throws(LiveKitKeysError) -> NetworkServer {
         precondition(configuration.dialect == .livekit, "LiveKit's protocol serves the livekit dialect")
         let peers = peerHelper.map {
             LiveKitPeerHelper(address: $0, loop: group.eventLoops[0], logger: configuration.logger)
         }
-        let served = LiveKitProtocol(keys: keys, peers: peers)
+        let served = LiveKitProtocol(keys: keys, pingTimeout: pingTimeout, peers: peers)
         var observer: LiveKitWebhooks?
         if let webhooks {
             guard let secret = keys.secrets[webhooks.apiKey] else { throw .unknownKey(webhooks.apiKey) }

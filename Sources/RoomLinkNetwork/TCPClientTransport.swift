@@ -48,6 +48,9 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
     /// or drops; its dialect's retry policy paces the attempts, whichever server they go to.
     public let servers: [SocketAddress]
     public let dialect: DialectName
+    /// Random for each transport: the server outlives the run, and must not take this run's sessions for an
+    /// earlier run's (``ClientTransport/sessionSalt``).
+    public let sessionSalt: UInt64
     public let configuration: Configuration
     private let addresses: [ResolvedAddress]
     private let sources: [ResolvedAddress]
@@ -79,6 +82,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         configuration: Configuration = .init()
     ) throws(NetworkError) {
         guard !servers.isEmpty else { throw .misuse("a client transport needs at least one server") }
+        sessionSalt = UInt64.random(in: 1...UInt64.max)
         self.servers = servers
         self.dialect = dialect
         // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is

@@ -106,7 +106,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         self.roomMode = roomMode
         self.loop = loop
         self.environment = environment
-        self.state = RoomClientState(clientID: id, userID: userID ?? id, seed: seed)
+        self.state = RoomClientState(
+            clientID: id,
+            userID: userID ?? id,
+            seed: seed,
+            sessionSalt: environment.transport.sessionSalt
+        )
         self.publisher = EventPublisher(
             client: id,
             bufferingPolicy: environment.bufferingPolicy,

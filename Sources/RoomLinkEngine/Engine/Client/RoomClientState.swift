@@ -119,10 +119,11 @@ public struct RoomClientState: Sendable {
     /// Whether the data-silence timer is armed (the client's data stopped, and it has not noticed yet).
     public private(set) var isDataSilent = false
 
-    /// A client named `clientID` with no rooms, whose retry jitter is drawn from `seed` (with `clientID`).
-    public init(clientID: String, userID: String, seed: UInt64) {
+    /// A client named `clientID` with no rooms, whose retry jitter is drawn from `seed` (with `clientID`), and whose
+    /// session IDs mix in `sessionSalt` (``ClientTransport/sessionSalt``; 0 keeps them the name's alone).
+    public init(clientID: String, userID: String, seed: UInt64, sessionSalt: UInt64 = 0) {
         self.userID = userID
-        self.sessionPrefix = StableHash.fnv1a(clientID + "#")
+        self.sessionPrefix = StableHash.fnv1a(clientID + "#") ^ sessionSalt
         self.random = SeededRandom(seed: seed, stream: StableHash.fnv1a(clientID))
     }
 

@@ -33,11 +33,18 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// link down (``NetworkFaults``). A server hears them close; the client's next message opens a new one. The
     /// default does nothing: an in-process channel has no connection to close.
     func drop(_ client: any ClientEndpoint)
+
+    /// Mixed into every session ID its clients make (``RoomClientState/init(clientID:userID:seed:sessionSalt:)``):
+    /// 0 in one process, where a run is its seed's alone; a transport to a server that outlives the run picks one,
+    /// so that a second run of one scenario against it does not present the first run's sessions — which the server
+    /// may still hold, or remember removed.
+    var sessionSalt: UInt64 { get }
 }
 
 extension ClientTransport {
     public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
     public func drop(_ client: any ClientEndpoint) {}
+    public var sessionSalt: UInt64 { 0 }
 }
 
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which

@@ -26,6 +26,8 @@ import Synchronization
 public final class FaultInjectingTransport: ClientTransport, NetworkFaults, Sendable {
     /// The transport the clients' messages go through.
     public let base: any ClientTransport
+
+    public var sessionSalt: UInt64 { base.sessionSalt }
     /// Added to every message each way.
     public let latency: Duration
     /// Up to this much more, drawn per message (messages keep their order).
