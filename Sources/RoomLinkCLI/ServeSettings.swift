@@ -62,7 +62,8 @@ struct ServeSettings {
             }
         } else if !flags.keys.isEmpty {
             throw Self.invalid("keys", "--protocol livekit too (API keys are LiveKit's)")
-        } else if !flags.webhook.isEmpty || flags.webhookKey != nil || flags.webhookQueue != nil || flags.peerHelper != nil
+        } else if !flags.webhook.isEmpty || flags.webhookKey != nil || flags.webhookQueue != nil
+            || flags.peerHelper != nil
         {
             throw Self.invalid("webhook", "--protocol livekit too (webhooks are LiveKit's)")
         }

@@ -43,7 +43,9 @@ final class LiveKitPeerHelper: @unchecked Sendable {
     /// A candidate the participant trickled for the peer connection `id` (its JSON `RTCIceCandidateInit`).
     func candidate(id: String, json: String) {
         let candidate = (try? JSONSerialization.jsonObject(with: Data(json.utf8))) ?? [String: Any]()
-        guard let candidate = candidate as? [String: Any], JSONSerialization.isValidJSONObject(candidate) else { return }
+        guard let candidate = candidate as? [String: Any], JSONSerialization.isValidJSONObject(candidate) else {
+            return
+        }
         let line = Self.line(["type": "candidate", "id": id, "candidate": candidate])
         loop.execute { [self] in write(line) }
     }

@@ -179,7 +179,8 @@ struct LiveKitSignalState: Sendable {
             // The SDK's publisher offers (its data channels, no media): the peer helper answers.
             return [.negotiate(peer: peer(.publisher), offer: offer)]
         case .trickle(let trickle):
-            return trickle.candidateInit.isEmpty ? [] : [.candidate(peer: peer(trickle.target), json: trickle.candidateInit)]
+            return trickle.candidateInit.isEmpty
+                ? [] : [.candidate(peer: peer(trickle.target), json: trickle.candidateInit)]
         default:
             // Answers (RoomLink never offers: no media to send) and track requests: no media flows through RoomLink.
             return []

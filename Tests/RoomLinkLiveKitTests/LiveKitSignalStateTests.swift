@@ -142,4 +142,49 @@ struct LiveKitSignalStateTests {
         #expect(state.received(.with { $0.pingReq = .init() }).isEmpty)
         #expect(Self.answer(&state, .userUpdate(.add, users: ["bob"], reason: nil)).isEmpty)
     }
+
+    @Test func aJoinIsCheckedAsLiveKitChecksItAndNamesTheRefusal() throws {
+        let keys = LiveKitKeysTests.keys
+        let now = LiveKitKeysTests.now
+        let token = LiveKitKeysTests.token()
+        let session = SessionID(rawValue: 9)
+        let join = try LiveKitJoin.parse(["access_token": token], keys: keys, now: now, session: session)
+        #expect(join.identity == "alice" && join.room == "r1" && join.session == session && !join.isResume)
+        // The SDKs send the token as a bearer header.
+        let header = try LiveKitJoin.parse(
+            [:],
+            authorization: "Bearer \(token)",
+            keys: keys,
+            now: now,
+            session: session
+        )
+        #expect(header == join)
+        // A resume names its session by its sid; one this server did not hand out names none.
+        let resume = try LiveKitJoin.parse(
+            ["access_token": token, "reconnect": "1", "sid": "PA_abc"],
+            keys: keys,
+            now: now,
+            session: session
+        )
+        #expect(resume.isResume && resume.session == SessionID(rawValue: 0xabc))
+        let stranger = try LiveKitJoin.parse(
+            ["access_token": token, "reconnect": "1", "sid": "nonsense"],
+            keys: keys,
+            now: now,
+            session: session
+        )
+        #expect(stranger.session == SessionID(rawValue: 0))
+        func refusal(_ query: [String: String]) -> LiveKitJoin.Refusal? {
+            do {
+                _ = try LiveKitJoin.parse(query, keys: keys, now: now, session: session)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(refusal([:]) == .init(status: 401, message: "no access token"))
+        #expect(refusal(["access_token": token, "room": "r2"])?.status == 401)
+        #expect(refusal(["access_token": LiveKitKeysTests.token(room: nil)])?.message.contains("roomJoin") == true)
+        #expect(refusal(["access_token": LiveKitKeysTests.token(secret: "x")])?.message == "invalid token signature")
+    }
 }

@@ -1,0 +1,85 @@
+import Testing
+
+@testable import RoomLinkLiveKit
+
+/// The HTTP/1.1 requests of LiveKit's port, read as their bytes arrive (http-parser): whole requests one at a time,
+/// the bytes after an upgrade left alone, and anything else refused by name — never a crash.
+@Suite
+struct HTTPRequestReaderTests {
+    static func read(_ reader: HTTPRequestReader, _ text: String) -> HTTPRequestReader.Next {
+        Array(text.utf8).withUnsafeBytes { reader.read($0) }
+    }
+
+    @Test func anUpgradeIsReadToTheEndOfItsHeadAndWhatFollowsIsLeft() throws {
+        let head =
+            "GET /rtc?access_token=a.b.c&reconnect=1&sid=PA_1f&name=J%C3%BCrgen+M HTTP/1.1\r\nHost: x\r\n"
+            + "Upgrade: websocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: k\r\n"
+            + "Sec-WebSocket-Version: 13\r\n\r\n"
+        let reader = HTTPRequestReader()
+        guard case .request(let request, let consumed) = Self.read(reader, head + "\u{82}\u{80}frame") else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(consumed == head.utf8.count)
+        #expect(request.isUpgrade && request.method == "GET" && request.path == "/rtc")
+        #expect(request.query == ["access_token": "a.b.c", "reconnect": "1", "sid": "PA_1f", "name": "Jürgen M"])
+        #expect(request.header("upgrade") == "websocket" && request.header("sec-websocket-version") == "13")
+        #expect(request.header("connection", contains: "upgrade"))
+    }
+
+    @Test func requestsArriveInPiecesAndOneAtATime() throws {
+        let reader = HTTPRequestReader()
+        let first = "POST /twirp/livekit.RoomService/ListRooms HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+        let second = "GET /rtc/validate HTTP/1.1\r\n\r\n"
+        let whole = first + second
+        // Byte by byte: nothing until the first request is whole.
+        var consumed = 0
+        var found: HTTPRequest?
+        for (index, byte) in whole.utf8.enumerated() {
+            let next = [byte].withUnsafeBytes { reader.read($0) }
+            if case .request(let request, _) = next {
+                found = request
+                consumed = index + 1
+                break
+            }
+            guard case .incomplete = next else {
+                Issue.record("\(next) at byte \(index)")
+                return
+            }
+        }
+        #expect(found?.body == Array("abc".utf8))
+        #expect(found?.method == "POST" && consumed == first.utf8.count)
+        guard case .request(let request, _) = Self.read(reader, second) else {
+            Issue.record("the second request")
+            return
+        }
+        #expect(request.path == "/rtc/validate" && request.body.isEmpty && !request.isUpgrade)
+    }
+
+    @Test func whatIsNotHTTPOrTooLargeIsRefusedByName() {
+        guard case .invalid = Self.read(HTTPRequestReader(), "\u{16}\u{03}\u{01} hello?\r\n\r\n") else {
+            Issue.record("TLS bytes taken for HTTP")
+            return
+        }
+        let large =
+            "POST / HTTP/1.1\r\nContent-Length: \(HTTPRequestReader.maximumBody + 1)\r\n\r\n"
+            + String(repeating: "x", count: HTTPRequestReader.maximumBody + 1)
+        guard case .invalid(let detail) = Self.read(HTTPRequestReader(), large) else {
+            Issue.record("a body over the limit")
+            return
+        }
+        #expect(detail.contains("larger than"))
+    }
+
+    @Test func randomBytesNeverCrashTheReader() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let reader = HTTPRequestReader()
+            let count = Int.random(in: 0..<300, using: &generator)
+            var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            // Half start as a request does, so the parser gets past the first line.
+            if Bool.random(using: &generator) { bytes = Array("GET /rtc HTTP/1.1\r\n".utf8) + bytes }
+            _ = bytes.withUnsafeBytes { reader.read($0) }
+        }
+    }
+}
