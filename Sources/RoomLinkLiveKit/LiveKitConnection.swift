@@ -306,7 +306,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
     private func respond(_ status: Int, _ body: [UInt8], contentType: String, reason: CloseReason = .peerClosed) {
         guard phase == .request else { return }
         let head =
-            "HTTP/1.1 \(status) \(Self.statusText(status))\r\nContent-Type: \(contentType)\r\n"
+            "HTTP/1.1 \(status) \(HTTPStatus.reason(status))\r\nContent-Type: \(contentType)\r\n"
             + "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
         write(Array(head.utf8) + body)
         server.statistics.add(.bytesSent, head.utf8.count + body.count)
@@ -317,18 +317,6 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         respond(status, Array(body.utf8), contentType: "text/plain; charset=utf-8", reason: reason)
     }
 
-    private static func statusText(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 400: "Bad Request"
-        case 401: "Unauthorized"
-        case 403: "Forbidden"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 413: "Payload Too Large"
-        default: "Error"
-        }
-    }
 
     fileprivate func writable() {
         guard phase == .closing, let bufferEvent else { return }

@@ -294,17 +294,7 @@ final class AdminServer: @unchecked Sendable {
             loop.runSoon(write)
         }
 
-        static func reason(_ status: Int32) -> String {
-            switch status {
-            case 200: "OK"
-            case 400: "Bad Request"
-            case 401: "Unauthorized"
-            case 403: "Forbidden"
-            case 404: "Not Found"
-            case 405: "Method Not Allowed"
-            default: "Error"
-            }
-        }
+        static func reason(_ status: Int32) -> String { HTTPStatus.reason(Int(status)) }
     }
 }
 

@@ -49,7 +49,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
     public let servers: [SocketAddress]
     public let dialect: DialectName
     /// Random for each transport: the server outlives the run, and must not take this run's sessions for an
-    /// earlier run's (``ClientTransport/sessionSalt``).
+    /// earlier run's (`ClientTransport.sessionSalt`).
     public let sessionSalt: UInt64
     public let configuration: Configuration
     private let addresses: [ResolvedAddress]

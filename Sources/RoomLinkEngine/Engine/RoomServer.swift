@@ -22,7 +22,7 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         let nodes: ServerNodes?
         /// The cluster this server is a node of, if any.
         let cluster: (any RoomCluster)?
-        /// Where its rooms' lives start counting (``ServerRoomState/init(roomID:timings:clustered:epoch:)``).
+        /// Where its rooms' lives start counting (``ServerRoomState/init(roomID:timings:clustered:epoch:modelsCapacity:reportsMembership:)``).
         let epoch: UInt64
         /// Who hears its rooms' members join and leave, if anyone.
         let membershipObserver: (any RoomMembershipObserver)?

@@ -81,7 +81,7 @@ public struct ServerRoomState {
         /// A member of the room's own joined or left (when the room reports its membership, ``reportsMembership``).
         case membership(MembershipChange)
         /// Count members dropped for silence while a heartbeat of theirs waited for a worker — dropped by the server's
-        /// own delay, false departures (capacity modelled only, ``ServerRoomState/init(roomID:timings:clustered:epoch:modelsCapacity:)``).
+        /// own delay, false departures (capacity modelled only, ``ServerRoomState/init(roomID:timings:clustered:epoch:modelsCapacity:reportsMembership:)``).
         case countFalseDepartures(Int)
     }
 

@@ -48,24 +48,6 @@ nonisolated struct Livekit_WebhookEvent: @unchecked Sendable {
   /// Clears the value of `participant`. Subsequent reads from it will return its default value.
   mutating func clearParticipant() {_uniqueStorage()._participant = nil}
 
-  var egressInfo: Livekit_EgressInfo {
-    get {_storage._egressInfo ?? Livekit_EgressInfo()}
-    set {_uniqueStorage()._egressInfo = newValue}
-  }
-  /// Returns true if `egressInfo` has been explicitly set.
-  var hasEgressInfo: Bool {_storage._egressInfo != nil}
-  /// Clears the value of `egressInfo`. Subsequent reads from it will return its default value.
-  mutating func clearEgressInfo() {_uniqueStorage()._egressInfo = nil}
-
-  var ingressInfo: Livekit_IngressInfo {
-    get {_storage._ingressInfo ?? Livekit_IngressInfo()}
-    set {_uniqueStorage()._ingressInfo = newValue}
-  }
-  /// Returns true if `ingressInfo` has been explicitly set.
-  var hasIngressInfo: Bool {_storage._ingressInfo != nil}
-  /// Clears the value of `ingressInfo`. Subsequent reads from it will return its default value.
-  mutating func clearIngressInfo() {_uniqueStorage()._ingressInfo = nil}
-
   var track: Livekit_TrackInfo {
     get {_storage._track ?? Livekit_TrackInfo()}
     set {_uniqueStorage()._track = newValue}
@@ -118,14 +100,12 @@ fileprivate nonisolated let _protobuf_package = "livekit"
 
 nonisolated extension Livekit_WebhookEvent: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   static let protoMessageName: String = _protobuf_package + ".WebhookEvent"
-  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}event\0\u{1}room\0\u{1}participant\0\u{2}\u{3}id\0\u{3}created_at\0\u{1}track\0\u{3}egress_info\0\u{3}ingress_info\0\u{3}num_dropped\0\u{1}job\0\u{3}room_end_reason\0")
+  static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}event\0\u{1}room\0\u{1}participant\0\u{2}\u{3}id\0\u{3}created_at\0\u{1}track\0\u{4}\u{3}num_dropped\0\u{1}job\0\u{3}room_end_reason\0")
 
   fileprivate class _StorageClass {
     var _event: String = String()
     var _room: Livekit_Room? = nil
     var _participant: Livekit_ParticipantInfo? = nil
-    var _egressInfo: Livekit_EgressInfo? = nil
-    var _ingressInfo: Livekit_IngressInfo? = nil
     var _track: Livekit_TrackInfo? = nil
     var _job: Livekit_Job? = nil
     var _id: String = String()
@@ -145,8 +125,6 @@ nonisolated extension Livekit_WebhookEvent: SwiftProtobuf.Message, SwiftProtobuf
       _event = source._event
       _room = source._room
       _participant = source._participant
-      _egressInfo = source._egressInfo
-      _ingressInfo = source._ingressInfo
       _track = source._track
       _job = source._job
       _id = source._id
@@ -177,8 +155,6 @@ nonisolated extension Livekit_WebhookEvent: SwiftProtobuf.Message, SwiftProtobuf
         case 6: try { try decoder.decodeSingularStringField(value: &_storage._id) }()
         case 7: try { try decoder.decodeSingularInt64Field(value: &_storage._createdAt) }()
         case 8: try { try decoder.decodeSingularMessageField(value: &_storage._track) }()
-        case 9: try { try decoder.decodeSingularMessageField(value: &_storage._egressInfo) }()
-        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._ingressInfo) }()
         case 11: try { try decoder.decodeSingularInt32Field(value: &_storage._numDropped) }()
         case 12: try { try decoder.decodeSingularMessageField(value: &_storage._job) }()
         case 13: try { try decoder.decodeSingularEnumField(value: &_storage._roomEndReason) }()
@@ -212,12 +188,6 @@ nonisolated extension Livekit_WebhookEvent: SwiftProtobuf.Message, SwiftProtobuf
       try { if let v = _storage._track {
         try visitor.visitSingularMessageField(value: v, fieldNumber: 8)
       } }()
-      try { if let v = _storage._egressInfo {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 9)
-      } }()
-      try { if let v = _storage._ingressInfo {
-        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-      } }()
       if _storage._numDropped != 0 {
         try visitor.visitSingularInt32Field(value: _storage._numDropped, fieldNumber: 11)
       }
@@ -239,8 +209,6 @@ nonisolated extension Livekit_WebhookEvent: SwiftProtobuf.Message, SwiftProtobuf
         if _storage._event != rhs_storage._event {return false}
         if _storage._room != rhs_storage._room {return false}
         if _storage._participant != rhs_storage._participant {return false}
-        if _storage._egressInfo != rhs_storage._egressInfo {return false}
-        if _storage._ingressInfo != rhs_storage._ingressInfo {return false}
         if _storage._track != rhs_storage._track {return false}
         if _storage._job != rhs_storage._job {return false}
         if _storage._id != rhs_storage._id {return false}
