@@ -317,7 +317,6 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         respond(status, Array(body.utf8), contentType: "text/plain; charset=utf-8", reason: reason)
     }
 
-
     fileprivate func writable() {
         guard phase == .closing, let bufferEvent else { return }
         // An HTTP answer is done once written; a WebSocket waits for the client's close too (or the grace).
