@@ -32,8 +32,11 @@ class FaultProxy:
     def reset(writer):
         """Closes with a reset (RST), as a dead path or a crashed peer looks to the other end."""
         sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        try:
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass  # already closed by its peer's side of the pipe: nothing to reset
         writer.transport.abort()
 
     async def accept(self, reader, writer):
