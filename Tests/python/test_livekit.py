@@ -8,8 +8,10 @@ Usage: .venv/bin/python Tests/python/test_livekit.py PATH/TO/roomlink   (scripts
 """
 
 import asyncio
+import contextlib
 import datetime
 import os
+import random
 import sys
 import unittest
 import warnings
@@ -425,6 +427,42 @@ class LiveKitTests(unittest.TestCase):
                 writer.close()
                 await alice.send(ping_req=rtc.Ping(timestamp=5))
                 self.assertEqual((await alice.expect("pong_resp")).last_ping_timestamp, 5)
+
+        run(body())
+
+    def test_random_requests_and_frames_are_refused_and_the_server_serves_on(self):
+        """Seeded random bytes as HTTP, and random WebSocket frames (masked as a client must, or not) after a real
+        upgrade: each connection is answered or closed, none crashes or hangs the server."""
+
+        async def body():
+            generator = random.Random(28)
+            prefixes = [b"", b"GET /rtc HTTP/1.1\r\n", b"POST /twirp/livekit.RoomService/ListRooms HTTP/1.1\r\n",
+                        b"GET /rtc/validate?access_token=", b"GET / HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n"]
+            for _ in range(60):
+                reader, writer = await asyncio.open_connection("127.0.0.1", self.server.port)
+                junk = bytes(generator.randrange(256) for _ in range(generator.randrange(400)))
+                writer.write(generator.choice(prefixes) + junk + b"\r\n\r\n")
+                with contextlib.suppress(ConnectionError):
+                    await writer.drain()
+                    # Answered (and closed), or closed when the server has seen enough: never left hanging.
+                    await asyncio.wait_for(reader.read(), WAIT)
+                writer.close()
+            async with aiohttp.ClientSession() as session:
+                for index in range(30):
+                    participant = await Participant.join(session, self.server, f"fuzz{index}")
+                    await participant.expect("join")
+                    transport = participant.socket._response.connection.transport
+                    # A frame header with random opcode, flags and length, then random bytes.
+                    frame = bytes([generator.randrange(256), generator.randrange(256)])
+                    frame += bytes(generator.randrange(256) for _ in range(generator.randrange(200)))
+                    transport.write(frame)
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(participant.socket.receive(), 2)
+                    await participant.socket.close()
+                alice = await Participant.join(session, self.server, "alice")
+                await alice.expect("join")
+                await alice.send(ping_req=rtc.Ping(timestamp=3))
+                self.assertEqual((await alice.expect("pong_resp")).last_ping_timestamp, 3)
 
         run(body())
 
