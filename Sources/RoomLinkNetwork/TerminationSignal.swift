@@ -24,22 +24,30 @@ public enum TerminationSignal {
 
     private static let state = LockedBox(State())
 
-    /// Starts listening for SIGTERM and SIGINT, from now on (once; later calls do nothing).
+    /// Starts listening for SIGTERM and SIGINT, from now on (once; later calls do nothing), and returns once both
+    /// sources listen.
     public static func watch() {
+        let registered = DispatchGroup()
         state.withLock { state in
             guard state.sources.isEmpty else { return }
             let queue = DispatchQueue(label: "roomlink.termination-signals")
             signal(SIGPIPE, SIG_IGN)
             for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                // Ignored by the default action, so that the dispatch source alone hears it (the source takes it from
-                // here: a signal in between is lost, which is why this runs before the process says it is ready).
+                // Ignored by the default action, so that the dispatch source alone hears it. The source takes it only
+                // once registered — which `resume` leaves to the dispatch manager's thread, late on a loaded machine
+                // — and a signal in between is lost: so this waits for the registration before it returns, and runs
+                // before the process says it is ready.
                 signal(number, SIG_IGN)
                 let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
                 source.setEventHandler { fired(number, name) }
+                registered.enter()
+                source.setRegistrationHandler { registered.leave() }
                 source.resume()
                 state.sources.append(source)
             }
         }
+        // Bounded: a dispatch that never registers (none seen) must not keep the process from starting.
+        _ = registered.wait(timeout: .now() + .seconds(10))
     }
 
     /// Waits until SIGTERM or SIGINT arrives (since ``watch()``, which it calls), and returns its name (`"SIGTERM"`,
