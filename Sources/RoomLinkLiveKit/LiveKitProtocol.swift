@@ -126,7 +126,6 @@ extension NetworkServer {
                     queueCapacity: webhooks.queueCapacity
                 ),
                 loop: group.eventLoops[0],
-                service: served,
                 logger: configuration.logger
             )
         }

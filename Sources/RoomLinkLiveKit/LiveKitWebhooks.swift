@@ -37,7 +37,6 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
 
     let configuration: Configuration
     fileprivate let loop: LibeventLoop
-    private let service: LiveKitProtocol
     private let logger: Logger
     private let statistics = LockedBox<NetworkServerStatistics?>(nil)
     /// Each room's participants of this node, for `room_started` and `room_finished`.
@@ -47,10 +46,9 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
     private var inFlight = 0
     private let eventCount = LockedBox<UInt64>(0)
 
-    init(configuration: Configuration, loop: LibeventLoop, service: LiveKitProtocol, logger: Logger) {
+    init(configuration: Configuration, loop: LibeventLoop, logger: Logger) {
         self.configuration = configuration
         self.loop = loop
-        self.service = service
         self.logger = logger
     }
 
@@ -195,14 +193,6 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
         } else {
             statistics.withLock { $0?.add(.webhooksFailed) }
             logger.debug("a webhook was not delivered", metadata: ["status": "\(status)"])
-        }
-    }
-
-    /// Closes the connections (on the loop), once the server has stopped.
-    func close() {
-        loop.execute { [self] in
-            for pool in connections { for connection in pool { evhttp_connection_free(connection) } }
-            connections = []
         }
     }
 }

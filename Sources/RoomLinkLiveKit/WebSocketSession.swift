@@ -101,12 +101,6 @@ final class WebSocketSession {
         guard let context else { return true }
         return wslay_event_want_read(context) == 0 && wslay_event_want_write(context) == 0
     }
-
-    /// Whether the peer sent its close.
-    var closeReceived: Bool {
-        guard let context else { return true }
-        return wslay_event_get_close_received(context) != 0
-    }
 }
 
 private func session(_ user: UnsafeMutableRawPointer?) -> WebSocketSession {
