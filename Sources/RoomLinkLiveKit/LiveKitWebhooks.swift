@@ -206,10 +206,11 @@ public struct WebhookURL: Sendable, Equatable, CustomStringConvertible {
     /// Reads `http://HOST[:PORT][/PATH]` (HTTPS is not served: put a proxy in front for it).
     public init(parsing text: String) throws(LiveKitKeysError) {
         guard let components = URLComponents(string: text), components.scheme == "http",
-            let host = components.host, !host.isEmpty
+            let host = components.host, !host.isEmpty,
+            let port = UInt16(exactly: components.port ?? 80), port > 0
         else { throw .notAURL(text) }
         self.host = host
-        self.port = UInt16(components.port ?? 80)
+        self.port = port
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         self.path = path + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
     }

@@ -81,4 +81,13 @@ struct LiveKitKeysTests {
         #expect(throws: LiveKitKeysError.duplicateKey("k")) { try LiveKitKeys(parsing: ["k:a", "k:b"]) }
         #expect(throws: LiveKitKeysError.none) { try LiveKitKeys(parsing: []) }
     }
+
+    @Test func webhookURLsAreReadAndBadOnesNamedNeverTrapped() throws {
+        let url = try WebhookURL(parsing: "http://127.0.0.1:8080/hook?x=1")
+        #expect(url.host == "127.0.0.1" && url.port == 8080 && url.path == "/hook?x=1")
+        #expect(try WebhookURL(parsing: "http://example.com").port == 80)
+        for bad in ["https://h/x", "h:80", "http://:80/x", "http://h:99999/x", "http://h:0/x", ""] {
+            #expect(throws: LiveKitKeysError.notAURL(bad)) { try WebhookURL(parsing: bad) }
+        }
+    }
 }
