@@ -1,10 +1,12 @@
 import CHTTPParser
 import Foundation
 
-/// One HTTP/1.1 request, as it arrived.
+/// One HTTP/1.1 request, as it arrived — or, read by a reader of responses, the head and body of a response.
 struct HTTPRequest: Sendable {
     /// `GET`, `POST`, …
     var method = ""
+    /// A response's status code (`101`, `401`, …); 0 for a request.
+    var status = 0
     /// The request target: the path and its query.
     var target = ""
     /// Header names in lower case, in the order they came.
@@ -70,7 +72,8 @@ struct HTTPRequest: Sendable {
 
 /// Reads a connection's HTTP/1.1 requests as their bytes arrive, one at a time, with Node's http-parser (libhttp-
 /// parser): it stops after each whole request, and after the head of a request that switches protocols, whose
-/// following bytes are the new protocol's.
+/// following bytes are the new protocol's. A reader of responses (a client's) reads answers the same way: a `101`
+/// ends with its head.
 final class HTTPRequestReader {
     /// What the bytes given so far make.
     enum Next {
@@ -94,8 +97,9 @@ final class HTTPRequestReader {
     private var complete = false
     private var tooLarge = false
 
-    init() {
-        http_parser_init(&parser, HTTP_REQUEST)
+    /// A reader of requests (a server's), or of `responses` (a client's).
+    init(responses: Bool = false) {
+        http_parser_init(&parser, responses ? HTTP_RESPONSE : HTTP_REQUEST)
         settings.on_message_begin = { parser in
             reader(of: parser).request = HTTPRequest()
             return 0
@@ -119,7 +123,11 @@ final class HTTPRequestReader {
         settings.on_headers_complete = { parser in
             let reader = reader(of: parser)
             if reader.inValue { reader.endHeader() }
-            reader.request.method = String(cString: http_method_str(http_method(UInt32(parser!.pointee.method))))
+            if parser!.pointee.type == HTTP_RESPONSE.rawValue {
+                reader.request.status = Int(parser!.pointee.status_code)
+            } else {
+                reader.request.method = String(cString: http_method_str(http_method(UInt32(parser!.pointee.method))))
+            }
             return 0
         }
         settings.on_body = { parser, bytes, count in

@@ -79,7 +79,7 @@ struct LiveKitJoin: Sendable, Equatable {
 /// and writes the WebSocket and carries its actions out; tests drive it alone.
 ///
 /// The mapping (docs/livekit.md): the join is a login with user-status notification (the `JoinResponse` lists the
-/// others; `ParticipantUpdate`s follow), a resume a login of kind `resume` (`ReconnectResponse`, or
+/// others; `ParticipantUpdate`s follow), a resume a login of kind `resume` (`ReconnectResponse` and an update of everyone present, or
 /// `leave{STATE_MISMATCH, RECONNECT}` when the room no longer has the session), `ping_req` a heartbeat answered by
 /// `pong_resp`, `leave` a logout; a kick is `leave{DISCONNECT}` with the kick's reason, a reconnect request
 /// `leave{RECONNECT}`.
@@ -206,7 +206,14 @@ struct LiveKitSignalState: Sendable {
             if join.isResume {
                 var reconnect = Livekit_ReconnectResponse()
                 reconnect.serverInfo = Self.serverInfo
-                return [.respond(.with { $0.reconnect = reconnect })]
+                // Then everyone present, the participant among them, as livekit-server's `ResumeParticipant` sends
+                // them: who joined or left while it was away.
+                let update = Livekit_ParticipantUpdate.with {
+                    $0.participants =
+                        [participant(join.identity, sid: participantSID, state: .active, name: join.name)]
+                        + present.map { participant($0, sid: sid($0), state: .active) }
+                }
+                return [.respond(.with { $0.reconnect = reconnect }), .respond(.with { $0.update = update })]
             }
             var response = Livekit_JoinResponse()
             response.room = .with {

@@ -76,7 +76,7 @@ extension Sockets {
     private static let bindAddressNoPort: Int32 = 24
 
     /// A non-blocking TCP socket bound to `source` (port 0), or −1 with `errno` set.
-    static func bound(to source: ResolvedAddress) -> Int32 {
+    package static func bound(to source: ResolvedAddress) -> Int32 {
         let socket = Glibc.socket(
             source.family,
             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
@@ -100,7 +100,7 @@ extension Sockets {
 
 extension ConnectionFailure {
     /// The failure an `errno` of `socket`, `bind` or `connect` stands for.
-    init(errno: Int32) {
+    package init(errno: Int32) {
         switch errno {
         case ECONNREFUSED: self = .refused
         case ETIMEDOUT: self = .timeout

@@ -41,7 +41,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The address resolved (`getaddrinfo`, numeric port): the bytes of a `sockaddr` and their length.
-    func resolved() throws(NetworkError) -> ResolvedAddress {
+    package func resolved() throws(NetworkError) -> ResolvedAddress {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -60,11 +60,11 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A resolved socket address: a `sockaddr`'s bytes.
-struct ResolvedAddress: Sendable {
+package struct ResolvedAddress: Sendable {
     var bytes: [UInt8]
 
     /// `AF_INET` or `AF_INET6`.
-    var family: Int32 {
+    package var family: Int32 {
         withSockaddr { address, _ in Int32(address.pointee.sa_family) }
     }
 
@@ -106,6 +106,14 @@ struct ResolvedAddress: Sendable {
         default:
             return nil
         }
+    }
+}
+
+extension ResolvedAddress {
+    /// Starts connecting `bufferEvent` (a libevent bufferevent with no socket yet, or one bound to a source address)
+    /// to this address: `bufferevent_socket_connect`'s status (0: under way).
+    package func connect(_ bufferEvent: OpaquePointer) -> Int32 {
+        withSockaddr { bufferevent_socket_connect(bufferEvent, $0, $1) }
     }
 }
 

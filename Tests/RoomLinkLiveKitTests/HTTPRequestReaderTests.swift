@@ -27,6 +27,38 @@ struct HTTPRequestReaderTests {
         #expect(request.header("connection", contains: "upgrade"))
     }
 
+    @Test func aReaderOfResponsesReadsASwitchToItsHeadAndARefusalWithItsBody() throws {
+        let head =
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Accept: abc=\r\n\r\n"
+        let switching = HTTPRequestReader(responses: true)
+        // The server's first frame may come in the same segment: it is left for the WebSocket.
+        guard case .request(let response, let consumed) = Self.read(switching, head + "\u{82}\u{02}hi") else {
+            Issue.record("not a response")
+            return
+        }
+        #expect(response.status == 101 && consumed == head.utf8.count)
+        #expect(response.header("sec-websocket-accept") == "abc=")
+
+        let refusal = HTTPRequestReader(responses: true)
+        let text = "HTTP/1.1 401 Unauthorized\r\nContent-Length: 13\r\nConnection: close\r\n\r\n"
+        // In two pieces: the head, then the body.
+        guard case .incomplete = Self.read(refusal, text) else {
+            Issue.record("a response without its body")
+            return
+        }
+        guard case .request(let refused, _) = Self.read(refusal, "token expired") else {
+            Issue.record("not a response")
+            return
+        }
+        #expect(refused.status == 401 && String(decoding: refused.body, as: UTF8.self) == "token expired")
+        // A request is not a response.
+        guard case .invalid = Self.read(HTTPRequestReader(responses: true), "GET / HTTP/1.1\r\n\r\n") else {
+            Issue.record("a request read as a response")
+            return
+        }
+    }
+
     @Test func requestsArriveInPiecesAndOneAtATime() throws {
         let reader = HTTPRequestReader()
         let first = "POST /twirp/livekit.RoomService/ListRooms HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"

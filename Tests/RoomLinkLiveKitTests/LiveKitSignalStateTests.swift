@@ -62,8 +62,13 @@ struct LiveKitSignalStateTests {
             return
         }
         #expect(login.kind == .resume)
-        let reconnect = try #require(Self.responses(Self.answer(&resumed, Self.accepted())).first)
+        let answers = Self.responses(Self.answer(&resumed, Self.accepted(present: ["bob"])))
+        let reconnect = try #require(answers.first)
         #expect(reconnect.message.map { if case .reconnect = $0 { true } else { false } } == true)
+        // Then everyone present, the participant among them (livekit-server's ResumeParticipant does the same).
+        #expect(answers.count == 2)
+        #expect(answers.last?.update.participants.map(\.identity) == ["alice", "bob"])
+        #expect(answers.last?.update.participants.allSatisfy { $0.state == .active } == true)
 
         var unknown = Self.state(resume: true)
         let actions = Self.answer(&unknown, .sessionUnknown(session: Self.session))
