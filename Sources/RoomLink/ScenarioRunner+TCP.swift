@@ -10,17 +10,23 @@ public struct TCPServerTarget: Sendable {
     /// Local addresses the clients' connections leave from, spread over by client (to open more connections than
     /// one address's ephemeral ports allow); empty: the kernel's choice.
     public var sourceAddresses: [String]
+    /// Makes the clients' transport, told of every connection by the observer it is given, when the server speaks
+    /// another protocol than RoomLink's own (LiveKit's signalling: `roomlink run --protocol livekit`); `nil`: a
+    /// `TCPClientTransport` to ``servers``.
+    public var makeTransport: (@Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport)?
 
     public init(
         servers: [SocketAddress],
         admin: SocketAddress? = nil,
         adminToken: String? = nil,
-        sourceAddresses: [String] = []
+        sourceAddresses: [String] = [],
+        makeTransport: (@Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport)? = nil
     ) {
         self.servers = servers
         self.admin = admin
         self.adminToken = adminToken
         self.sourceAddresses = sourceAddresses
+        self.makeTransport = makeTransport
     }
 
     /// Checks that `scenario` can play against this target: what it does from the server's side (kicks, reconnect
@@ -56,7 +62,7 @@ private final class NoAdministration: RoomAdministration {
 
 extension ScenarioRunner {
     /// Points the run at `target` over TCP, on `group`'s loops (`roomlink run --server` and `load --server` do this):
-    /// the clients get a `TCPClientTransport` wrapped in a ``FaultInjectingTransport`` that carries the scenario's
+    /// the clients get a `TCPClientTransport` (or the target's own transport) wrapped in a ``FaultInjectingTransport`` that carries the scenario's
     /// latency and jitter and plays its outages on the real sockets, the server-side actions go to the admin API, and the report gets the
     /// connections' statistics (`connections`).
     ///
@@ -77,15 +83,19 @@ extension ScenarioRunner {
             )
         }
         let connections = ConnectionStatistics()
-        let transport: TCPClientTransport
-        do {
-            transport = try TCPClientTransport(
-                servers: target.servers,
-                dialect: scenario.dialect,
-                configuration: .init(sourceAddresses: target.sourceAddresses, observer: connections)
-            )
-        } catch {
-            throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
+        let transport: any ClientTransport
+        if let makeTransport = target.makeTransport {
+            transport = try makeTransport(connections)
+        } else {
+            do {
+                transport = try TCPClientTransport(
+                    servers: target.servers,
+                    dialect: scenario.dialect,
+                    configuration: .init(sourceAddresses: target.sourceAddresses, observer: connections)
+                )
+            } catch {
+                throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
+            }
         }
         let administration: any RoomAdministration =
             target.admin.map { AdminClient(address: $0, token: target.adminToken, loop: group.eventLoops[0]) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import RoomLink
+import RoomLinkLiveKit
 
 /// `--server`: play against `roomlink serve` over TCP instead of an in-process server, for `run` and `load`.
 struct RemoteOptions: ParsableArguments {
@@ -26,10 +27,24 @@ struct RemoteOptions: ParsableArguments {
             """
     )
     var sourceAddresses: String?
+    @Option(
+        name: .customLong("protocol"),
+        help: """
+            The server's wire protocol: roomlink (the default), or livekit — LiveKit's signalling, a WebSocket to \
+            GET /rtc per room with an access token minted from --keys, for any LiveKit-protocol server (roomlink \
+            serve --protocol livekit, livekit-server); --server may then be ws://HOST:PORT (docs/livekit.md).
+            """
+    )
+    var wireProtocol: ServedWireProtocol?
+    @Option(help: "With --protocol livekit: the API key and secret, KEY:SECRET, that sign the clients' tokens.")
+    var keys: String?
 
     /// The servers' addresses, checked; `nil` without `--server`.
     func addresses() throws(RoomLinkError) -> [SocketAddress]? {
-        for (flag, value) in [("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken)]
+        for (flag, value) in [
+            ("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken),
+            ("--protocol", wireProtocol?.rawValue), ("--keys", keys),
+        ]
         where value != nil && server == nil {
             throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag) needs --server")
         }
@@ -37,7 +52,21 @@ struct RemoteOptions: ParsableArguments {
         let parts = server.split(separator: ",", omittingEmptySubsequences: false)
         var addresses: [SocketAddress] = []
         for part in parts {
-            let text = part.filter { $0 != " " }
+            var text = part.filter { $0 != " " }
+            for scheme in ["ws://", "wss://", "http://", "https://"] where text.lowercased().hasPrefix(scheme) {
+                // LiveKit's URLs: its SDKs and tools are given ws://HOST:PORT.
+                guard scheme == "ws://", wireProtocol == .livekit else {
+                    throw RoomLinkError(
+                        code: .invalidInput,
+                        field: "--server",
+                        message: scheme == "ws://"
+                            ? "--server: a ws:// URL is LiveKit's: add --protocol livekit"
+                            : "--server: '\(part)': only ws:// (no TLS) or HOST:PORT"
+                    )
+                }
+                text = String(text.dropFirst(scheme.count))
+                if text.hasSuffix("/") { text.removeLast() }
+            }
             guard !text.isEmpty else {
                 throw RoomLinkError(
                     code: .invalidInput,
@@ -61,6 +90,38 @@ struct RemoteOptions: ParsableArguments {
                 field: "--source-addresses",
                 message: "--source-addresses: \(error)"
             )
+        }
+    }
+
+    /// The transport of LiveKit's signalling to `servers`, its tokens signed by `keys` (one `KEY:SECRET`).
+    private static func liveKit(servers: [SocketAddress], keys: String?, sources: [String]) throws(RoomLinkError)
+        -> @Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport
+    {
+        guard let keys else {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--keys",
+                message: "--protocol livekit needs --keys KEY:SECRET (the clients' tokens are signed with it)"
+            )
+        }
+        let key: (name: String, secret: String)
+        do {
+            let parsed = try LiveKitKeys(parsing: [keys])
+            key = (parsed.secrets.keys.first!, parsed.secrets.values.first!)
+        } catch {
+            throw RoomLinkError(code: .invalidInput, field: "--keys", message: "--keys: \(error.description)")
+        }
+        return { observer throws(RoomLinkError) in
+            do throws(NetworkError) {
+                return try LiveKitClientTransport(
+                    servers: servers,
+                    apiKey: key.name,
+                    secret: key.secret,
+                    configuration: .init(sourceAddresses: sources, observer: observer)
+                )
+            } catch {
+                throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
+            }
         }
     }
 
@@ -95,12 +156,26 @@ struct RemoteOptions: ParsableArguments {
             }
             return
         }
-        let target = TCPServerTarget(
+        let sourceAddresses = try sources()
+        var target = TCPServerTarget(
             servers: servers,
             admin: try adminAddress(),
             adminToken: serverAdminToken,
-            sourceAddresses: try sources()
+            sourceAddresses: sourceAddresses
         )
+        if wireProtocol == .livekit {
+            target.makeTransport = try Self.liveKit(servers: servers, keys: keys, sources: sourceAddresses)
+            guard scenario.dialect == .livekit else {
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "--protocol",
+                    message: "--protocol livekit: LiveKit's protocol carries the livekit dialect, and the scenario's "
+                        + "is \(scenario.dialect.rawValue)"
+                )
+            }
+        } else if keys != nil {
+            throw RoomLinkError(code: .invalidInput, field: "--keys", message: "--keys needs --protocol livekit")
+        }
         try Self.check(scenario, against: target, capacityFlags: capacityFlags)
         playback.remote = target
         if let comparison, comparison.compareWithVirtual { playback.compareWithin = comparison.tolerance.duration }
