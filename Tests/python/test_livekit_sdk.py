@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """LiveKit's own client SDK (`livekit` on PyPI: the Rust SDK through its FFI) against `roomlink serve --protocol
 livekit` with the peer helper (scripts/livekit-peer): it reaches Connected, sees its peers — SDK clients and
-signalling-only ones alike — and, faced with the same faults as RoomLink's own LiveKit-dialect client (a socket
-reset, dials refused, a silent path past the ping timeout, a reconnect request, a removal), does what the table in
-docs/livekit.md shows, side by side with RoomLink's client.
+signalling-only ones alike — and, faced with the same faults as RoomLink's own LiveKit-dialect client speaking
+LiveKit's protocol to the same server (a socket reset, dials refused, a silent path past the ping timeout, a
+reconnect request, a removal), does what the table in docs/livekit.md shows, side by side with RoomLink's client.
 
 Usage: .venv/bin/python Tests/python/test_livekit_sdk.py PATH/TO/roomlink [--table]
        (--table prints the comparison as the docs show it; scripts/setup makes .venv)
@@ -113,16 +113,17 @@ class SDKClient:
 
 
 class RoomLinkClient:
-    """RoomLink's own LiveKit-dialect client (`roomlink run --server`), through its own proxy, on the real clock; its
-    event log read as it is written."""
+    """RoomLink's own LiveKit-dialect client speaking LiveKit's protocol (`roomlink run --server ws://… --protocol
+    livekit`), through its own proxy to the same server as the SDK, on the real clock; its event log read as it is
+    written."""
 
-    def __init__(self, proxy, duration="3m", timings=None):
+    def __init__(self, proxy, duration="3m", timings=None, room="r2"):
         self.proxy = proxy
         self.directory = tempfile.mkdtemp()
         # A seed of its own: sessions are the seed's, and the server remembers the sessions it removed.
         scenario = {
             "dialect": "livekit", "seed": int.from_bytes(os.urandom(4), "big"), "users": [{"id": "alice"}],
-            "timeline": [{"at": "0s", "user": "alice", "action": "login", "room": "r1"}], "end": duration,
+            "timeline": [{"at": "0s", "user": "alice", "action": "login", "room": room}], "end": duration,
             "timings": timings or {},
             # The Rust SDK's reconnect policy (the dialect's default is the JS SDK's, which the seeds describe).
             "retry": {"preset": "liveKitRust"},
@@ -132,8 +133,8 @@ class RoomLinkClient:
         with open(self.scenario, "w") as file:
             json.dump(scenario, file)
         self.process = subprocess.Popen(
-            [base.ROOMLINK, "run", self.scenario, "--server", f"127.0.0.1:{proxy.port}", "--clock", "real",
-             "--events", self.log, "--report", os.devnull],
+            [base.ROOMLINK, "run", self.scenario, "--server", f"ws://127.0.0.1:{proxy.port}", "--protocol", "livekit",
+             "--keys", f"{KEY}:{SECRET}", "--clock", "real", "--events", self.log, "--report", os.devnull],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         self.seen = []
@@ -201,11 +202,10 @@ class LiveKitSDKTests(unittest.TestCase):
         cls.livekit, cls.livekit_port, cls.livekit_admin = serve(
             "--protocol", "livekit", "--keys", f"{KEY}:{SECRET}", "--peer-helper", helper, *timings
         )
-        cls.roomlink, cls.roomlink_port, cls.roomlink_admin = serve("--dialect", "livekit", *timings)
 
     @classmethod
     def tearDownClass(cls):
-        for process in (cls.livekit, cls.roomlink, cls.peer):
+        for process in (cls.livekit, cls.peer):
             process.stop()
 
     def test_the_sdk_connects_and_sees_its_peers(self):
@@ -236,11 +236,12 @@ class LiveKitSDKTests(unittest.TestCase):
 
     def compare(self, name, fault, expect, settle=6.0):
         """Plays `fault(proxies)` to a connected SDK client and a connected RoomLink client, each through its own
-        proxy, and returns both sides' events after it; `expect` checks them."""
+        proxy to the one server (the SDK in room r1, RoomLink's client in r2), and returns both sides' events after
+        it; `expect` checks them."""
 
         async def body():
             sdk_proxy = await FaultProxy(self.livekit_port).start()
-            roomlink_proxy = await FaultProxy(self.roomlink_port).start()
+            roomlink_proxy = await FaultProxy(self.livekit_port).start()
             sdk = SDKClient()
             roomlink = RoomLinkClient(roomlink_proxy, timings=CLIENT_TIMINGS)
             try:
@@ -316,7 +317,7 @@ class LiveKitSDKTests(unittest.TestCase):
     def test_a_reconnect_request_is_a_full_reconnection(self):
         async def fault(proxies):
             admin(self.livekit_admin, "/rooms/r1/reconnect", ["alice"])
-            admin(self.roomlink_admin, "/rooms/r1/reconnect", ["alice"])
+            admin(self.livekit_admin, "/rooms/r2/reconnect", ["alice"])
 
         def expect(sdk, roomlink):
             for side in (sdk, roomlink):
@@ -328,7 +329,7 @@ class LiveKitSDKTests(unittest.TestCase):
     def test_a_removal_ends_the_session_without_a_retry(self):
         async def fault(proxies):
             admin(self.livekit_admin, "/rooms/r1/kick", ["alice"])
-            admin(self.roomlink_admin, "/rooms/r1/kick", ["alice"])
+            admin(self.livekit_admin, "/rooms/r2/kick", ["alice"])
 
         def expect(sdk, roomlink):
             self.assertEqual([(event, detail) for _, event, detail in sdk], [("disconnected", "PARTICIPANT_REMOVED")])
