@@ -10,9 +10,12 @@ Usage: .venv/bin/python Tests/python/test_livekit.py PATH/TO/roomlink   (scripts
 import asyncio
 import contextlib
 import datetime
+import json
 import os
 import random
+import subprocess
 import sys
+import tempfile
 import unittest
 import warnings
 
@@ -476,6 +479,122 @@ class LiveKitTests(unittest.TestCase):
                 self.assertEqual((leave.reason, leave.action), (3, 2))  # SERVER_SHUTDOWN, RECONNECT
 
         run(body())
+
+
+class RoomLinkClientsSpeakLiveKitTests(unittest.TestCase):
+    """RoomLink's own clients speaking LiveKit's protocol (`roomlink run --server ws://… --protocol livekit`): the
+    same scenario over LiveKit's signalling tells every user the same things, in the same order, as in virtual time."""
+
+    SCENARIO = {
+        "dialect": "livekit", "seed": 11, "network": {"latency": "50ms"},
+        "users": [{"id": "A"}, {"id": "B"}, {"id": "C"}],
+        "timeline": [
+            {"at": "0s", "user": "B", "action": "login", "room": "r1"},
+            {"at": "1s", "user": "A", "action": "login", "room": "r1"},
+            {"at": "2s", "user": "C", "action": "login", "room": "r1"},
+            # A short outage: a resume (reconnect=1&sid=…) the others never see.
+            {"at": "5s", "user": "A", "action": "networkDown"},
+            {"at": "8s", "user": "A", "action": "networkUp"},
+            # Removed by the server (the admin API): leave{DISCONNECT, PARTICIPANT_REMOVED}.
+            {"at": "15s", "user": "C", "action": "kick", "room": "r1"},
+            # A reconnect request: leave{RECONNECT}, a full reconnection.
+            {"at": "20s", "user": "B", "action": "requestReconnect", "room": "r1"},
+            {"at": "30s", "user": "A", "action": "logout", "room": "r1"},
+        ],
+        "end": "35s",
+    }
+
+    def setUp(self):
+        warnings.simplefilter("ignore")
+        self.server = LiveKitServer(scale="0.2")
+        self.directory = tempfile.mkdtemp()
+        self.scenario = os.path.join(self.directory, "scenario.json")
+        with open(self.scenario, "w") as file:
+            json.dump(self.SCENARIO, file)
+
+    def tearDown(self):
+        self.assertEqual(self.server.stop(), 0)
+
+    def run_roomlink(self, *flags, events=None):
+        command = [base.ROOMLINK, "run", self.scenario, "--report", os.devnull, *flags]
+        if events:
+            command += ["--events", events]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+    @staticmethod
+    def sequences(path):
+        """Each user's events, in order, without their times (what a loaded machine cannot shift): (time, event)."""
+        users = {}
+        with open(path) as file:
+            for line in file:
+                event = json.loads(line)
+                detail = tuple(event.get(key) for key in ("state", "reason", "peer", "mode"))
+                users.setdefault(event["user"], []).append((event["t_ms"], (event["type"], *detail)))
+        return users
+
+    def assertSameStory(self, real, virtual):
+        """Each user told the same things in the same order, except that what virtual time tells a user at one
+        instant may come in any order (a join's list of peers, for one)."""
+        self.assertEqual(sorted(real), sorted(virtual))
+        for user, expected in virtual.items():
+            told = [event for _, event in real[user]]
+            self.assertEqual(len(told), len(expected), user)
+            start = 0
+            while start < len(expected):
+                end = start
+                while end < len(expected) and expected[end][0] == expected[start][0]:
+                    end += 1
+                self.assertEqual(sorted(told[start:end]), sorted(event for _, event in expected[start:end]), user)
+                start = end
+
+    def test_the_scenario_over_livekits_protocol_tells_every_user_what_virtual_time_does(self):
+        real, virtual = os.path.join(self.directory, "real.jsonl"), os.path.join(self.directory, "virtual.jsonl")
+        played = self.run_roomlink(
+            "--server", f"ws://{self.server.url}", "--protocol", "livekit", "--keys", f"{KEY}:{SECRET}",
+            "--server-admin", self.server.admin, "--clock", "real", "--time-scale", "0.2", events=real,
+        )
+        self.assertEqual(played.returncode, 0, played.stderr)
+        self.assertEqual(self.run_roomlink(events=virtual).returncode, 0)
+        self.assertSameStory(self.sequences(real), self.sequences(virtual))
+        got = {user: [event for _, event in events] for user, events in self.sequences(real).items()}
+        # What the scenario is about happened at all: C removed, A's outage resumed, B reconnected in full.
+        self.assertIn(("disconnected", None, "participantRemoved", None, None), got["C"])
+        self.assertIn(("reconnectCompleted", None, None, None, "quick"), got["A"])
+        self.assertIn(("reconnectCompleted", None, None, None, "full"), got["B"])
+        # The server saw them as LiveKit participants: the room service lists who is left.
+        self.assertIn("r1", self.server.get("/rooms"))
+
+    def test_a_wrong_secret_is_a_refused_login_and_bad_flags_are_named(self):
+        played = self.run_roomlink(
+            "--server", f"ws://{self.server.url}", "--protocol", "livekit", "--keys", f"{KEY}:not-the-secret",
+            "--server-admin", self.server.admin, "--clock", "real", "--time-scale", "0.2",
+            events=os.path.join(self.directory, "refused.jsonl"),
+        )
+        refused = self.sequences(os.path.join(self.directory, "refused.jsonl"))
+        # Every login is refused by the server (HTTP 401): no one ever connects.
+        for user in ("A", "B", "C"):
+            told = [event for _, event in refused[user]]
+            self.assertNotIn(("connectionState", "connected", None, None, None), told, played.stderr)
+            self.assertIn("disconnected", [event[0] for event in told], played.stderr)
+        for flags, named in [
+            (["--server", f"ws://{self.server.url}"], "--protocol livekit"),
+            (["--server", self.server.url, "--protocol", "livekit"], "--keys"),
+            (["--server", self.server.url, "--keys", f"{KEY}:{SECRET}"], "--keys needs --protocol livekit"),
+            (["--server", f"wss://{self.server.url}", "--protocol", "livekit", "--keys", "k:s"], "ws://"),
+            (["--protocol", "livekit"], "--protocol needs --server"),
+            (["--server", self.server.url, "--protocol", "livekit", "--keys", "no-colon"], "--keys"),
+        ]:
+            bad = self.run_roomlink(*flags, "--clock", "real")
+            self.assertEqual(bad.returncode, 2, (flags, bad.stderr))
+            self.assertIn(named, bad.stderr, flags)
+        # A scenario of another dialect: LiveKit's protocol carries LiveKit's.
+        other = dict(self.SCENARIO, dialect="zego", timeline=self.SCENARIO["timeline"][:3])
+        with open(self.scenario, "w") as file:
+            json.dump(other, file)
+        bad = self.run_roomlink("--server", self.server.url, "--protocol", "livekit", "--keys", f"{KEY}:{SECRET}",
+                                "--clock", "real")
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("dialect", bad.stderr)
 
 
 if __name__ == "__main__":
