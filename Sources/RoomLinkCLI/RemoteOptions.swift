@@ -94,7 +94,11 @@ struct RemoteOptions: ParsableArguments {
     }
 
     /// The transport of LiveKit's signalling to `servers`, its tokens signed by `keys` (one `KEY:SECRET`).
-    private static func liveKit(servers: [SocketAddress], keys: String?, sources: [String]) throws(RoomLinkError)
+    private static func liveKit(
+        servers: [SocketAddress],
+        keys: String?,
+        sources: [String]
+    ) throws(RoomLinkError)
         -> @Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport
     {
         guard let keys else {

@@ -338,6 +338,23 @@ class LiveKitSDKTests(unittest.TestCase):
         self.compare("leave DISCONNECT (removal)", fault, expect, settle=3.0)
 
 
+class MixedLoadTests(unittest.TestCase):
+    def test_sdk_clients_among_roomlink_clients_see_each_other_and_come_back_from_a_restart(self):
+        """scripts/livekit-mixed-load, small: LiveKit SDK clients in the rooms of RoomLink's LiveKit-protocol
+        clients; the server restarts under both, and every client of both kinds is back (docs/livekit.md)."""
+        result = subprocess.run(
+            [os.path.join(ROOT, ".venv", "bin", "python"), os.path.join(ROOT, "scripts", "livekit-mixed-load"),
+             base.ROOMLINK, "--sdk", "4", "--clients", "100", "--rooms", "4", "--down", "2", "--restart-at", "20",
+             "--after", "25", "--json"],
+            capture_output=True, text=True, timeout=300,
+        )
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr[-2000:])
+        report = json.loads(result.stdout)
+        self.assertEqual(report["sdk"]["reconnected"], 4)
+        self.assertEqual(report["roomlink"]["reconnected"], 100)
+        # Each SDK client saw every RoomLink client of its room before the storm.
+        self.assertEqual(report["sdk"]["roomlinkPeersSeen"]["min"], 25)
+
 def print_table():
     print("| fault | LiveKit's SDK (s after the fault) | RoomLink's livekit client |")
     print("| --- | --- | --- |")
