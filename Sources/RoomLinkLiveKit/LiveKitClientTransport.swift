@@ -24,7 +24,7 @@ import Glibc
 ///
 /// A login dials (a join, or a resume that names the participant's sid), a heartbeat is a `ping_req`, a logout a
 /// `leave`; the server's `leave` is a kick, a reconnect request or a refused join by its action and reason
-/// (``LiveKitClientState``, docs/livekit.md). No peer connection is made: a real LiveKit server removes a participant
+/// (its rules are a value, docs/livekit.md). No peer connection is made: a real LiveKit server removes a participant
 /// whose peer connection has not connected a minute after its join, and the client hears that as a kick.
 ///
 /// It injects no fault itself (wrap it in a `FaultInjectingTransport`, which drops what a black hole loses before it
@@ -71,8 +71,8 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
     /// A transport to the LiveKit servers `servers` (one, or the nodes of one cluster), whose tokens `apiKey`'s
     /// `secret` signs.
     ///
-    /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when a server or a source address does not resolve;
-    ///   ``NetworkError/misuse(_:)`` for an empty list.
+    /// - Throws: `NetworkError.invalidAddress` when a server or a source address does not resolve;
+    ///   `NetworkError.misuse` for an empty list.
     public init(
         servers: [SocketAddress],
         apiKey: String,
