@@ -45,6 +45,13 @@ struct Serve: AsyncParsableCommand {
             """
     )
     var peerHelper: String?
+    @Option(
+        help: """
+            With --protocol livekit: send each participant a refreshed token this often (scenario time, as the \
+            timings; default 5m, LiveKit's; 0s: never).
+            """
+    )
+    var tokenRefresh: DurationArgument?
     @Option(help: "Override a timing of the dialect: NAME=DURATION, e.g. serverHeartbeatTimeout=30s (repeatable).")
     var timing: [String] = []
     @Option(help: "A JSON file {\"user\": \"token\" or [\"token\", …]}: logins and renewals must present one.")
@@ -129,7 +136,8 @@ struct Serve: AsyncParsableCommand {
                     keys: keys,
                     webhooks: settings.webhooks,
                     peerHelper: settings.peerHelper,
-                    pingTimeout: settings.clientSilenceTimeout
+                    pingTimeout: settings.clientSilenceTimeout,
+                    tokenRefresh: settings.tokenRefresh
                 )
             } catch {
                 throw fail(

@@ -21,6 +21,8 @@ struct ServeSettings {
     var webhooks: LiveKitWebhookSettings?
     /// Where `scripts/livekit-peer` listens (`--peer-helper`).
     var peerHelper: SocketAddress?
+    /// How often a LiveKit participant is sent a refreshed token (`--token-refresh`).
+    var tokenRefresh: Duration = .seconds(300)
     /// The clients' silence timeout (LiveKit's `pingTimeout`), which a LiveKit join response tells them.
     var clientSilenceTimeout: Duration = .zero
 
@@ -49,6 +51,10 @@ struct ServeSettings {
                 )
             }
             webhooks = try Self.webhooks(flags: flags, keys: liveKitKeys)
+            if let refresh = flags.tokenRefresh {
+                guard refresh.duration >= .zero else { throw Self.invalid("tokenRefresh", "0s or more") }
+                tokenRefresh = refresh.duration
+            }
             if let text = flags.peerHelper {
                 do {
                     peerHelper = try SocketAddress(parsing: text)
@@ -66,6 +72,8 @@ struct ServeSettings {
             || flags.peerHelper != nil
         {
             throw Self.invalid("webhook", "--protocol livekit too (webhooks are LiveKit's)")
+        } else if flags.tokenRefresh != nil {
+            throw Self.invalid("tokenRefresh", "--protocol livekit too (refreshed tokens are LiveKit's)")
         }
         let dialect = isLiveKit ? .livekit : flags.dialect ?? .zego
 

@@ -29,6 +29,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
     private var signal: LiveKitSignalState?
     private var room: (any RoomEndpoint)?
     private var timer: TimerHandle?
+    /// Sends a refreshed token every `tokenRefresh` while the participant is in its room.
+    private var refreshTimer: TimerHandle?
     /// The id of the latest offer of each of the participant's peer connections, which its answer carries back.
     private var offers: [String: UInt32] = [:]
     /// Whether the close was logged and counted (once per connection).
@@ -209,6 +211,22 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         )
         signal = state
         carry(actions)
+        if refreshTimer == nil, state.isInRoom, service.tokenRefresh > .zero {
+            let every = service.tokenRefresh * server.group.configuration.timeScale
+            refreshTimer = try? loop.schedulePeriodic(every: every, handler: TokenRefresher(connection: self))
+        }
+    }
+
+    /// Sends the participant a refreshed token (``LiveKitSignalState/refreshedToken(secret:now:lifetime:)``).
+    fileprivate func refreshToken() {
+        guard phase == .signalling, let signal, let secret = service.keys.secrets[signal.join.apiKey] else { return }
+        carry(signal.refreshedToken(secret: secret, now: Int64(Date().timeIntervalSince1970)))
+    }
+
+    /// The refresh timer's handler.
+    private struct TokenRefresher: TimerHandler {
+        let connection: LiveKitConnection
+        func timerFired(_ timer: TimerHandle) { connection.refreshToken() }
     }
 
     /// The peer helper answered the offer for the peer connection `id`: the answer goes to the participant.
@@ -403,6 +421,8 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         phase = .closed
         if let timer { loop.cancel(timer) }
         timer = nil
+        if let refreshTimer { loop.cancel(refreshTimer) }
+        refreshTimer = nil
         socket = nil
         if !offers.isEmpty { service.peers?.close(ids: Array(offers.keys)) }
         if let bufferEvent { bufferevent_free(bufferEvent) }

@@ -26,9 +26,18 @@ final class LiveKitProtocol: ServedProtocol {
     /// after its own `heartbeatTimeout`).
     let pingTimeout: Duration
 
-    init(keys: LiveKitKeys, pingTimeout: Duration = .seconds(15), peers: LiveKitPeerHelper? = nil) {
+    /// How often a participant in its room is sent a refreshed token (`refresh_token`); zero: never.
+    let tokenRefresh: Duration
+
+    init(
+        keys: LiveKitKeys,
+        pingTimeout: Duration = .seconds(15),
+        tokenRefresh: Duration = .seconds(300),
+        peers: LiveKitPeerHelper? = nil
+    ) {
         self.keys = keys
         self.pingTimeout = pingTimeout
+        self.tokenRefresh = tokenRefresh
         self.peers = peers
     }
 
@@ -99,7 +108,9 @@ extension NetworkServer {
     /// rooms as RoomLink's own protocol, and `webhooks` when given. With a `peerHelper` (`scripts/livekit-peer`),
     /// the SDKs' offers are answered, so that their peer connections — and their rooms — connect. The join response
     /// tells clients the configuration's heartbeat interval and `pingTimeout` (the client's side; the server removes
-    /// a silent participant after its own heartbeat timeout). The configuration's dialect must be LiveKit's.
+    /// a silent participant after its own heartbeat timeout); every `tokenRefresh` (scenario time, as the timings;
+    /// zero: never) a participant in its room is sent a refreshed token, as livekit-server does every five minutes.
+    /// The configuration's dialect must be LiveKit's.
     ///
     /// - Throws: ``LiveKitKeysError/unknownKey(_:)`` when the webhooks' key is not one of `keys`.
     public static func liveKit(
@@ -108,13 +119,14 @@ extension NetworkServer {
         keys: LiveKitKeys,
         webhooks: LiveKitWebhookSettings? = nil,
         peerHelper: SocketAddress? = nil,
-        pingTimeout: Duration = LiveKitTimings.default.pingTimeout
+        pingTimeout: Duration = LiveKitTimings.default.pingTimeout,
+        tokenRefresh: Duration = .seconds(300)
     ) throws(LiveKitKeysError) -> NetworkServer {
         precondition(configuration.dialect == .livekit, "LiveKit's protocol serves the livekit dialect")
         let peers = peerHelper.map {
             LiveKitPeerHelper(address: $0, loop: group.eventLoops[0], logger: configuration.logger)
         }
-        let served = LiveKitProtocol(keys: keys, pingTimeout: pingTimeout, peers: peers)
+        let served = LiveKitProtocol(keys: keys, pingTimeout: pingTimeout, tokenRefresh: tokenRefresh, peers: peers)
         var observer: LiveKitWebhooks?
         if let webhooks {
             guard let secret = keys.secrets[webhooks.apiKey] else { throw .unknownKey(webhooks.apiKey) }

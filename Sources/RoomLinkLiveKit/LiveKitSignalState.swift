@@ -4,6 +4,8 @@ import SwiftProtobuf
 /// A participant's request to join, as `GET /rtc` carries it: the access token's identity and room, and for a
 /// resume (`reconnect=1&sid=…`) the participant it resumes.
 struct LiveKitJoin: Sendable, Equatable {
+    /// The API key that signed the token (`iss`): the one its refreshed tokens are signed with.
+    var apiKey = ""
     var identity: String
     var name: String
     var room: String
@@ -63,6 +65,7 @@ struct LiveKitJoin: Sendable, Equatable {
             resumed = query["sid"].flatMap(LiveKitSignalState.session(ofParticipant:)) ?? SessionID(rawValue: 0)
         }
         return LiveKitJoin(
+            apiKey: token.apiKey,
             identity: token.identity,
             name: token.name ?? "",
             room: room,
@@ -269,6 +272,23 @@ struct LiveKitSignalState: Sendable {
         default:
             return []
         }
+    }
+
+    /// A refreshed access token for the participant, as livekit-server sends one every five minutes
+    /// (`refresh_token`): the same identity, name and room, valid from `now` (UNIX seconds) for `lifetime` seconds
+    /// (LiveKit's ten minutes), signed by `secret` — the secret of the key that signed the join's token. The SDKs
+    /// use the latest one when they reconnect. Nothing while not in the room.
+    func refreshedToken(secret: String, now: Int64, lifetime: Int64 = 600) -> [Action] {
+        guard phase == .joined else { return [] }
+        let token = LiveKitAccessToken(
+            apiKey: join.apiKey,
+            identity: join.identity,
+            name: join.name.isEmpty ? nil : join.name,
+            notBefore: now,
+            expires: now + lifetime,
+            video: .init(roomJoin: true, room: join.room, hidden: join.hidden ? true : nil)
+        )
+        return [.respond(.with { $0.refreshToken = token.signed(with: secret) })]
     }
 
     /// The server shuts down: the participant is told to reconnect (to another node, for a LiveKit cluster).

@@ -49,6 +49,24 @@ struct LiveKitClientStateTests {
             .compactMap { if case .respond(let response) = $0 { response } else { nil } }
     }
 
+    /// The server's side of a dial, joined: its state after the room accepted the login with `present`, and the
+    /// responses that acceptance made.
+    static func joinedServer(
+        _ target: String,
+        session: SessionID,
+        present: [String] = []
+    ) throws -> (LiveKitSignalState, [Livekit_SignalResponse]) {
+        let parsed = try LiveKitJoin.parse(query(target), keys: keys, now: now, session: session)
+        var server = LiveKitSignalState(join: parsed, pingInterval: .seconds(5), pingTimeout: .seconds(15))
+        let accepted = server.answer(
+            .loginAccepted(session: parsed.session, attempt: 0, roomSessionID: "life", present: present),
+            at: 0,
+            room: { $0 },
+            sid: { $0 }
+        )
+        return (server, accepted.compactMap { if case .respond(let response) = $0 { response } else { nil } })
+    }
+
     static func received(
         _ client: inout LiveKitClientState,
         _ responses: [Livekit_SignalResponse]
@@ -131,20 +149,8 @@ struct LiveKitClientStateTests {
     @Test func heartbeatsArePingsAndPongsTheirAcks() throws {
         var client = LiveKitClientState(identity: "alice", room: "r1")
         let join = client.dial(Self.login(), token: Self.token())
-        let parsed = try LiveKitJoin.parse(
-            Self.query(join),
-            keys: Self.keys,
-            now: Self.now,
-            session: SessionID(rawValue: 9)
-        )
-        var server = LiveKitSignalState(join: parsed, pingInterval: .seconds(5), pingTimeout: .seconds(15))
-        let accepted = server.answer(
-            .loginAccepted(session: parsed.session, attempt: 0, roomSessionID: "life", present: []),
-            at: 0,
-            room: { $0 },
-            sid: { $0 }
-        )
-        for case .respond(let response) in accepted { _ = client.received(response, at: 0) }
+        var (server, accepted) = try Self.joinedServer(join, session: SessionID(rawValue: 9))
+        for response in accepted { _ = client.received(response, at: 0) }
 
         let ping = try #require(
             client.request(for: .heartbeat(userID: "alice", session: Self.clientSession), at: 1_000)
@@ -156,7 +162,7 @@ struct LiveKitClientStateTests {
             Issue.record("not a heartbeat: \(actions)")
             return
         }
-        #expect(heard == parsed.session)
+        #expect(heard == server.join.session)
         let pongs = server.answer(.heartbeatAck(session: heard), at: 1_030, room: { $0 }, sid: { $0 })
         guard case .respond(let pong) = pongs.first else {
             Issue.record("no pong")
@@ -206,19 +212,7 @@ struct LiveKitClientStateTests {
             }
             _ = Self.received(&client, join)
             // The server's state is fresh for each message: joined first, then told.
-            let parsed = try LiveKitJoin.parse(
-                Self.query(target),
-                keys: Self.keys,
-                now: Self.now,
-                session: SessionID(rawValue: 0xabc)
-            )
-            var server = LiveKitSignalState(join: parsed, pingInterval: .seconds(5), pingTimeout: .seconds(15))
-            _ = server.answer(
-                .loginAccepted(session: parsed.session, attempt: 0, roomSessionID: "life", present: []),
-                at: 0,
-                room: { $0 },
-                sid: { $0 }
-            )
+            var (server, _) = try Self.joinedServer(target, session: SessionID(rawValue: 0xabc))
             let responses = server.answer(message, at: 0, room: { $0 }, sid: { $0 })
                 .compactMap { if case .respond(let response) = $0 { response } else { nil } }
             #expect(Self.received(&client, responses) == expected, "\(message)")
@@ -260,19 +254,7 @@ struct LiveKitClientStateTests {
             &client,
             try Self.serve(target) { .loginAccepted(session: $0, attempt: 0, roomSessionID: "life", present: ["bob"]) }
         )
-        let parsed = try LiveKitJoin.parse(
-            Self.query(target),
-            keys: Self.keys,
-            now: Self.now,
-            session: SessionID(rawValue: 1)
-        )
-        var server = LiveKitSignalState(join: parsed, pingInterval: .seconds(5), pingTimeout: .seconds(15))
-        _ = server.answer(
-            .loginAccepted(session: parsed.session, attempt: 0, roomSessionID: "life", present: ["bob"]),
-            at: 0,
-            room: { $0 },
-            sid: { $0 }
-        )
+        var (server, _) = try Self.joinedServer(target, session: SessionID(rawValue: 1), present: ["bob"])
         var outputs: [LiveKitClientState.Output] = []
         for message: ServerMessage in [
             .userUpdate(.add, users: ["carol", "bob"], reason: nil),

@@ -12,6 +12,7 @@ struct LiveKitSignalStateTests {
 
     static func state(resume: Bool = false) -> LiveKitSignalState {
         let join = LiveKitJoin(
+            apiKey: "devkey",
             identity: "alice",
             name: "",
             room: "r1",
@@ -75,6 +76,26 @@ struct LiveKitSignalStateTests {
         let leave = try #require(Self.responses(actions).first).leave
         #expect(leave.reason == .stateMismatch && leave.action == .reconnect)
         #expect(actions.contains { if case .close = $0 { true } else { false } })
+    }
+
+    @Test func aRefreshedTokenIsTheJoinsOwnSignedByItsKeyForTenMinutes() throws {
+        var state = Self.state()
+        // Not in the room yet: nothing to refresh.
+        #expect(state.refreshedToken(secret: "secret", now: 1_800_000_000).isEmpty)
+        _ = Self.answer(&state, Self.accepted())
+        let actions = state.refreshedToken(secret: "secret", now: 1_800_000_000)
+        let response = try #require(Self.responses(actions).first)
+        guard case .refreshToken(let text) = response.message else {
+            Issue.record("not a refresh_token: \(response)")
+            return
+        }
+        // The server's own check takes it: same identity and room, valid for LiveKit's ten minutes.
+        let token = try LiveKitKeys(["devkey": "secret"]).verify(text, at: 1_800_000_001)
+        #expect(token.identity == "alice" && token.video.room == "r1" && token.video.roomJoin == true)
+        #expect(token.apiKey == "devkey" && token.expires == 1_800_000_600)
+        #expect(throws: LiveKitTokenError.invalidSignature) {
+            try LiveKitKeys(["devkey": "another"]).verify(text, at: 1_800_000_001)
+        }
     }
 
     @Test func pingsAreHeartbeatsAnsweredInOrderByPongs() throws {

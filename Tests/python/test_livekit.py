@@ -469,6 +469,25 @@ class LiveKitTests(unittest.TestCase):
 
         run(body())
 
+    def test_participants_are_sent_refreshed_tokens_that_livekit_api_verifies(self):
+        # Every 20 s of scenario time (1 s at --time-scale 0.05), as livekit-server sends one every five minutes.
+        server = LiveKitServer("--token-refresh", "20s")
+        try:
+            async def body():
+                async with aiohttp.ClientSession() as session:
+                    alice = await Participant.join(session, server, "alice", room="r1")
+                    await alice.expect("join")
+                    refreshed = await alice.expect("refresh_token")
+                    claims = api.TokenVerifier(KEY, SECRET).verify(refreshed)
+                    self.assertEqual((claims.identity, claims.video.room, claims.video.room_join), ("alice", "r1", True))
+                    # The server takes it as it took the original (the SDKs reconnect with the latest one).
+                    async with session.get(f"http://{server.url}/rtc/validate?access_token={refreshed}") as answer:
+                        self.assertEqual(answer.status, 200)
+
+            run(body())
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def test_shutdown_tells_participants_to_reconnect(self):
         async def body():
             async with aiohttp.ClientSession() as session:

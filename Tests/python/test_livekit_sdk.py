@@ -199,8 +199,11 @@ class LiveKitSDKTests(unittest.TestCase):
         # LiveKit's ping interval and timeout, shortened (2 s and 6 s) so that a silent path times out in seconds: the
         # SDK takes them from the join response, RoomLink's client from its scenario (CLIENT_TIMINGS).
         timings = ["--timing", "pingInterval=2s", "--timing", "pingTimeout=6s"]
+        # Refreshed tokens every 2 s (LiveKit's are every 5 min): the SDK keeps the latest and dials its later
+        # reconnections with it, so each fault below also checks that serve's refreshed tokens are ones it takes.
         cls.livekit, cls.livekit_port, cls.livekit_admin = serve(
-            "--protocol", "livekit", "--keys", f"{KEY}:{SECRET}", "--peer-helper", helper, *timings
+            "--protocol", "livekit", "--keys", f"{KEY}:{SECRET}", "--peer-helper", helper, "--token-refresh", "2s",
+            *timings
         )
 
     @classmethod
