@@ -106,7 +106,15 @@ final class ClientConnection: @unchecked Sendable {
 
     private func write(_ frame: [UInt8]) {
         guard state.phase != .closed, let bufferEvent else { return }
-        frame.withUnsafeBytes { _ = bufferevent_write(bufferEvent, $0.baseAddress, $0.count) }
+        frame.withUnsafeBytes { bytes in
+            // Straight to the socket once it is connected; before that the bufferevent holds the frame (a write to a
+            // socket still connecting would take the connect's own error, which libevent reads to report it).
+            if state.phase == .open {
+                Sockets.write(bytes, to: bufferEvent)
+            } else {
+                _ = bufferevent_write(bufferEvent, bytes.baseAddress, bytes.count)
+            }
+        }
         transport.countFrame()
     }
 

@@ -25,6 +25,26 @@ package enum Sockets {
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Writes `bytes` to `bufferEvent`'s socket at once when nothing is waiting before them, and leaves to the
+    /// bufferevent only what the socket did not take. A `bufferevent_write` alone turns the socket's write interest on
+    /// and, once the loop has written, off again — two `epoll_ctl` calls around each frame's `writev`; a fan-out server
+    /// writes one frame to each of many connections per loop turn, so that was three system calls a frame where one
+    /// does. Order is kept: a socket with bytes waiting in its buffer gets the new ones behind them. A write that
+    /// fails (a reset) leaves the bytes to the bufferevent, whose own write fails the same way and reports it. Only
+    /// for a connected socket: on one still connecting, the `send` would take the error libevent reads to report a
+    /// failed connect.
+    package static func write(_ bytes: UnsafeRawBufferPointer, to bufferEvent: OpaquePointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        var sent = 0
+        if evbuffer_get_length(bufferevent_get_output(bufferEvent)) == 0 {
+            let fd = bufferevent_getfd(bufferEvent)
+            if fd >= 0 {
+                sent = max(0, Glibc.send(fd, base, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)))
+            }
+        }
+        if sent < bytes.count { _ = bufferevent_write(bufferEvent, base + sent, bytes.count - sent) }
+    }
+
     /// Sets the kernel's send buffer of `fd` (`SO_SNDBUF`).
     package static func setSendBuffer(_ fd: Int32, bytes: Int) {
         var size = Int32(clamping: bytes)

@@ -150,7 +150,7 @@ final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendab
 
     private func write(_ frame: [UInt8]) {
         guard state.isOpen, let bufferEvent else { return }
-        frame.withUnsafeBytes { _ = bufferevent_write(bufferEvent, $0.baseAddress, $0.count) }
+        frame.withUnsafeBytes { Sockets.write($0, to: bufferEvent) }
         server.statistics.add(.framesSent)
         server.statistics.add(.bytesSent, frame.count)
         let pending = evbuffer_get_length(bufferevent_get_output(bufferEvent))
