@@ -31,11 +31,10 @@ final class LiveKitClientConnection: @unchecked Sendable {
     private var socket: WebSocketSession?
     /// The handshake's `Sec-WebSocket-Key`, whose hash the server's `Sec-WebSocket-Accept` must be.
     private let key: String
-    private let target: String
-    private let host: String
     /// Which of the transport's servers it dialled.
     private let serverIndex: Int
-    /// With an observer: when the attempt began, when its login left, and when the unanswered heartbeat left.
+    /// With an observer: when the attempt began (its login left with the dial), and when the unanswered heartbeat
+    /// left.
     private let attemptStart: RuntimeInstant
     private var heartbeatSent: RuntimeInstant?
 
@@ -68,10 +67,9 @@ final class LiveKitClientConnection: @unchecked Sendable {
         var generator = SystemRandomNumberGenerator()
         for index in bytes.indices { bytes[index] = generator.next() }
         key = Data(bytes).base64EncodedString()
-        target = channel.state.dial(login, token: transport.token(for: channel.state, hidden: login.hidden))
+        let target = channel.state.dial(login, token: transport.token(for: channel.state, hidden: login.hidden))
         let (address, index, host) = transport.address(for: clientKey, spread: client.endpointHash)
         serverIndex = index
-        self.host = host
         transport.observer?.connectionAttempted(at: attemptStart)
         var fd: Int32 = -1
         if let source = transport.source(spread: client.endpointHash) {
@@ -231,12 +229,11 @@ final class LiveKitClientConnection: @unchecked Sendable {
             heartbeatSent = nil
         case .loginAccepted:
             transport.observer?.loginAnswered(after: attemptStart.duration(to: now), accepted: true, at: now)
-        case .loginRejected, .busy:
-            if case .busy = message {
-                transport.observer?.connectionFailed(.busy, at: now)
-            } else {
-                transport.observer?.connectionFailed(.auth, at: now)
-            }
+        case .loginRejected:
+            transport.observer?.connectionFailed(.auth, at: now)
+            transport.observer?.loginAnswered(after: attemptStart.duration(to: now), accepted: false, at: now)
+        case .busy:
+            transport.observer?.connectionFailed(.busy, at: now)
             transport.observer?.loginAnswered(after: attemptStart.duration(to: now), accepted: false, at: now)
         default:
             break
