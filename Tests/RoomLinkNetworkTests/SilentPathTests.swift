@@ -38,7 +38,8 @@ struct SilentPathTests {
                 on: group,
                 .init(dialect: .zego, timings: Self.zego.server)
             )
-            let proxy = try SilentProxy(to: address.port)
+            // Stalled as on a loaded machine: her login's answer can cross after bob heard of her (see "both in").
+            let proxy = try SilentProxy(to: address.port, stall: .milliseconds(100))
             let viaProxy = try TCPClientTransport(
                 server: SocketAddress(host: "127.0.0.1", port: proxy.port),
                 dialect: .zego
@@ -60,7 +61,9 @@ struct SilentPathTests {
             #expect(await alice.loginRoom("room-1") == .success)
             let aliceIn = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .add, users: ["alice"])
             let aliceDropped = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .delete, users: ["alice"])
-            try await NetworkTest.until("both in") { bobLog.all.contains(aliceIn) }
+            // Both sides of her login: bob hears of her straight from the server, and her own answer crosses the proxy
+            // after it — a silence that began between the two would hold her answer, and she would never be in.
+            try await NetworkTest.until("both in") { bobLog.all.contains(aliceIn) && aliceLog.count(of: .logined) == 1 }
 
             proxy.isSilent = true
             try await NetworkTest.until("alice notices by silence") { aliceLog.count(of: .reconnecting) == 1 }

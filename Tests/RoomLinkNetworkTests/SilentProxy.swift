@@ -16,16 +16,21 @@ import Glibc
 ///   then, with what the client wrote.
 ///
 /// One thread runs it with poll(2), 20 ms at a time; ``stop()`` ends it and closes every socket.
+///
+/// `stall` makes the thread wait before each delivery to a client, as a thread descheduled on a loaded machine does:
+/// what the server sends meanwhile is read in the thread's next turn, which may find the path silent by then.
 final class SilentProxy: Sendable {
     /// The port clients connect to.
     let port: UInt16
+    private let stall: Duration
     private let silent = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let released = Atomic<Bool>(false)
     private let finished = Mutex<Bool>(false)
 
-    /// Starts forwarding to `serverPort` on 127.0.0.1.
-    init(to serverPort: UInt16) throws {
+    /// Starts forwarding to `serverPort` on 127.0.0.1, stalling `stall` before each delivery to a client.
+    init(to serverPort: UInt16, stall: Duration = .zero) throws {
+        self.stall = stall
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -129,7 +134,10 @@ final class SilentProxy: Sendable {
                 }
                 let server = pair.server!
                 if !pair.toServer.isEmpty { Self.write(&pair.toServer, to: server) }
-                if !pair.toClient.isEmpty { Self.write(&pair.toClient, to: pair.client) }
+                if !pair.toClient.isEmpty {
+                    if stall > .zero { usleep(UInt32(stall / .microseconds(1))) }
+                    Self.write(&pair.toClient, to: pair.client)
+                }
                 if pair.clientClosed || pair.serverClosed {
                     Glibc.close(pair.client)
                     Glibc.close(server)
