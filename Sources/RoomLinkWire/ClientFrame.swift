@@ -27,9 +27,7 @@ public enum ClientFrame: Sendable, Equatable {
         case .media(let room):
             frame.media = .with { $0.room = room }
         }
-        // Encoding a message built from valid Swift values cannot fail (no required fields, no Any).
-        let body: [UInt8] = (try? frame.serializedBytes()) ?? []
-        return WireProtocol.frame(body)
+        return frame.framed
     }
 
     /// Decodes a frame's body (without its length prefix), received at `now`.

@@ -45,9 +45,7 @@ public enum ServerFrame: Sendable, Equatable {
         case .keepAlive:
             frame.keepAlive = Roomlink_V1_KeepAlive()
         }
-        // Encoding a message built from valid Swift values cannot fail (no required fields, no Any).
-        let body: [UInt8] = (try? frame.serializedBytes()) ?? []
-        return WireProtocol.frame(body)
+        return frame.framed
     }
 
     /// Decodes a frame's body (without its length prefix).

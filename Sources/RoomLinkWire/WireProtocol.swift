@@ -25,22 +25,4 @@ public enum WireProtocol {
         guard length <= maximumFrameLength else { throw .frameTooLong(length: length, maximum: maximumFrameLength) }
         return length
     }
-
-    /// Appends the 4-byte prefix of a frame whose body is `length` bytes long.
-    static func appendPrefix(_ length: Int, to bytes: inout [UInt8]) {
-        let value = UInt32(length)
-        bytes.append(UInt8(truncatingIfNeeded: value >> 24))
-        bytes.append(UInt8(truncatingIfNeeded: value >> 16))
-        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
-        bytes.append(UInt8(truncatingIfNeeded: value))
-    }
-
-    /// `body` with its length prefix: one frame, ready to write.
-    static func frame(_ body: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(headerLength + body.count)
-        appendPrefix(body.count, to: &bytes)
-        bytes.append(contentsOf: body)
-        return bytes
-    }
 }

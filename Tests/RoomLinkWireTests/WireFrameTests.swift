@@ -71,6 +71,21 @@ import Testing
         #expect(try ServerFrame(body: Self.body(of: frame.encoded())) == frame)
     }
 
+    /// A frame is its body encoded in place behind the prefix: the same bytes as the body encoded alone and copied
+    /// behind a prefix announcing its length — for every message, an empty one, and a body given as a sequence.
+    @Test(arguments: serverMessages)
+    func aFrameIsItsPrefixAndTheBodyEncodedInPlace(_ message: ServerMessage) throws {
+        let encoded = ServerFrame.room("room-1", message).encoded()
+        let body = try Self.body(of: encoded)
+        let alone: [UInt8] = try Roomlink_V1_ServerFrame(serializedBytes: body).serializedBytes()
+        #expect(body == alone)
+        let length = UInt32(alone.count)
+        #expect(Array(encoded.prefix(4)) == [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: length >> $0) })
+        #expect(Roomlink_V1_KeepAlive().framed == [0, 0, 0, 0])
+        #expect(FrameBytes(alone).bytes == encoded)
+        #expect(FrameBytes(alone).count == alone.count)
+    }
+
     @Test func hellosAndGoodbyesRoundTrip() throws {
         let hello = ClientFrame.hello(ClientHello(dialect: .agora, clientID: "device-7"))
         #expect(try ClientFrame(body: Self.body(of: hello.encoded(at: Self.now)), receivedAt: Self.now) == hello)
