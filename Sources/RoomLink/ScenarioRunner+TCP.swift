@@ -82,7 +82,14 @@ extension ScenarioRunner {
                     + "(its open-file limit); split the population over several processes"
             )
         }
-        let connections = ConnectionStatistics()
+        // The population's first login window is the fill; heartbeats after it are the steady state's.
+        let fill = scenario.timeline.filter {
+            if case .population = $0.target, case .login = $0.action { true } else { false }
+        }.min { $0.at < $1.at }
+        let fillEnds = fill.map { entry -> Duration in
+            if case .population(_, let over, _) = entry.target { entry.at + over } else { entry.at }
+        }
+        let connections = ConnectionStatistics(fillEnds: fillEnds)
         let transport: any ClientTransport
         if let makeTransport = target.makeTransport {
             transport = try makeTransport(connections)

@@ -143,6 +143,17 @@ struct Cluster: AsyncParsableCommand {
                     connections.failures.description
                 )
             )
+            if let from = connections.steadyFrom, let steady = connections.steadyHeartbeatRoundTrip {
+                say(
+                    String(
+                        format: "  heartbeat round trip after the fill (from %d s): p50 %.2f ms, p99 %.2f ms (%d)",
+                        from,
+                        steady.p50Ms,
+                        steady.p99Ms,
+                        steady.count
+                    )
+                )
+            }
         }
         say(
             "  online at the end \(reports.load?.online ?? 0), gave up \(reports.load?.failed ?? 0); generators kept "

@@ -9,13 +9,27 @@ public final class ConnectionStatistics: ConnectionObserver {
         var origin: RuntimeInstant
         var open = 0
         var tally = ConnectionTally()
+        /// The second the population's login window ends in, if the run has one.
+        var fillEnd: Int?
+        /// The next second to look at for the fill's end.
+        var scanned = 0
     }
 
     private let state: LockedBox<State>
 
     /// Statistics whose time zero is `origin` (the scenario's start; ``start(at:)`` moves it).
-    public init(origin: RuntimeInstant = .zero) {
-        state = LockedBox(State(origin: origin))
+    ///
+    /// - Parameter fillEnds: When the population's logins end (the end of its login window, from time zero), if
+    ///   the run has such a window: heartbeat round trips after the fill are then also kept apart
+    ///   (``ConnectionTally/steadyHeartbeatRoundTrip``). The fill ends with the first whole second from then on in
+    ///   which no login was accepted — the server may still be answering logins sent in the window's last seconds.
+    public init(origin: RuntimeInstant = .zero, fillEnds: Duration? = nil) {
+        var initial = State(origin: origin)
+        if let fillEnds {
+            initial.fillEnd = Int(max(0, fillEnds.components.seconds))
+            initial.scanned = initial.fillEnd!
+        }
+        state = LockedBox(initial)
     }
 
     /// Moves time zero to `origin`, before anything was recorded.
@@ -56,7 +70,26 @@ public final class ConnectionStatistics: ConnectionObserver {
     }
 
     public func heartbeatAnswered(after roundTrip: Duration, at time: RuntimeInstant) {
-        state.withLock { $0.tally.heartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds) }
+        state.withLock { state in
+            state.tally.heartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds)
+            guard state.fillEnd != nil else { return }
+            let now = Self.second(
+                ofIndex: Int(max(0, time.nanoseconds - state.origin.nanoseconds) / 1_000_000_000),
+                in: &state
+            )
+            if state.tally.steadyFrom == nil {
+                // Seconds that have ended, from the window's end on: the first without an accepted login ends the fill.
+                while state.scanned < now {
+                    if state.tally.seconds[state.scanned].loggedIn == 0 {
+                        state.tally.steadyFrom = state.scanned + 1
+                        break
+                    }
+                    state.scanned += 1
+                }
+            }
+            guard let from = state.tally.steadyFrom, now >= from else { return }
+            state.tally.steadyHeartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds)
+        }
     }
 
     /// What was counted, with the series carried up to `end` (seconds since the origin).
@@ -117,6 +150,12 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
     public var tcpConnect = LatencyRecorder()
     public var login = LatencyRecorder()
     public var heartbeatRoundTrip = LatencyRecorder()
+    /// The heartbeat round trips after the fill: from ``steadyFrom`` on (the report's steady state, apart from the
+    /// logins' load). Empty when the run has no population login window or never left it.
+    public var steadyHeartbeatRoundTrip = LatencyRecorder()
+    /// The second the steady state began: the first after the population's login window in which no login was
+    /// accepted, plus one (merged: the latest of the generators').
+    public var steadyFrom: Int?
 
     public init() {}
 
@@ -137,6 +176,25 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
         tcpConnect.merge(other.tcpConnect)
         login.merge(other.login)
         heartbeatRoundTrip.merge(other.heartbeatRoundTrip)
+        steadyHeartbeatRoundTrip.merge(other.steadyHeartbeatRoundTrip)
+        if let theirs = other.steadyFrom { steadyFrom = max(steadyFrom ?? theirs, theirs) }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case seconds, failures, tcpConnect, login, heartbeatRoundTrip, steadyHeartbeatRoundTrip, steadyFrom
+    }
+
+    /// Decodes a tally; one written before the steady state was kept apart has none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        seconds = try container.decode([Second].self, forKey: .seconds)
+        failures = try container.decode([String: Int].self, forKey: .failures)
+        tcpConnect = try container.decode(LatencyRecorder.self, forKey: .tcpConnect)
+        login = try container.decode(LatencyRecorder.self, forKey: .login)
+        heartbeatRoundTrip = try container.decode(LatencyRecorder.self, forKey: .heartbeatRoundTrip)
+        steadyHeartbeatRoundTrip =
+            try container.decodeIfPresent(LatencyRecorder.self, forKey: .steadyHeartbeatRoundTrip) ?? LatencyRecorder()
+        steadyFrom = try container.decodeIfPresent(Int.self, forKey: .steadyFrom)
     }
 }
 
@@ -156,6 +214,10 @@ public struct ConnectionReport: Sendable, Codable, Equatable {
     public var tcpConnect: LatencySummary
     public var login: LatencySummary
     public var heartbeatRoundTrip: LatencySummary
+    /// Heartbeat round trips after the fill (``ConnectionTally/steadyHeartbeatRoundTrip``), and the second that
+    /// steady state began; `nil` when the run had no population login window or never left it.
+    public var steadyHeartbeatRoundTrip: LatencySummary?
+    public var steadyFrom: Int?
     public var tally: ConnectionTally
 
     /// The report of `tally`.
@@ -171,6 +233,8 @@ public struct ConnectionReport: Sendable, Codable, Equatable {
         tcpConnect = tally.tcpConnect.summary
         login = tally.login.summary
         heartbeatRoundTrip = tally.heartbeatRoundTrip.summary
+        steadyFrom = tally.steadyFrom
+        steadyHeartbeatRoundTrip = tally.steadyFrom.map { _ in tally.steadyHeartbeatRoundTrip.summary }
     }
 }
 

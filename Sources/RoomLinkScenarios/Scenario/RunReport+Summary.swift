@@ -18,12 +18,22 @@ extension ConnectionReport {
                 )
         }
         let heartbeat = connections.heartbeatRoundTrip
+        // After the fill, apart from it: what the steady state costs, without the logins' load.
+        var steady = ""
+        if let from = connections.steadyFrom, let after = connections.steadyHeartbeatRoundTrip, after.count > 0 {
+            steady = String(
+                format: "; after the fill (from %d s) p50 %.2f / p99 %.2f ms",
+                from,
+                after.p50Ms,
+                after.p99Ms
+            )
+        }
         return """
               connections \(connections.attempts) attempts (peak \(connections.attemptsPerSecondPeak)/s), \
             \(connections.opened) opened (peak \(connections.openedPerSecondPeak)/s, \(connections.openPeak) open at \
             most), \(connections.loggedIn) logins accepted; failures: \(causes.isEmpty ? "none" : causes.joined(separator: ", "))
               connect     TCP \(percentiles(connections.tcpConnect)); login \(percentiles(connections.login))
-              heartbeat   round trip \(heartbeat.count == 0 ? "none" : String(format: "p50 %.2f / p99 %.2f ms", heartbeat.p50Ms, heartbeat.p99Ms))
+              heartbeat   round trip \(heartbeat.count == 0 ? "none" : String(format: "p50 %.2f / p99 %.2f ms", heartbeat.p50Ms, heartbeat.p99Ms))\(steady)
 
             """
     }
