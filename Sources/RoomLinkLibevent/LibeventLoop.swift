@@ -51,6 +51,9 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     private var armedDriverDeadline: UInt64?
     private var isStopped = false
     private var inSocketCallback = false
+    /// What asked to run once the current callback's jobs have (``atCallbackEnd(_:)``), in the order asked.
+    private var callbackEndWork: [any CallbackEndWork] = []
+    private var callbackEndSpare: [any CallbackEndWork] = []
 
     /// How many jobs one callback runs before it yields to libevent (timers and the inbox) and resumes.
     private static var jobBudget: Int { 4096 }
@@ -406,7 +409,23 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     fileprivate func finishCallback() {
         runJobs()
+        // What the callback and its jobs left to do at their end (a connection's frames, written together); it may
+        // make jobs runnable, and those may leave more.
+        while !callbackEndWork.isEmpty {
+            swap(&callbackEndWork, &callbackEndSpare)
+            for work in callbackEndSpare { work.callbackEnded() }
+            callbackEndSpare.removeAll(keepingCapacity: true)
+            runJobs()
+        }
         armDriver()
+    }
+
+    /// Runs `work` once the current callback of this loop — a socket's, a timer batch's, the inbox's — and the jobs
+    /// it made runnable have run, before libevent waits again: where a connection writes together the frames that
+    /// one turn of the loop produced for it. Call on the loop's thread, from within a callback (every callback
+    /// RoomLink registers on ``eventBase`` runs in ``runCallback(_:)``, whose end runs it).
+    @_spi(RoomLinkInternals) public func atCallbackEnd(_ work: any CallbackEndWork) {
+        callbackEndWork.append(work)
     }
 
     private func runJobs() {
@@ -485,4 +504,10 @@ private func loopResumeCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMu
 private func loopEventTimerCallback(_ fd: Int32, _ what: Int16, _ argument: UnsafeMutableRawPointer?) {
     // `fd` is the timer's slot index (see LibeventTimerQueue).
     Unmanaged<LibeventLoop>.fromOpaque(argument!).takeUnretainedValue().eventTimerFired(slot: Int(fd))
+}
+
+/// Work a loop runs at the end of a callback (``LibeventLoop/atCallbackEnd(_:)``).
+@_spi(RoomLinkInternals) public protocol CallbackEndWork: AnyObject {
+    /// The callback that asked, and the jobs it made runnable, have run. Called on the loop's thread.
+    func callbackEnded()
 }

@@ -13,7 +13,7 @@ import RoomLinkWire
 /// the client, on: a frame too long, malformed or unknown; no hello and login within the login timeout; an output
 /// buffer past the maximum (a client that reads too slowly); a hello of another version or dialect. Closing tells
 /// each of its rooms that the member's connection closed, as a server's network stack notices a socket close.
-final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendable {
+final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, @unchecked Sendable {
     // Safe: every `var` is touched on `loop`'s thread only — from libevent callbacks on that loop (the bufferevent's,
     // whose base is the loop's), from timers on that loop, and from `send`, which hops there first. The `let`s are
     // immutable and Sendable.
@@ -26,6 +26,10 @@ final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendab
     /// The connection's rules: what it carries, what it refuses, why it closes. This class only carries them out.
     private var state: ServerConnectionState
     private var timer: TimerHandle?
+    /// The frames written during the loop's current callback, sent together at its end (``callbackEnded()``): one
+    /// system call for what one turn of the loop says to this client. The first frame is kept as it is (most turns
+    /// write one frame to a connection, and that costs no copy); a second is appended to it.
+    private var unsent: [UInt8] = []
     /// ``ServerFrame/keepAlive`` on the wire, encoded once.
     private static let keepAliveFrame = ServerFrame.keepAlive.encoded()
 
@@ -149,12 +153,31 @@ final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendab
     }
 
     private func write(_ frame: [UInt8]) {
-        guard state.isOpen, let bufferEvent else { return }
-        frame.withUnsafeBytes { Sockets.write($0, to: bufferEvent) }
+        guard state.isOpen, bufferEvent != nil else { return }
+        if unsent.isEmpty {
+            loop.atCallbackEnd(self)
+            unsent = frame
+        } else {
+            unsent.append(contentsOf: frame)
+        }
         server.statistics.add(.framesSent)
         server.statistics.add(.bytesSent, frame.count)
+    }
+
+    /// The loop's callback ended: what it wrote goes out, straight to the socket when nothing waits before it.
+    func callbackEnded() {
+        guard sendUnsent(), state.isOpen, let bufferEvent else { return }
         let pending = evbuffer_get_length(bufferevent_get_output(bufferEvent))
         if let close = state.wrote(at: state.tracksWrites ? loop.now : nil, pending: pending) { carry(close) }
+    }
+
+    /// Sends the frames written so far in this callback (also before a close, which must not lose them); whether
+    /// there were any.
+    private func sendUnsent() -> Bool {
+        guard !unsent.isEmpty else { return false }
+        if let bufferEvent { unsent.withUnsafeBytes { Sockets.write($0, to: bufferEvent) } }
+        unsent = []
+        return true
     }
 
     fileprivate func writable() {
@@ -200,6 +223,7 @@ final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendab
             ]
         )
         server.statistics.count(close.reason)
+        _ = sendUnsent()
         if let timer { loop.cancel(timer) }
         timer = nil
         for member in close.members { tellClosed(member) }
@@ -215,6 +239,7 @@ final class ServerConnection: ClientChannel, ServedConnection, @unchecked Sendab
 
     /// Frees the socket now, whatever is left to write.
     func free() {
+        _ = sendUnsent()
         guard state.freed() else { return }
         if let timer { loop.cancel(timer) }
         timer = nil

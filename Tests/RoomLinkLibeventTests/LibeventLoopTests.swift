@@ -1,7 +1,7 @@
 import RoomLinkTestSupport
 import Testing
 
-@testable import RoomLinkLibevent
+@_spi(RoomLinkInternals) @testable import RoomLinkLibevent
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 /// An actor pinned to a libevent loop that records where its jobs and timer callbacks ran.
@@ -151,6 +151,55 @@ struct LibeventLoopTests {
                 )
             }
             #expect(!state.fired.isEmpty && !state.cancelled.isEmpty, "the race should go both ways")
+        }
+    }
+
+    /// Work asked for at a callback's end (where serve writes a turn's frames together) runs after every timer of the
+    /// batch and the jobs they made runnable, in the order asked; the jobs that work makes runnable run next, then the
+    /// work asked for meanwhile — all before libevent waits again.
+    @Test
+    func workAskedForAtACallbacksEndRunsAfterItsTimersAndJobs() async throws {
+        final class Work: CallbackEndWork, @unchecked Sendable {
+            // Safe: created and called on the loop's thread only (the test reads `order` after the loop is done).
+            let name: String
+            let order: LockedBox<[String]>
+            let then: (() -> Void)?
+            init(_ name: String, _ order: LockedBox<[String]>, then: (() -> Void)? = nil) {
+                self.name = name
+                self.order = order
+                self.then = then
+            }
+            func callbackEnded() {
+                order.withLock { $0.append(name) }
+                then?()
+            }
+        }
+        try await LibeventLoopGroup.withLoopGroup(configuration: .init(loopCount: 1)) { group in
+            let loop = group.eventLoops[0]
+            let order = LockedBox<[String]>([])
+            let done = LockedBox(false)
+            let deadline = loop.now.advanced(by: .milliseconds(5))
+            for name in ["t1", "t2"] {
+                try loop.schedule(at: deadline) {
+                    order.withLock { $0.append(name) }
+                    loop.atCallbackEnd(
+                        Work("end of \(name)", order) {
+                            guard name == "t2" else { return }
+                            loop.atCallbackEnd(Work("asked at the end", order))
+                            Task(executorPreference: loop) {
+                                order.withLock { $0.append("job of the end") }
+                                loop.atCallbackEnd(Work("asked by that job", order) { done.withLock { $0 = true } })
+                            }
+                        }
+                    )
+                }
+            }
+            while !done.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(
+                order.withLock { $0 } == [
+                    "t1", "t2", "end of t1", "end of t2", "job of the end", "asked at the end", "asked by that job",
+                ]
+            )
         }
     }
 

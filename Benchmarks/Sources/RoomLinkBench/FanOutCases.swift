@@ -12,7 +12,7 @@ struct FanOut: AsyncParsableCommand {
         discussion: """
             For each round and each build (--roomlink, repeatable: the build before and after a change, say), \
             alternating: `roomlink serve --dialect zego` and a `roomlink load --notify` of --clients clients in rooms \
-            of 100 logging in over --login-over; over a --window-second window during the fill it counts serve's \
+            of 100 logging in over --login-over; over a --window-second window starting --from seconds into the fill it counts serve's \
             system calls (`perf stat` on the syscalls:sys_enter_* tracepoints: perf and root, or a low \
             perf_event_paranoid) and its CPU time, against the frames it sent (its /metrics).
             """
@@ -22,7 +22,9 @@ struct FanOut: AsyncParsableCommand {
     var roomlink: [String] = ["../.build/release/roomlink"]
     @Option(help: "Clients, in rooms of 100.") var clients = 5_000
     @Option(help: "Seconds over which the clients log in.") var loginOver = 30
-    @Option(help: "Seconds measured, from 8 s into the fill.") var window = 10.0
+    @Option(help: "Seconds measured, from --from seconds into the fill.") var window = 10.0
+    @Option(help: "When the window starts, in seconds after the load starts (a short fill is a burst: measure it).")
+    var from = 8.0
     @Option(help: "Rounds.") var rounds = 3
 
     static let calls = ["epoll_ctl", "writev", "sendto", "write", "readv", "read", "recvfrom", "epoll_wait"]
@@ -83,7 +85,7 @@ struct FanOut: AsyncParsableCommand {
             ]
         )
         defer { load.stop(grace: 5) }
-        try await Task.sleep(for: .seconds(8))
+        try await Task.sleep(for: .seconds(from))
         let before = try await Self.framesSent(admin)
         let cpuBefore = server.cpuSeconds()
         let events = Self.calls.flatMap { ["-e", "syscalls:sys_enter_\($0)"] }
