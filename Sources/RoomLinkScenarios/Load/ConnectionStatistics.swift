@@ -154,7 +154,7 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
     /// logins' load). Empty when the run has no population login window or never left it.
     public var steadyHeartbeatRoundTrip = LatencyRecorder()
     /// The second the steady state began: the first after the population's login window in which no login was
-    /// accepted, plus one (merged: the latest of the generators').
+    /// accepted, plus one. Merged, it is the latest generator's, while each generator's round trips count from its own.
     public var steadyFrom: Int?
 
     public init() {}
