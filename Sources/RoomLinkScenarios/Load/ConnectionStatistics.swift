@@ -17,12 +17,14 @@ public final class ConnectionStatistics: ConnectionObserver {
 
     private let state: LockedBox<State>
 
-    /// Statistics whose time zero is `origin` (the scenario's start; ``start(at:)`` moves it).
+    /// Statistics whose time zero is `origin`.
     ///
-    /// - Parameter fillEnds: When the population's logins end (the end of its login window, from time zero), if
-    ///   the run has such a window: heartbeat round trips after the fill are then also kept apart
-    ///   (``ConnectionTally/steadyHeartbeatRoundTrip``). The fill ends with the first whole second from then on in
-    ///   which no login was accepted — the server may still be answering logins sent in the window's last seconds.
+    /// - Parameters:
+    ///   - origin: Time zero: the scenario's start (``start(at:)`` moves it).
+    ///   - fillEnds: When the population's logins end (the end of its login window, from time zero), if the run has
+    ///     such a window: heartbeat round trips after the fill are then also kept apart
+    ///     (``ConnectionTally/steadyHeartbeatRoundTrip``). The fill ends with the first whole second from then on in
+    ///     which no login was accepted — the server may still be answering logins sent in the window's last seconds.
     public init(origin: RuntimeInstant = .zero, fillEnds: Duration? = nil) {
         var initial = State(origin: origin)
         if let fillEnds {
