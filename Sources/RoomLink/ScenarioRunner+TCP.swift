@@ -83,13 +83,11 @@ extension ScenarioRunner {
             )
         }
         // The population's first login window is the fill; heartbeats after it are the steady state's.
-        let fill = scenario.timeline.filter {
-            if case .population = $0.target, case .login = $0.action { true } else { false }
-        }.min { $0.at < $1.at }
-        let fillEnds = fill.map { entry -> Duration in
-            if case .population(_, let over, _) = entry.target { entry.at + over } else { entry.at }
+        let windows = scenario.timeline.compactMap { entry -> (start: Duration, end: Duration)? in
+            guard case .population(_, let over, _) = entry.target, case .login = entry.action else { return nil }
+            return (entry.at, entry.at + over)
         }
-        let connections = ConnectionStatistics(fillEnds: fillEnds)
+        let connections = ConnectionStatistics(fillEnds: windows.min { $0.start < $1.start }?.end)
         let transport: any ClientTransport
         if let makeTransport = target.makeTransport {
             transport = try makeTransport(connections)

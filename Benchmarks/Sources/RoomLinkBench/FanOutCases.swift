@@ -64,17 +64,10 @@ struct FanOut: AsyncParsableCommand {
     }
 
     private func measure(_ path: String) async throws -> Result {
-        let server = try Child.start(
-            path,
-            [
-                "serve", "--dialect", "zego", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level",
-                "error",
-            ],
-            readyWhen: " loops "
-        )
+        let server = try Child.serve(path, ["--dialect", "zego"])
         defer { server.stop() }
         let address = try server.servedAddress()
-        let admin = try server.servedAddress(after: "http://")
+        let admin = try server.adminAddress()
         let load = try Child.launch(
             path,
             [

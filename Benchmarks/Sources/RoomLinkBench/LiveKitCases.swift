@@ -81,17 +81,13 @@ struct LiveKitSignalling: AsyncParsableCommand {
     private func held(liveKit: Bool) async throws -> Held {
         let timing = ["--timing", "pingInterval=\(pingMs)ms"]
         let protocolFlags = liveKit ? ["--protocol", "livekit", "--keys", "\(Self.key):\(Self.secret)"] : []
-        let server = try Child.start(
+        let server = try Child.serve(
             roomlink,
-            [
-                "serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--loops", "\(loops)", "--log-level",
-                "error", "--dialect", "livekit",
-            ] + protocolFlags + timing,
-            readyWhen: " loops "
+            ["--loops", "\(loops)", "--dialect", "livekit"] + protocolFlags + timing
         )
         defer { server.stop() }
         let address = try server.servedAddress(after: liveKit ? "protocol) on " : "livekit on ")
-        let admin = try server.servedAddress(after: "http://")
+        let admin = try server.adminAddress()
         try await Task.sleep(for: .milliseconds(300))
         let baseline = server.residentBytes()
         let fill = max(5, clients / 1_000)

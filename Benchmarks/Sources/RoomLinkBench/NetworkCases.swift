@@ -258,17 +258,10 @@ struct Network: AsyncParsableCommand {
     }
 
     private func roomLinkHeartbeats() async throws -> RoundTrips {
-        let server = try Child.start(
-            roomlink,
-            [
-                "serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--loops", "\(loops)", "--log-level",
-                "error",
-            ],
-            readyWhen: " loops "
-        )
+        let server = try Child.serve(roomlink, ["--loops", "\(loops)"])
         defer { server.stop() }
         let address = try server.servedAddress()
-        let adminAddress = try server.servedAddress(after: "http://")
+        let adminAddress = try server.adminAddress()
         let timings = ZegoTimings(
             heartbeatInterval: .milliseconds(Int64(pingPeriodMs)),
             attemptTimeout: .seconds(120),
@@ -367,6 +360,19 @@ final class Child: @unchecked Sendable {
         }
         return child
     }
+
+    /// `roomlink serve` at `path` on ephemeral loopback ports, with its admin API and errors-only logging, and
+    /// `arguments` besides; returns once it says where it listens (``servedAddress(after:)``, ``adminAddress()``).
+    static func serve(_ path: String, _ arguments: [String]) throws -> Child {
+        try start(
+            path,
+            ["serve", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "error"] + arguments,
+            readyWhen: " loops "
+        )
+    }
+
+    /// Where the admin API of a child started by ``serve(_:_:)`` listens.
+    func adminAddress() throws -> SocketAddress { try servedAddress(after: "http://") }
 
     /// Starts a child without waiting for anything it prints (its output is discarded).
     static func launch(_ path: String, _ arguments: [String]) throws -> Child {

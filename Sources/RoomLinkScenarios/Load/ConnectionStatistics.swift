@@ -9,10 +9,9 @@ public final class ConnectionStatistics: ConnectionObserver {
         var origin: RuntimeInstant
         var open = 0
         var tally = ConnectionTally()
-        /// The second the population's login window ends in, if the run has one.
-        var fillEnd: Int?
-        /// The next second to look at for the fill's end.
-        var scanned = 0
+        /// The next second to look at for the fill's end, from the second the population's login window ends in;
+        /// `nil` when the run has no such window.
+        var fillScan: Int?
     }
 
     private let state: LockedBox<State>
@@ -27,10 +26,7 @@ public final class ConnectionStatistics: ConnectionObserver {
     ///     which no login was accepted — the server may still be answering logins sent in the window's last seconds.
     public init(origin: RuntimeInstant = .zero, fillEnds: Duration? = nil) {
         var initial = State(origin: origin)
-        if let fillEnds {
-            initial.fillEnd = Int(max(0, fillEnds.components.seconds))
-            initial.scanned = initial.fillEnd!
-        }
+        initial.fillScan = fillEnds.map { Int(max(0, $0.components.seconds)) }
         state = LockedBox(initial)
     }
 
@@ -74,20 +70,21 @@ public final class ConnectionStatistics: ConnectionObserver {
     public func heartbeatAnswered(after roundTrip: Duration, at time: RuntimeInstant) {
         state.withLock { state in
             state.tally.heartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds)
-            guard state.fillEnd != nil else { return }
+            guard var scan = state.fillScan else { return }
             let now = Self.second(
                 ofIndex: Int(max(0, time.nanoseconds - state.origin.nanoseconds) / 1_000_000_000),
                 in: &state
             )
             if state.tally.steadyFrom == nil {
                 // Seconds that have ended, from the window's end on: the first without an accepted login ends the fill.
-                while state.scanned < now {
-                    if state.tally.seconds[state.scanned].loggedIn == 0 {
-                        state.tally.steadyFrom = state.scanned + 1
+                while scan < now {
+                    if state.tally.seconds[scan].loggedIn == 0 {
+                        state.tally.steadyFrom = scan + 1
                         break
                     }
-                    state.scanned += 1
+                    scan += 1
                 }
+                state.fillScan = scan
             }
             guard let from = state.tally.steadyFrom, now >= from else { return }
             state.tally.steadyHeartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds)
