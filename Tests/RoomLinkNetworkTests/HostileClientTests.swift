@@ -107,6 +107,32 @@ struct HostileClientTests {
         }
     }
 
+    /// What the server wrote before an offence closes the connection still goes out, before the goodbye: a heartbeat
+    /// and a malformed frame sent together are read together, and the heartbeat's answer — gathered for the end of
+    /// that read — is sent ahead of the goodbye the malformed frame earns, not dropped with the connection.
+    @Test func framesWrittenBeforeAnOffenceGoOutBeforeItsGoodbye() async throws {
+        try await Self.withBystander { server, port in
+            let raw = try RawConnection(port: port)
+            raw.hello()
+            raw.send(Self.login("mallory"))
+            while let frame = try raw.next() {
+                if case .room(_, .loginAccepted) = frame { break }
+            }
+            let heartbeat = ClientFrame.room("room-1", .heartbeat(userID: "mallory", session: Self.session))
+            raw.write(heartbeat.encoded(at: .zero) + [0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff])
+            let rest = try raw.untilClosed().filter {
+                if case .room(_, .userUpdate) = $0 { false } else { true }
+            }
+            #expect(rest.count == 2)
+            #expect(rest.first == .room("room-1", .heartbeatAck(session: Self.session)))
+            if case .goodbye(let reason, _) = rest.last {
+                #expect(reason == .protocolError)
+            } else {
+                Issue.record("no goodbye: \(rest)")
+            }
+        }
+    }
+
     /// A client that closes its side in the middle of a frame, before it logged in, is let go as soon as the
     /// server sees the end of its stream, not at the login timeout (here ten minutes, longer than the suite may run).
     @Test func aConnectionClosedMidFrameBeforeLoginIsNoticedAtOnce() async throws {
