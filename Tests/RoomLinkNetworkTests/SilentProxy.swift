@@ -17,8 +17,9 @@ import Glibc
 ///
 /// One thread runs it with poll(2), 20 ms at a time; ``stop()`` ends it and closes every socket.
 ///
-/// `stall` makes the thread wait before each delivery to a client, as a thread descheduled on a loaded machine does:
-/// what the server sends meanwhile is read in the thread's next turn, which may find the path silent by then.
+/// `stall` makes the thread wait before each delivery to a client until the first silence, as a thread descheduled on
+/// a loaded machine does: what the server sends meanwhile is read in the thread's next turn, which may find the path
+/// silent by then.
 final class SilentProxy: Sendable {
     /// The port clients connect to.
     let port: UInt16
@@ -86,6 +87,7 @@ final class SilentProxy: Sendable {
 
     private func run(listener: Int32, serverPort: UInt16) {
         var pairs: [Pair] = []
+        var beenSilent = false
         defer {
             for pair in pairs {
                 Glibc.close(pair.client)
@@ -96,6 +98,7 @@ final class SilentProxy: Sendable {
         }
         while !stopped.load(ordering: .sequentiallyConsistent) {
             let silentNow = isSilent
+            beenSilent = beenSilent || silentNow
             if silentNow {
                 for pair in pairs where pair.server != nil { pair.held = true }
             }
@@ -135,7 +138,9 @@ final class SilentProxy: Sendable {
                 let server = pair.server!
                 if !pair.toServer.isEmpty { Self.write(&pair.toServer, to: server) }
                 if !pair.toClient.isEmpty {
-                    if stall > .zero { usleep(UInt32(stall / .microseconds(1))) }
+                    // Until the first silence only: after it, a stalled thread would notice late that a client gave up
+                    // an attempt, and connect it to the server anyway.
+                    if stall > .zero && !beenSilent { usleep(UInt32(stall / .microseconds(1))) }
                     Self.write(&pair.toClient, to: pair.client)
                 }
                 if pair.clientClosed || pair.serverClosed {
