@@ -10,6 +10,8 @@ public struct TCPServerTarget: Sendable {
     /// Local addresses the clients' connections leave from, spread over by client (to open more connections than
     /// one address's ephemeral ports allow); empty: the kernel's choice.
     public var sourceAddresses: [String]
+    /// Which of ``servers`` each client's connection goes to: by client (the default) or by room.
+    public var routing: ServerRouting
     /// Makes the clients' transport, told of every connection by the observer it is given, when the server speaks
     /// another protocol than RoomLink's own (LiveKit's signalling: `roomlink run --protocol livekit`); `nil`: a
     /// `TCPClientTransport` to ``servers``.
@@ -20,12 +22,14 @@ public struct TCPServerTarget: Sendable {
         admin: SocketAddress? = nil,
         adminToken: String? = nil,
         sourceAddresses: [String] = [],
+        routing: ServerRouting = .byClient,
         makeTransport: (@Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport)? = nil
     ) {
         self.servers = servers
         self.admin = admin
         self.adminToken = adminToken
         self.sourceAddresses = sourceAddresses
+        self.routing = routing
         self.makeTransport = makeTransport
     }
 
@@ -96,7 +100,11 @@ extension ScenarioRunner {
                 transport = try TCPClientTransport(
                     servers: target.servers,
                     dialect: scenario.dialect,
-                    configuration: .init(sourceAddresses: target.sourceAddresses, observer: connections)
+                    configuration: .init(
+                        sourceAddresses: target.sourceAddresses,
+                        observer: connections,
+                        routing: target.routing
+                    )
                 )
             } catch {
                 throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")

@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import RoomLink
 import RoomLinkLiveKit
 
@@ -28,6 +28,15 @@ struct RemoteOptions: ParsableArguments {
     )
     var sourceAddresses: String?
     @Option(
+        help: """
+            With several --server nodes, which one each client's connection goes to: client (picked by the client's \
+            ID, the default: every node keeps every room it has a member of whole) or room (every client of a room \
+            on one node, as LiveKit routes a room: a node keeps only the members it serves). A failed connection \
+            moves on to the next node either way.
+            """
+    )
+    var route: ServerRouting?
+    @Option(
         name: .customLong("protocol"),
         help: """
             The server's wire protocol: roomlink (the default), or livekit — LiveKit's signalling, a WebSocket to \
@@ -42,7 +51,7 @@ struct RemoteOptions: ParsableArguments {
     /// The servers' addresses, checked; `nil` without `--server`.
     func addresses() throws(RoomLinkError) -> [SocketAddress]? {
         for (flag, value) in [
-            ("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken),
+            ("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken), ("--route", route?.rawValue),
             ("--protocol", wireProtocol?.rawValue), ("--keys", keys),
         ]
         where value != nil && server == nil {
@@ -97,7 +106,8 @@ struct RemoteOptions: ParsableArguments {
     private static func liveKit(
         servers: [SocketAddress],
         keys: String?,
-        sources: [String]
+        sources: [String],
+        routing: ServerRouting
     ) throws(RoomLinkError)
         -> @Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport
     {
@@ -121,7 +131,7 @@ struct RemoteOptions: ParsableArguments {
                     servers: servers,
                     apiKey: key.name,
                     secret: key.secret,
-                    configuration: .init(sourceAddresses: sources, observer: observer)
+                    configuration: .init(sourceAddresses: sources, observer: observer, routing: routing)
                 )
             } catch {
                 throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
@@ -165,10 +175,16 @@ struct RemoteOptions: ParsableArguments {
             servers: servers,
             admin: try adminAddress(),
             adminToken: serverAdminToken,
-            sourceAddresses: sourceAddresses
+            sourceAddresses: sourceAddresses,
+            routing: route ?? .byClient
         )
         if wireProtocol == .livekit {
-            target.makeTransport = try Self.liveKit(servers: servers, keys: keys, sources: sourceAddresses)
+            target.makeTransport = try Self.liveKit(
+                servers: servers,
+                keys: keys,
+                sources: sourceAddresses,
+                routing: route ?? .byClient
+            )
             guard scenario.dialect == .livekit else {
                 throw RoomLinkError(
                     code: .invalidInput,
@@ -228,3 +244,5 @@ struct ComparisonOptions: ParsableArguments {
     @Option(help: "How much later than in virtual time the real run may tell a user anything (--compare-with-virtual).")
     var tolerance = DurationArgument("2s")
 }
+
+extension ServerRouting: ExpressibleByArgument {}

@@ -39,20 +39,25 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
         public var observer: (any ConnectionObserver)?
         /// How long the minted access tokens are valid.
         public var tokenLifetime: Duration
+        /// Which of several servers a room's connection goes to: picked by the client's ID (the default) or by the
+        /// room, so that each room's participants meet on one node.
+        public var routing: ServerRouting
 
         public init(
             sourceAddresses: [String] = [],
             observer: (any ConnectionObserver)? = nil,
-            tokenLifetime: Duration = .seconds(6 * 3600)
+            tokenLifetime: Duration = .seconds(6 * 3600),
+            routing: ServerRouting = .byClient
         ) {
             self.sourceAddresses = sourceAddresses
             self.observer = observer
             self.tokenLifetime = tokenLifetime
+            self.routing = routing
         }
     }
 
-    /// The servers a client may connect to; a client starts on one picked by its ID and moves to the next when a
-    /// connection fails.
+    /// The servers a client may connect to; a client starts on one picked by its ID (or by its room:
+    /// ``Configuration/routing``) and moves to the next when a connection fails.
     public let servers: [SocketAddress]
     /// The API key the clients' tokens name (`iss`).
     public let apiKey: String
@@ -217,9 +222,12 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
         ).signed(with: secret)
     }
 
-    /// The server a new connection of the client `key` goes to, its index, and its `Host`.
-    func address(for key: ObjectIdentifier, spread: UInt64) -> (ResolvedAddress, Int, String) {
-        let index = chosen.withLock { $0[key] } ?? Int(spread % UInt64(addresses.count))
+    /// The server a new connection of `client` (its key `key`) for `room` goes to, its index, and its `Host`.
+    func address(for key: ObjectIdentifier, client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int, String)
+    {
+        let index =
+            chosen.withLock { $0[key] }
+            ?? configuration.routing.server(clientHash: client.endpointHash, room: room, count: addresses.count)
         return (addresses[index], index, servers[index].description)
     }
 

@@ -41,7 +41,8 @@ final class ClientConnection: @unchecked Sendable {
     private var loginsSent: [String: RuntimeInstant] = [:]
     private var heartbeatsSent: [String: RuntimeInstant] = [:]
 
-    init(client: any ClientEndpoint, loop: LibeventLoop, transport: TCPClientTransport) {
+    /// Opens `client`'s connection, for `room` first (the room may decide the server: ``ServerRouting/byRoom``).
+    init(client: any ClientEndpoint, room: String, loop: LibeventLoop, transport: TCPClientTransport) {
         self.loop = loop
         self.transport = transport
         self.client = client
@@ -49,7 +50,7 @@ final class ClientConnection: @unchecked Sendable {
         self.path = client as? any ClientPath
         attemptStart = loop.now
         transport.observer?.connectionAttempted(at: attemptStart)
-        let (address, serverIndex) = transport.address(for: key, spread: client.endpointHash)
+        let (address, serverIndex) = transport.address(for: key, client: client, room: room)
         self.serverIndex = serverIndex
         var socket: Int32 = -1
         if let source = transport.source(spread: client.endpointHash) {

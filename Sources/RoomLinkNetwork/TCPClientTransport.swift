@@ -34,18 +34,27 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         public var sourceAddresses: [String]
         /// Told of every connection attempt, handshake, failure, login answer and heartbeat round trip.
         public var observer: (any ConnectionObserver)?
+        /// Which of several servers a client's new connection goes to: picked by the client's ID (the default) or by
+        /// the room it opens for.
+        public var routing: ServerRouting
 
-        public init(sourceAddresses: [String] = [], observer: (any ConnectionObserver)? = nil) {
+        public init(
+            sourceAddresses: [String] = [],
+            observer: (any ConnectionObserver)? = nil,
+            routing: ServerRouting = .byClient
+        ) {
             self.sourceAddresses = sourceAddresses
             self.observer = observer
+            self.routing = routing
         }
     }
 
     /// The first of ``servers``.
     public var server: SocketAddress { servers[0] }
     /// The servers a client may connect to: the nodes of one cluster (`roomlink serve --redis`). A client starts on
-    /// one picked by its ID (so that clients spread over them) and moves to the next whenever its connection fails
-    /// or drops; its dialect's retry policy paces the attempts, whichever server they go to.
+    /// one picked by its ID (so that clients spread over them), or by its room (``ServerRouting``), and moves to the
+    /// next whenever its connection fails or drops; its dialect's retry policy paces the attempts, whichever server
+    /// they go to.
     public let servers: [SocketAddress]
     public let dialect: DialectName
     /// Random for each transport: the server outlives the run, and must not take this run's sessions for an
@@ -118,7 +127,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         let connection =
             connections.withLock { $0[key] }
             ?? {
-                let connection = ClientConnection(client: client, loop: loop, transport: self)
+                let connection = ClientConnection(client: client, room: room, loop: loop, transport: self)
                 if connection.isLive { connections.withLock { $0[key] = connection } }
                 return connection
             }()
@@ -221,9 +230,11 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         frames.add(1, ordering: .relaxed)
     }
 
-    /// The server a new connection of the client `key` goes to, and its index.
-    func address(for key: ObjectIdentifier, spread: UInt64) -> (ResolvedAddress, Int) {
-        let index = chosen.withLock { $0[key] } ?? Int(spread % UInt64(addresses.count))
+    /// The server a new connection of `client` (its key `key`) opening for `room` goes to, and its index.
+    func address(for key: ObjectIdentifier, client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int) {
+        let index =
+            chosen.withLock { $0[key] }
+            ?? configuration.routing.server(clientHash: client.endpointHash, room: room, count: addresses.count)
         return (addresses[index], index)
     }
 

@@ -87,7 +87,7 @@ public struct ServerConnectionState: Sendable {
     public private(set) var clientID = ""
     /// The user the connection carries: the first login's.
     public private(set) var userID: String?
-    private var rooms: [String: Membership] = [:]
+    private var rooms = ConnectionRooms<Membership>()
     /// When the last frame was written, for a dialect whose media flows (a quiet connection gets keep-alives).
     private var lastWrite = RuntimeInstant.zero
 
@@ -120,7 +120,7 @@ public struct ServerConnectionState: Sendable {
     public var isOpen: Bool { phase == .awaitingHello || phase == .open }
 
     /// The rooms the connection is logged in to now.
-    public var roomsIn: [String] { rooms.filter(\.value.isIn).keys.sorted() }
+    public var roomsIn: [String] { rooms.filter(\.value.isIn).map(\.key).sorted() }
 
     // MARK: - Frames
 
@@ -279,8 +279,8 @@ public struct ServerConnectionState: Sendable {
     public mutating func close(_ reason: CloseReason, goodbye: GoodbyeReason?, detail: String) -> Action {
         guard isOpen else { return .none }
         let userID = userID ?? ""
-        let members = rooms.values.filter { $0.isIn && !$0.mediaStopped }.map {
-            Member(room: $0.room, userID: userID, session: $0.session)
+        let members = rooms.filter { $0.value.isIn && !$0.value.mediaStopped }.map {
+            Member(room: $0.value.room, userID: userID, session: $0.value.session)
         }
         rooms.removeAll()
         phase = .closing

@@ -54,6 +54,61 @@ struct ClusterPresenceTests {
         await b.stop()
     }
 
+    /// Clients routed by room (`ServerRouting.byRoom`, LiveKit's layout) meet on their room's node: peers hear each
+    /// other as on one server, and each node keeps only the rooms it serves — the other node has no copy of them.
+    /// The clients' IDs alone would split each room over both nodes (checked first), so the test fails if the
+    /// transport routed by client.
+    @Test func clientsRoutedByRoomMeetOnTheirRoomsNode() async throws {
+        let redis = try RedisServer()
+        let nodes = [
+            try await ClusterNode.start("a", redis: redis, configuration: RedisTest.serverConfiguration),
+            try await ClusterNode.start("b", redis: redis, configuration: RedisTest.serverConfiguration),
+        ]
+        let transport = try TCPClientTransport(
+            servers: nodes.map(\.address),
+            dialect: .zego,
+            configuration: .init(routing: .byRoom)
+        )
+        func client(_ id: String) -> ZegoClient {
+            ZegoClient(
+                id: id,
+                loop: nodes[0].group.loop(for: id),
+                environment: ZegoClient.Environment(transport: transport, timings: RedisTest.clientTimings)
+            )
+        }
+        func node(ofRoom room: String) -> Int { ServerRouting.byRoom.server(clientHash: 0, room: room, count: 2) }
+        // Two rooms the routing puts on different nodes.
+        let first = "room-0"
+        let second = try #require((1..<64).map { "room-\($0)" }.first { node(ofRoom: $0) != node(ofRoom: first) })
+        let (alice, bob, carol, dave) = (client("alice"), client("bob"), client("carol"), client("dave"))
+        for (one, other) in [(alice, bob), (carol, dave)] {
+            let byClient = [one, other].map {
+                ServerRouting.byClient.server(clientHash: $0.endpointHash, room: "", count: 2)
+            }
+            try #require(byClient[0] != byClient[1], "routed by client, the two would be on different nodes")
+        }
+        let logs = [await ClientLog(alice), await ClientLog(bob), await ClientLog(carol), await ClientLog(dave)]
+        let notify = ZegoRoomConfig(isUserStatusNotify: true)
+        for (client, room) in [(alice, first), (bob, first), (carol, second), (dave, second)] {
+            #expect(await client.loginRoom(room, config: notify) == .success)
+        }
+        try await RedisTest.until("each pair sees the other", showing: logs) {
+            logs[0].presence.contains("+bob") && logs[1].presence.contains("+alice")
+                && logs[2].presence.contains("+dave") && logs[3].presence.contains("+carol")
+        }
+        for (room, pair) in [(first, ["alice", "bob"]), (second, ["carol", "dave"])] {
+            let home = nodes[node(ofRoom: room)].server.rooms
+            let other = nodes[1 - node(ofRoom: room)].server.rooms
+            #expect(await home.serverRoom(room).memberIDs.sorted() == pair)
+            #expect(other.existingRoom(room) == nil, "the node not serving \(room) keeps no copy of it")
+        }
+        #expect(try redis.cli("ZCARD", "roomlink:{\(first)}:leases") == "(integer) 1", "one node holds the room")
+        #expect(logs.allSatisfy { $0.presence.count == 1 && $0.count(of: .reconnecting) == 0 })
+
+        for client in [alice, bob, carol, dave] { await client.shutdown() }
+        for node in nodes { await node.stop() }
+    }
+
     /// A user who logs in on node B while its older session is on node A: A kicks the old one with ZEGO's
     /// duplicate-login code, and the peers hear nothing (the user never left).
     @Test func aDuplicateLoginOnAnotherNodeKicksTheOlderSession() async throws {

@@ -601,6 +601,7 @@ class RoomLinkClientsSpeakLiveKitTests(unittest.TestCase):
             (["--server", self.server.url, "--keys", f"{KEY}:{SECRET}"], "--keys needs --protocol livekit"),
             (["--server", f"wss://{self.server.url}", "--protocol", "livekit", "--keys", "k:s"], "ws://"),
             (["--protocol", "livekit"], "--protocol needs --server"),
+            (["--route", "room"], "--route needs --server"),
             (["--server", self.server.url, "--protocol", "livekit", "--keys", "no-colon"], "--keys"),
         ]:
             bad = self.run_roomlink(*flags, "--clock", "real")

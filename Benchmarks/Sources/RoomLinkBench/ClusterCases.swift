@@ -39,6 +39,15 @@ struct Cluster: AsyncParsableCommand {
     var notify = true
     @Option(help: "Also write each case's merged report to PREFIX-CASE.json.") var report: String?
     @Option(help: "Each serve node's lease period (serve's --lease-period), e.g. 2s.") var leasePeriod: String?
+    @Option(
+        help: """
+            How clients reach the nodes: shared (one port, SO_REUSEPORT: the kernel spreads connections), client or \
+            room (a port per node, the generators given the list: load's --route).
+            """
+    )
+    var route: Route = .shared
+
+    enum Route: String, ExpressibleByArgument, CaseIterable { case shared, client, room }
 
     func run() async throws {
         OpenFileLimit.raiseToHard()
@@ -46,7 +55,7 @@ struct Cluster: AsyncParsableCommand {
         let generatorCount = generators ?? (clients + 14_999) / 15_000
         say(
             "cluster: \(clients) \(dialect) clients in \(rooms) rooms, \(nodeCount) serve nodes, \(generatorCount) "
-                + "generators, one Redis"
+                + "generators, one Redis; routing \(route.rawValue)"
         )
         for which in cases {
             switch which {
@@ -259,8 +268,10 @@ private final class World {
             readyWhen: "Ready to accept"
         )
         var nodes: [Child] = []
-        var port = 0
+        // Shared: the first node's port, which the others share; otherwise each node's own.
+        var ports: [Int] = []
         for index in 0..<nodeCount {
+            let port = bench.route == .shared ? ports.first ?? 0 : 0
             var arguments = [
                 "serve", "--listen", "127.0.0.1:\(port)", "--dialect", bench.dialect, "--redis",
                 "redis://127.0.0.1:\(redisPort)", "--node-id", "n\(index)", "--loops", "\(bench.loops)", "--log-level",
@@ -269,7 +280,9 @@ private final class World {
             if let admission { arguments += ["--admission", admission] }
             if let period = bench.leasePeriod { arguments += ["--lease-period", period] }
             let node = try Child.start(bench.roomlink, arguments, readyWhen: " loops ")
-            if port == 0 { port = Int(try node.servedAddress(after: "\(bench.dialect) on ").port) }
+            if bench.route != .shared || ports.isEmpty {
+                ports.append(Int(try node.servedAddress(after: "\(bench.dialect) on ").port))
+            }
             nodes.append(node)
         }
         var generators: [Child] = []
@@ -279,11 +292,13 @@ private final class World {
             reports.append(report)
             let arguments =
                 [
-                    "load", "--server", "127.0.0.1:\(port)", "--clock", "real", "--clients", "\(bench.clients)",
+                    "load", "--server", ports.map { "127.0.0.1:\($0)" }.joined(separator: ","), "--clock", "real",
+                    "--clients", "\(bench.clients)",
                     "--rooms", "\(bench.rooms)", "--dialect", bench.dialect, "--login-over", "\(bench.loginOver)s",
                     "--latency", "0", "--shard", "\(index)/\(generatorCount)", "--source-addresses",
                     "127.0.\(index + 2).1-127.0.\(index + 2).4", "--loops", "1", "--quiet", "--report", report,
-                ] + (bench.notify ? ["--notify"] : []) + loadArguments
+                ] + (bench.notify ? ["--notify"] : []) + (bench.route == .room ? ["--route", "room"] : [])
+                + loadArguments
             generators.append(try Child.launch(bench.roomlink, arguments))
         }
         let world = World(
