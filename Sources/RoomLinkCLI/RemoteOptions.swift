@@ -171,19 +171,20 @@ struct RemoteOptions: ParsableArguments {
             return
         }
         let sourceAddresses = try sources()
+        let routing = route ?? .byClient
         var target = TCPServerTarget(
             servers: servers,
             admin: try adminAddress(),
             adminToken: serverAdminToken,
             sourceAddresses: sourceAddresses,
-            routing: route ?? .byClient
+            routing: routing
         )
         if wireProtocol == .livekit {
             target.makeTransport = try Self.liveKit(
                 servers: servers,
                 keys: keys,
                 sources: sourceAddresses,
-                routing: route ?? .byClient
+                routing: routing
             )
             guard scenario.dialect == .livekit else {
                 throw RoomLinkError(

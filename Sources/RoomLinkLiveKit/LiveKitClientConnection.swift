@@ -68,7 +68,7 @@ final class LiveKitClientConnection: @unchecked Sendable {
         for index in bytes.indices { bytes[index] = generator.next() }
         key = Data(bytes).base64EncodedString()
         let target = channel.state.dial(login, token: transport.token(for: channel.state, hidden: login.hidden))
-        let (address, index, host) = transport.address(for: clientKey, client: client, room: channel.state.room)
+        let (address, index, host) = transport.address(for: client, room: channel.state.room)
         serverIndex = index
         transport.observer?.connectionAttempted(at: attemptStart)
         var fd: Int32 = -1

@@ -222,11 +222,10 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
         ).signed(with: secret)
     }
 
-    /// The server a new connection of `client` (its key `key`) for `room` goes to, its index, and its `Host`.
-    func address(for key: ObjectIdentifier, client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int, String)
-    {
+    /// The server a new connection of `client` for `room` goes to, its index, and its `Host`.
+    func address(for client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int, String) {
         let index =
-            chosen.withLock { $0[key] }
+            chosen.withLock { $0[ObjectIdentifier(client)] }
             ?? configuration.routing.server(clientHash: client.endpointHash, room: room, count: addresses.count)
         return (addresses[index], index, servers[index].description)
     }

@@ -50,7 +50,7 @@ final class ClientConnection: @unchecked Sendable {
         self.path = client as? any ClientPath
         attemptStart = loop.now
         transport.observer?.connectionAttempted(at: attemptStart)
-        let (address, serverIndex) = transport.address(for: key, client: client, room: room)
+        let (address, serverIndex) = transport.address(for: client, room: room)
         self.serverIndex = serverIndex
         var socket: Int32 = -1
         if let source = transport.source(spread: client.endpointHash) {

@@ -230,10 +230,10 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         frames.add(1, ordering: .relaxed)
     }
 
-    /// The server a new connection of `client` (its key `key`) opening for `room` goes to, and its index.
-    func address(for key: ObjectIdentifier, client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int) {
+    /// The server a new connection of `client` opening for `room` goes to, and its index.
+    func address(for client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int) {
         let index =
-            chosen.withLock { $0[key] }
+            chosen.withLock { $0[ObjectIdentifier(client)] }
             ?? configuration.routing.server(clientHash: client.endpointHash, room: room, count: addresses.count)
         return (addresses[index], index)
     }
