@@ -1,5 +1,3 @@
-import Foundation
-import RoomLink
 import RoomLinkNetwork
 import Testing
 
@@ -40,53 +38,5 @@ struct ServerRoutingTests {
         for routing in ServerRouting.allCases {
             #expect(clients.allSatisfy { routing.server(clientHash: $0, room: "room-\($0 % 7)", count: 1) == 0 })
         }
-    }
-
-    /// A scenario played against two servers with `routing: .byRoom` (what `roomlink run --route room` asks for) meets
-    /// each room on its own server: each server made only the room routed to it. Routed by client, these users would
-    /// split both rooms over the two servers.
-    @Test(.timeLimit(.minutes(2)))
-    func aRunRoutedByRoomMeetsEachRoomOnItsServer() async throws {
-        func server(ofRoom room: String) -> Int { ServerRouting.byRoom.server(clientHash: 0, room: room, count: 2) }
-        let first = "r1"
-        let second = try #require((2..<64).map { "r\($0)" }.first { server(ofRoom: $0) != server(ofRoom: first) })
-        let scenario = try Scenario(
-            json: Data(
-                """
-                {
-                  "dialect": "zego",
-                  "users": [ { "id": "A" }, { "id": "B" }, { "id": "C" }, { "id": "D" } ],
-                  "timeline": [
-                    { "at": "0s", "user": "A", "action": "login", "room": "\(first)" },
-                    { "at": "0s", "user": "B", "action": "login", "room": "\(first)" },
-                    { "at": "0s", "user": "C", "action": "login", "room": "\(second)" },
-                    { "at": "0s", "user": "D", "action": "login", "room": "\(second)" }
-                  ],
-                  "end": "100s"
-                }
-                """.utf8
-            )
-        )
-        // 100 scenario seconds are 5 real ones: time enough for a login on a loaded machine (a room appears on the
-        // server its first login reaches).
-        let configuration = LibeventLoopGroup.Configuration(loopCount: 1, timeScale: 0.05)
-        let serverGroup = try LibeventLoopGroup(configuration: configuration)
-        defer { serverGroup.shutdown() }
-        let servers = [
-            NetworkServer(group: serverGroup, configuration: .init(dialect: .zego, timings: .zego)),
-            NetworkServer(group: serverGroup, configuration: .init(dialect: .zego, timings: .zego)),
-        ]
-        var addresses: [SocketAddress] = []
-        for server in servers {
-            addresses.append(try await server.listen(on: SocketAddress(host: "127.0.0.1", port: 0)))
-        }
-        try await LibeventLoopGroup.withLoopGroup(configuration: configuration) { group in
-            var runner = try ScenarioRunner(scenario: scenario)
-            try runner.playAgainst(TCPServerTarget(servers: addresses, routing: .byRoom), on: group)
-            _ = try await runner.run(on: group)
-        }
-        for server in servers { await server.shutdown() }
-        #expect(servers[server(ofRoom: first)].rooms.roomIDs == [first])
-        #expect(servers[server(ofRoom: second)].rooms.roomIDs == [second])
     }
 }
