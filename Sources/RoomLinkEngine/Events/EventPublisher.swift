@@ -10,17 +10,41 @@
 ///   default `.unbounded` buffering nothing is ever dropped; with a bounded policy the events the buffer refuses are
 ///   counted in ``droppedCount``. ``finish()`` ends the stream; events published after it count as dropped.
 public struct EventPublisher<Event: Sendable> {
+    /// What the publishers of many clients share — where every event also goes, and how a stream buffers — kept
+    /// once (a ``RoomClient/Environment`` holds one for all its clients) rather than copied into each: a million
+    /// clients' publishers keep a reference each, not a 40-byte sink and a policy.
+    public final class Settings: Sendable {
+        public let bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy
+        public let sink: (any EventSink<Event>)?
+
+        /// Settings for publishers whose streams buffer by `bufferingPolicy`, and whose events also go to `sink`.
+        public init(
+            bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy = .unbounded,
+            sink: (any EventSink<Event>)? = nil
+        ) {
+            self.bufferingPolicy = bufferingPolicy
+            self.sink = sink
+        }
+    }
+
+    /// The consumers a publisher has once someone asked for them: most clients of a load test never have one, so
+    /// they cost a publisher one optional reference.
+    @usableFromInline final class Consumers {
+        @usableFromInline var stream: AsyncStream<Stamped<Event>>?
+        @usableFromInline var continuation: AsyncStream<Stamped<Event>>.Continuation?
+        @usableFromInline var eventQueue: EventQueue<Stamped<Event>>?
+
+        @inlinable init() {}
+    }
+
     /// The name the sink is given for this client.
     public let client: String
     // Inlinable state and methods: a publisher of another module's event type is specialised for it.
-    @usableFromInline let bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy
-    @usableFromInline let sink: (any EventSink<Event>)?
-    @usableFromInline var stream: AsyncStream<Stamped<Event>>?
-    @usableFromInline var continuation: AsyncStream<Stamped<Event>>.Continuation?
-    @usableFromInline var eventQueue: EventQueue<Stamped<Event>>?
-    @usableFromInline var isFinished = false
+    @usableFromInline let settings: Settings
+    @usableFromInline var consumers: Consumers?
     @usableFromInline var published: UInt64 = 0
     @usableFromInline var dropped: UInt64 = 0
+    @usableFromInline var isFinished = false
     /// Events published so far (the next sequence number).
     public var publishedCount: UInt64 { published }
     /// Events the stream's buffer refused, or that came after ``finish()``.
@@ -38,19 +62,37 @@ public struct EventPublisher<Event: Sendable> {
         bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy = .unbounded,
         sink: (any EventSink<Event>)? = nil
     ) {
+        self.init(client: client, settings: Settings(bufferingPolicy: bufferingPolicy, sink: sink))
+    }
+
+    /// Creates a publisher for `client` with settings shared with other publishers.
+    @inlinable
+    public init(client: String, settings: Settings) {
         self.client = client
-        self.bufferingPolicy = bufferingPolicy
-        self.sink = sink
+        self.settings = settings
+    }
+
+    /// The consumers, made on first use.
+    @inlinable
+    mutating func madeConsumers() -> Consumers {
+        if let consumers { return consumers }
+        let made = Consumers()
+        consumers = made
+        return made
     }
 
     /// The stream of events from now on, made on the first call; later calls return the same stream.
     @inlinable
     public mutating func events() -> AsyncStream<Stamped<Event>> {
-        if let stream { return stream }
-        let (stream, continuation) = AsyncStream.makeStream(of: Stamped<Event>.self, bufferingPolicy: bufferingPolicy)
+        let consumers = madeConsumers()
+        if let stream = consumers.stream { return stream }
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Stamped<Event>.self,
+            bufferingPolicy: settings.bufferingPolicy
+        )
         if isFinished { continuation.finish() }
-        self.stream = stream
-        self.continuation = continuation
+        consumers.stream = stream
+        consumers.continuation = continuation
         return stream
     }
 
@@ -59,10 +101,11 @@ public struct EventPublisher<Event: Sendable> {
     /// It gets every event the stream gets (use one or both); it never drops.
     @inlinable
     public mutating func queue() -> EventQueue<Stamped<Event>> {
-        if let eventQueue { return eventQueue }
+        let consumers = madeConsumers()
+        if let eventQueue = consumers.eventQueue { return eventQueue }
         let queue = EventQueue<Stamped<Event>>()
         if isFinished { queue.finish() }
-        eventQueue = queue
+        consumers.eventQueue = queue
         return queue
     }
 
@@ -75,9 +118,10 @@ public struct EventPublisher<Event: Sendable> {
         }
         let stamped = Stamped(time: time, sequence: published, event: event)
         published += 1
-        sink?.record(stamped, from: client)
-        eventQueue?.send(stamped)
-        guard let continuation else { return }
+        settings.sink?.record(stamped, from: client)
+        guard let consumers else { return }
+        consumers.eventQueue?.send(stamped)
+        guard let continuation = consumers.continuation else { return }
         switch continuation.yield(stamped) {
         case .enqueued: break
         case .dropped: dropped += 1
@@ -90,7 +134,7 @@ public struct EventPublisher<Event: Sendable> {
     @inlinable
     public mutating func finish() {
         isFinished = true
-        continuation?.finish()
-        eventQueue?.finish()
+        consumers?.continuation?.finish()
+        consumers?.eventQueue?.finish()
     }
 }

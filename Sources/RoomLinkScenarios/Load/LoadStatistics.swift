@@ -12,7 +12,7 @@ public final class LoadStatistics: EngineObserver {
         /// Connections whose first join is on its way (the app asked; the server has not answered yet).
         var joining = 0
         /// When each connection now reconnecting lost its connection.
-        var lostAt: [String: RuntimeInstant] = [:]
+        var lostAt = UserRoomTable<RuntimeInstant>()
         /// How long completed reconnections took (their count is the reconnections completed).
         var durations = LatencyRecorder()
         /// Reconnect durations in whole seconds: how many took 0–1 s, 1–2 s, … (for the report's histogram).
@@ -28,7 +28,7 @@ public final class LoadStatistics: EngineObserver {
         /// When reconnecting fell to 1 % of its peak after it (seconds), if it did.
         var recoveredAt: Double?
         /// Connections whose room ended in failure (gave up, refused, kicked) and that have not joined it again.
-        var failedKeys: Set<String> = []
+        var failedKeys = UserRoomTable<Void>()
         /// Every failure so far, including those that joined again.
         var failures = 0
         /// When each user whose network just went (an outage or a partition) lost it, until a peer sees the user
@@ -69,7 +69,6 @@ public final class LoadStatistics: EngineObserver {
         state.withLock { state in
             let second = Self.second(of: time, in: &state)
             let tenth = Self.tenth(of: time, in: &state)
-            let key = client + "\u{1F}" + room
             switch transition {
             case .joining:
                 state.joining += 1
@@ -77,11 +76,11 @@ public final class LoadStatistics: EngineObserver {
                 state.joining = max(0, state.joining - 1)
                 state.online += 1
                 state.seconds[second].accepted += 1
-                if state.failedKeys.remove(key) != nil { state.failed -= 1 }
+                if state.failedKeys.removeValue(user: client, room: room) != nil { state.failed -= 1 }
             case .lost:
                 state.online -= 1
                 state.reconnecting += 1
-                state.lostAt[key] = time
+                state.lostAt[client, room] = time
                 state.seconds[second].lost += 1
                 if state.reconnecting > state.peakReconnecting {
                     state.peakReconnecting = state.reconnecting
@@ -94,18 +93,18 @@ public final class LoadStatistics: EngineObserver {
                 state.seconds[second].rejoined += 1
                 state.seconds[second].accepted += 1
                 state.outageStart[client] = nil  // back before any peer saw it leave: no peer will
-                if let lost = state.lostAt.removeValue(forKey: key) {
+                if let lost = state.lostAt.removeValue(user: client, room: room) {
                     let nanoseconds = max(0, time.nanoseconds - lost.nanoseconds)
                     state.durations.record(nanoseconds: nanoseconds)
                     Self.count(Int(nanoseconds / 1_000_000_000), in: &state.durationSeconds)
                 }
             case .gaveUp(let phase), .rejected(_, let phase), .kicked(_, let phase):
-                Self.leave(phase, key: key, in: &state)
-                if state.failedKeys.insert(key).inserted { state.failed += 1 }
+                Self.leave(phase, client: client, room: room, in: &state)
+                if state.failedKeys.updateValue((), user: client, room: room) == nil { state.failed += 1 }
                 state.failures += 1
                 state.seconds[second].failedNow += 1
             case .left(let phase):
-                Self.leave(phase, key: key, in: &state)
+                Self.leave(phase, client: client, room: room, in: &state)
             default:
                 return  // filtered out above
             }
@@ -288,12 +287,17 @@ public final class LoadStatistics: EngineObserver {
         return index
     }
 
-    private static func leave(_ phase: RoomConnection.Phase, key: String, in state: inout State) {
+    private static func leave(
+        _ phase: RoomConnection.Phase,
+        client: String,
+        room: String,
+        in state: inout State
+    ) {
         switch phase {
         case .joined: state.online -= 1
         case .reconnecting:
             state.reconnecting -= 1
-            state.lostAt[key] = nil
+            state.lostAt[client, room] = nil
         case .joining: state.joining = max(0, state.joining - 1)
         }
     }

@@ -37,11 +37,6 @@ public struct AgoraOracle: SpecOracle {
         self.named = NamedUserRecord(scenario: scenario)
     }
 
-    private struct Key: Hashable {
-        var user: String
-        var room: String
-    }
-
     private struct Track {
         var state = "disconnected"
         var reason = ""
@@ -61,7 +56,7 @@ public struct AgoraOracle: SpecOracle {
     ]
     private static let callErrors: Set<String> = ["invalidAppId", "invalidChannelName"]
 
-    private var tracks: [Key: Track] = [:]
+    private var tracks = UserRoomTable<Track>()
     /// The named users' events, and when each was connected (joinSuccess … failed / disconnected).
     private var named: NamedUserRecord
     private var violations: [Violation] = []
@@ -106,15 +101,14 @@ public struct AgoraOracle: SpecOracle {
         time: Double
     ) {
         guard let room else { return }
-        let key = Key(user: user, room: room)
-        var track = tracks[key] ?? Track()
+        var track = tracks[user, room] ?? Track()
         let slack = tolerance.milliseconds
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
         // Peer events (most of a run's events) only read the track; the rest write it back.
         var changed = true
-        defer { if changed { tracks[key] = track } }
+        defer { if changed { tracks[user, room] = track } }
         switch type {
         case "connectionState":
             guard let state, let reason else {

@@ -33,11 +33,6 @@ public struct LiveKitOracle: SpecOracle {
         self.giveUpWindow = Self.giveUpWindow(policy: policy, attemptTimeout: timings.attemptTimeout)
     }
 
-    private struct Key: Hashable {
-        var user: String
-        var room: String
-    }
-
     private struct Track {
         var state = "disconnected"
         var from = "disconnected"
@@ -57,7 +52,7 @@ public struct LiveKitOracle: SpecOracle {
         "disconnecting": ["disconnected"],
     ]
 
-    private var tracks: [Key: Track] = [:]
+    private var tracks = UserRoomTable<Track>()
     /// The named users' events, and when each was connected.
     private var named: NamedUserRecord
     private var violations: [Violation] = []
@@ -117,15 +112,14 @@ public struct LiveKitOracle: SpecOracle {
         time: Double
     ) {
         guard let room else { return }
-        let key = Key(user: user, room: room)
-        var track = tracks[key] ?? Track()
+        var track = tracks[user, room] ?? Track()
         let slack = tolerance.milliseconds
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
         // Peer events (most of a run's events) only read the track; the rest write it back.
         var changed = true
-        defer { if changed { tracks[key] = track } }
+        defer { if changed { tracks[user, room] = track } }
         switch type {
         case "connectionState":
             guard let state = field("state"), let from = field("from") else {

@@ -65,8 +65,8 @@ public struct ZegoOracle: SpecOracle {
     }
 
     private let namedUsers: Set<String>
-    private var state: [Key: String] = [:]
-    private var episodeStart: [Key: Double] = [:]
+    private var state = UserRoomTable<String>()
+    private var episodeStart = UserRoomTable<Double>()
     /// When each named (user, room) was in the room (logined … end), for the presence rules.
     private var stays: [Key: [(from: Double, to: Double)]] = [:]
     private var namedEvents: [LoggedEvent] = []
@@ -128,8 +128,7 @@ public struct ZegoOracle: SpecOracle {
         time: Double
     ) {
         guard let room else { return }
-        let key = Key(user: user, room: room)
-        let current = state[key] ?? "logout"
+        let current = state[user, room] ?? "logout"
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
@@ -149,8 +148,8 @@ public struct ZegoOracle: SpecOracle {
                 violation("transition", "\(current) → \(reason) is not a ZEGO state sequence")
             }
             if Self.isCallError(reason, code) { return }  // a refused call leaves the room's state alone
-            if reason == "reconnecting", current != "reconnecting" { episodeStart[key] = time }
-            if reason == "reconnectFailed", code == 1_002_053, let start = episodeStart[key] {
+            if reason == "reconnecting", current != "reconnecting" { episodeStart[user, room] = time }
+            if reason == "reconnectFailed", code == 1_002_053, let start = episodeStart[user, room] {
                 let expected = start + retryTimeout.milliseconds
                 // A policy with an attempt limit may give up before the timeout, never after it.
                 let early = scenario.retry?.maxAttempts != nil
@@ -161,11 +160,12 @@ public struct ZegoOracle: SpecOracle {
                     )
                 }
             }
+            let key = Key(user: user, room: room)
             if named, reason == "logined" { stays[key, default: []].append((time, .infinity)) }
             if named, ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
                 stays[key]![last].to = time
             }
-            state[key] = reason
+            state[user, room] = reason
         case "userUpdate":
             if Self.terminal.contains(current) { violation("afterEnd", "a user update after \(current)") }
         default:

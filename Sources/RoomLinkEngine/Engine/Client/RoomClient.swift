@@ -28,6 +28,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         public let logsAttempts: Bool
         /// What the clients' decisions go by (``RoomClientState/Rules``), made once.
         public let rules: RoomClientState.Rules
+        /// The sink and buffering every client's publisher shares.
+        let publishing: EventPublisher<Dialect.Event>.Settings
+        /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
+        /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call. Here once, not in
+        /// every client.
+        let engine: @Sendable (RoomClient, Entry) -> Void
 
         /// Creates an environment. `timings` and `retryPolicy` default to the dialect's.
         public init(
@@ -52,6 +58,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 retryPolicy: retryPolicy,
                 logsAttempts: logsAttempts && sink != nil
             )
+            self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
+            self.engine = Dialect.enginePath.enter
         }
     }
 
@@ -65,9 +73,14 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// The client's decisions.
     private(set) var state: RoomClientState
     private var publisher: EventPublisher<Dialect.Event>
-    private var heartbeat: TimerHandle?
+    /// The heartbeat's timer (as `TimerHandle.packed`: a word, where an optional handle takes two).
+    private var heartbeatBits: UInt64 = 0
     /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
-    private var dataSilence: TimerHandle?
+    private var dataSilence: TimerHandle? {
+        get { TimerHandle(packed: dataSilenceBits) }
+        set { dataSilenceBits = TimerHandle.packed(newValue) }
+    }
+    private var dataSilenceBits: UInt64 = 0
     /// While one message, link change or timer is handled: the time its callbacks carry, read at the first. Every
     /// callback one cause produces has the same time — as in virtual time, where the clock stands still — though on
     /// the real clock `loop.now` moves between two reads.
@@ -77,9 +90,6 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     // Declared beside the flags above, not after `userID`, where its one byte took a word of padding.
     /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
     public nonisolated let roomMode: RoomMode
-    /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
-    /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call.
-    private let engine: @Sendable (RoomClient, Entry) -> Void
     /// See ``memberHint``.
     private nonisolated let hint = Atomic<Int32>(-1)
 
@@ -112,12 +122,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             seed: seed,
             sessionSalt: environment.transport.sessionSalt
         )
-        self.publisher = EventPublisher(
-            client: id,
-            bufferingPolicy: environment.bufferingPolicy,
-            sink: environment.sink
-        )
-        self.engine = Dialect.enginePath.enter
+        self.publisher = EventPublisher(client: id, settings: environment.publishing)
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -149,7 +154,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     public var droppedEventCount: UInt64 { publisher.droppedCount }
 
     /// The rooms the client is in or trying to be in, in join order.
-    var rooms: [RoomConnection] { state.rooms }
+    var rooms: RoomList { state.rooms }
 
     /// The room IDs the client is in or trying to be in, in join order.
     public var roomIDs: [String] { state.rooms.map(\.roomID) }
@@ -250,7 +255,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private nonisolated func enter(_ entry: Entry) {
         precondition(loop.isInServiceThread, "a RoomClient was called off its loop's thread")
         // Safe for the reasons `onLoop(_:)` gives: the client's executor is `loop`, and this is its thread.
-        engine(self, entry)
+        environment.engine(self, entry)
     }
 
     /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
@@ -315,10 +320,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         case .cancel(let timer):
             replace(timer, with: nil, in: &attachment)
         case .startHeartbeat(let interval):
-            if heartbeat == nil { heartbeat = try? loop.schedulePeriodic(every: interval, handler: self) }
+            if heartbeatBits == 0 {
+                heartbeatBits = TimerHandle.packed(try? loop.schedulePeriodic(every: interval, handler: self))
+            }
         case .stopHeartbeat:
-            if let heartbeat { loop.cancel(heartbeat) }
-            heartbeat = nil
+            if let heartbeat = TimerHandle(packed: heartbeatBits) { loop.cancel(heartbeat) }
+            heartbeatBits = 0
         case .attemptSent(let roomID, let reconnecting, let number):
             environment.observer?.attempt(
                 client: endpointID,

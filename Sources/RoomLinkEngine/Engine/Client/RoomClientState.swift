@@ -107,7 +107,7 @@ public struct RoomClientState: Sendable {
     /// The identity the server knows.
     public let userID: String
     /// The rooms the client is in or trying to be in, in join order.
-    public private(set) var rooms: [RoomConnection] = []
+    public private(set) var rooms = RoomList()
     private var random: SeededRandom
     /// The FNV-1a of `"<clientID>#"`: session `n` is the FNV-1a of `"<clientID>#<n>"`, continued from it (a hash,
     /// not the name, kept per client).
