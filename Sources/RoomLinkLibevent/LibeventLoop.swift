@@ -135,10 +135,11 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
         if let period, period <= .zero { throw .invalidPeriod(period) }
         if isInServiceThread {
             if isStopped { throw .loopShutDown("loop \(index)") }
-            return armHere(deadline: deadline, period: period, handler: handler, remoteID: nil)
+            return armHere(deadline: deadline, period: period, handler: TimerHandlers.object(handler), remoteID: nil)
         }
         let remoteID = remoteIDs.next()
-        guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: handler)) else {
+        guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: TimerHandlers.object(handler)))
+        else {
             throw .loopShutDown("loop \(index)")
         }
         return TimerHandle(rawValue: remoteID)
@@ -208,7 +209,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
     private func armHere(
         deadline: RuntimeInstant,
         period: Duration?,
-        handler: any TimerHandler,
+        handler: TimerHandlerObject,
         remoteID: UInt64?
     ) -> TimerHandle {
         if usesWheel {

@@ -171,28 +171,62 @@ struct TimerTableValueHandlerPrefetchTests {
         func timerFired(_ timer: TimerHandle) {}
     }
 
-    /// An empty or one-byte handler gives a word without trapping (it trapped "out of bounds" before); a struct
-    /// holding a reference inline gives that reference; a value too big to store inline gives its box, not its first
-    /// field.
+    /// A table keeps every handler as an object: a value handler — empty, one byte, holding a reference, too big for
+    /// an existential's buffer — in a box whose address is its prefetch word (reading "the handler's bytes" of an
+    /// empty one trapped before); a class handler as itself.
     @Test
-    func everyKindOfValueHandlerGivesAWordWithoutTrapping() {
+    func valueHandlersAreKeptBoxedAndTheirWordIsTheBox() {
         var table = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: 10))
         let object = TimerTablePrefetchTests.Handler()
-        let handlers: [any TimerHandler] = [Empty(), OneByte(), Reference(object: object), Boxed()]
-        for handler in handlers {
+        #expect(TimerHandlers.object(object) === object, "a class handler is kept as itself")
+        let objects: [TimerHandlerObject] = [
+            TimerHandlers.object(Empty()), TimerHandlers.object(OneByte()),
+            TimerHandlers.object(Reference(object: object)), TimerHandlers.object(Boxed()),
+        ]
+        for handler in objects {
             _ = table.arm(deadline: .zero.advanced(by: .milliseconds(1)), period: nil, handler: handler)
         }
         var due: [TimerWheel<TimerRecord>.Expired] = []
         table.expire(at: 10_000_000, into: &due)
         #expect(due.count == 4)
         let words = due.map { table.handlerWord($0.id) }
-        #expect(words[2] == UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque()))
-        #expect(words[3] != 1, "a boxed value's word is its box's address, not its first field")
-        #expect(words[3] != 0)
+        #expect(words == objects.map { UInt(bitPattern: ObjectIdentifier($0)) })
         for expired in due {
             _ = table.beginFiring(expired.id)
             _ = table.endFiring(expired.id, now: 10_000_000)
         }
         #expect(table.count == 0)
+    }
+
+    /// A boxed value handler is told what its timer did: fired, or cancelled.
+    @Test
+    func aBoxedValueHandlerHearsItsTimersOutcome() {
+        final class Log: @unchecked Sendable {
+            // Safe: the test calls it from its own thread only.
+            var lines: [String] = []
+        }
+        struct Recording: TimerHandler {
+            let log: Log
+            let name: String
+            func timerFired(_ timer: TimerHandle) { log.lines.append("\(name) fired") }
+            func timerCancelled(_ timer: TimerHandle) { log.lines.append("\(name) cancelled") }
+        }
+        let log = Log()
+        var table = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: 10))
+        let fires = TimerHandlers.object(Recording(log: log, name: "a"))
+        let cancels = TimerHandlers.object(Recording(log: log, name: "b"))
+        _ = table.arm(deadline: .zero.advanced(by: .milliseconds(1)), period: nil, handler: fires)
+        let cancelled = table.arm(deadline: .zero.advanced(by: .milliseconds(2)), period: nil, handler: cancels)
+        let (outcome, told) = table.cancel(cancelled)
+        #expect(outcome == .cancelled)
+        told?.timerCancelled(cancelled)
+        var due: [TimerWheel<TimerRecord>.Expired] = []
+        table.expire(at: 10_000_000, into: &due)
+        for expired in due {
+            guard let (handler, handle) = table.beginFiring(expired.id) else { continue }
+            handler.timerFired(handle)
+            _ = table.endFiring(expired.id, now: 10_000_000)
+        }
+        #expect(log.lines == ["b cancelled", "a fired"])
     }
 }

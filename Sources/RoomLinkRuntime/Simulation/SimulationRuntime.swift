@@ -201,10 +201,11 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         if let period, period <= .zero { throw .invalidPeriod(period) }
         if isInServiceThread {
             if isStopped { throw .loopShutDown("the simulation") }
-            return timers.arm(deadline: deadline, period: period, handler: handler)
+            return timers.arm(deadline: deadline, period: period, handler: TimerHandlers.object(handler))
         }
         let remoteID = remoteIDs.next()
-        guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: handler)) else {
+        guard send(.arm(remoteID: remoteID, deadline: deadline, period: period, handler: TimerHandlers.object(handler)))
+        else {
             throw .loopShutDown("the simulation")
         }
         return TimerHandle(rawValue: remoteID)

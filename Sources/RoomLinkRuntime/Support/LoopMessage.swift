@@ -3,7 +3,7 @@ package enum LoopMessage: Sendable {
     /// A job for the executor.
     case job(UnownedJob)
     /// A timer armed off-thread, whose handle `remoteID` was already returned to the caller.
-    case arm(remoteID: UInt64, deadline: RuntimeInstant, period: Duration?, handler: any TimerHandler)
+    case arm(remoteID: UInt64, deadline: RuntimeInstant, period: Duration?, handler: TimerHandlerObject)
     /// A cancellation requested off-thread.
     case cancel(TimerHandle)
 }

@@ -1,5 +1,8 @@
 /// A ``TimerHandler`` that runs closures.
-public struct ClosureTimerHandler: TimerHandler {
+///
+/// A class, not a struct: a timer table keeps handlers as objects (`TimerHandlerObject`), and two closures are
+/// too big for an existential's inline buffer anyway, so a struct was boxed on every timer armed with one.
+public final class ClosureTimerHandler: TimerHandler {
     private let fired: @Sendable () -> Void
     private let cancelled: (@Sendable () -> Void)?
 

@@ -1,6 +1,6 @@
 /// What a ``TimerTable`` keeps for each timer.
 @_spi(RoomLinkInternals) public struct TimerRecord {
-    @_spi(RoomLinkInternals) public var handler: any TimerHandler
+    @_spi(RoomLinkInternals) public var handler: TimerHandlerObject
     /// Scenario-time deadline of the pending (or current) firing.
     @_spi(RoomLinkInternals) public var deadline: Int64
     /// Scenario-time period in nanoseconds; 0 for a one-shot timer.
@@ -17,7 +17,7 @@
     @_spi(RoomLinkInternals) public static let handlerOffset = MemoryLayout<TimerRecord>.offset(of: \.handler)!
 
     @inlinable
-    public init(handler: any TimerHandler, deadline: Int64, period: Int64, remoteID: UInt64) {
+    public init(handler: TimerHandlerObject, deadline: Int64, period: Int64, remoteID: UInt64) {
         self.handler = handler
         self.deadline = deadline
         self.period = period

@@ -40,7 +40,7 @@
     @_spi(RoomLinkInternals) public mutating func arm(
         deadline: RuntimeInstant,
         period: Duration?,
-        handler: any TimerHandler,
+        handler: TimerHandlerObject,
         remoteID: UInt64? = nil
     ) -> TimerHandle {
         let record = TimerRecord(
@@ -70,7 +70,7 @@
     @inlinable
     @_spi(RoomLinkInternals) public mutating func cancel(
         _ handle: TimerHandle
-    ) -> (TimerCancellation, (any TimerHandler)?) {
+    ) -> (TimerCancellation, TimerHandlerObject?) {
         guard let id = wheelID(handle) else { return (.notPending, nil) }
         if let record = queue.remove(id) {
             forgetRemote(record.remoteID)
@@ -98,7 +98,7 @@
     /// The handler and handle to call for a due (detached) timer; `nil` if it was cancelled while it waited in
     /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (any TimerHandler, TimerHandle)? {
+    @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (TimerHandlerObject, TimerHandle)? {
         guard queue.isDetached(id) else { return nil }
         // Read the record in place: copying it would retain and release its handler once more per firing.
         guard let (cancelled, handler, remoteID) = queue.withPayload(id, { ($0.isCancelled, $0.handler, $0.remoteID) })
@@ -134,7 +134,7 @@
     @_spi(RoomLinkInternals) public mutating func endFiring(
         _ id: TimerQueueID,
         now: UInt64
-    ) -> (any TimerHandler, TimerHandle)? {
+    ) -> (TimerHandlerObject, TimerHandle)? {
         firing = nil
         guard queue.isDetached(id) else { return nil }
         let nowScenario = scenarioNanoseconds(now)
@@ -180,7 +180,7 @@
     }
 
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func removeAll() -> [(any TimerHandler, TimerHandle)] {
+    @_spi(RoomLinkInternals) public mutating func removeAll() -> [(TimerHandlerObject, TimerHandle)] {
         remoteIDs.removeAll()
         return queue.removeAll().filter { !$0.1.isCancelled }.map { ($0.1.handler, handle(for: $0.1, $0.0)) }
     }
