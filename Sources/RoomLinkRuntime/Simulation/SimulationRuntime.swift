@@ -71,6 +71,9 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// a 50 ms message at level 0 — the cascades that dominated large simulations mostly disappear.
     static let tickShift: UInt64 = 20
     private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    /// The lanes items were added to (``SimulationLane``), by number: a lane's due items stand in the batch as
+    /// expired timers whose ID is the lane's number with generation 0, which no wheel timer has.
+    private var lanes: [LaneHooks] = []
     private var mergeBuffer: [TimerWheel<TimerRecord>.Expired] = []
     /// Set when a tick's batch reached the running body's horizon: the timers past it were put back, and the run
     /// ends with its time limit.
@@ -190,6 +193,77 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     public var firedTimerCount: Int { fired.load(ordering: .relaxed) }
 
     public var isInServiceThread: Bool { thread.isCurrent }
+
+    // MARK: - Lanes
+
+    /// What the simulation calls of a ``SimulationLane``: closures the lane compiles for its items.
+    @_spi(RoomLinkInternals) public struct LaneHooks {
+        /// The deadline of the lane's first item, if it has one.
+        let front: () -> UInt64?
+        /// Appends every item due by the time given (nanoseconds) as an expired timer with the ID given.
+        let collect: (UInt64, TimerQueueID, inout [TimerWheel<TimerRecord>.Expired]) -> Void
+        /// Takes the first item out and hands it over.
+        let fireFront: () -> Void
+
+        @_spi(RoomLinkInternals) public init(
+            front: @escaping () -> UInt64?,
+            collect: @escaping (UInt64, TimerQueueID, inout [TimerWheel<TimerRecord>.Expired]) -> Void,
+            fireFront: @escaping () -> Void
+        ) {
+            self.front = front
+            self.collect = collect
+            self.fireFront = fireFront
+        }
+    }
+
+    /// The shortest delay of a lane, in nanoseconds: two ticks (see ``SimulationLane/minimumDelay``).
+    static let laneMinimumDelay: UInt64 = 2 * tickNanoseconds
+
+    /// Starts firing a lane's items. Call on the simulation's thread.
+    @_spi(RoomLinkInternals) public func register(_ lane: LaneHooks) {
+        precondition(isInServiceThread, "a lane registered off the simulation's thread")
+        lanes.append(lane)
+    }
+
+    /// The sequence number a timer armed now would take: a lane's item takes it instead, and so comes out where
+    /// that timer would have fired. Call on the simulation's thread.
+    @_spi(RoomLinkInternals) public func takeSequence() -> UInt64 {
+        timers.queue.takeSequence()
+    }
+
+    /// Takes `count` sequence numbers at once, and returns the first: the places `count` timers armed one after
+    /// another now would take among timers of one deadline. Arm them later with ``schedule(at:sequence:handler:)``
+    /// — one at a time, as each is due to be known — and they fire exactly where they would have. Call on the
+    /// simulation's thread.
+    @_spi(RoomLinkInternals) public func reserveSequences(_ count: Int) -> UInt64 {
+        precondition(isInServiceThread, "sequence numbers reserved off the simulation's thread")
+        return timers.queue.takeSequences(count)
+    }
+
+    /// Arms a one-shot timer at `deadline` in a place reserved earlier (``reserveSequences(_:)``). Call on the
+    /// simulation's thread, before the deadline's tick has fired.
+    @_spi(RoomLinkInternals) public func schedule(
+        at deadline: RuntimeInstant,
+        sequence: UInt64,
+        handler: some TimerHandler
+    ) throws(RuntimeError) -> TimerHandle {
+        precondition(isInServiceThread, "a timer armed in a reserved place off the simulation's thread")
+        if isStopped { throw .loopShutDown("the simulation") }
+        return timers.arm(deadline: deadline, handler: TimerHandlers.object(handler), sequence: sequence)
+    }
+
+    /// The real time (nanoseconds) of the next tick with something due: a wheel timer's, or a lane item's (rounded
+    /// up to its tick's end, as the wheel hands out a timer).
+    private var nextDeadline: UInt64? {
+        var next = timers.nextRealDeadline
+        for lane in lanes {
+            guard let front = lane.front() else { continue }
+            let (rounded, overflow) = front.addingReportingOverflow(Self.tickNanoseconds - 1)
+            let end = overflow ? .max : (rounded >> Self.tickShift) << Self.tickShift
+            next = min(next ?? end, end)
+        }
+        return next
+    }
 
     public func scheduleTimer(
         at deadline: RuntimeInstant,
@@ -323,7 +397,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     private func nextStep() -> Step {
         // The wheel names the end of the next tick that holds timers; the earliest of them may be due as early as
         // just after the previous tick's end.
-        let next = timers.nextRealDeadline
+        let next = nextDeadline
         let earliest = next.map { $0 >= Self.tickNanoseconds ? $0 - Self.tickNanoseconds + 1 : 0 }
         // Fast path, no lock: a run is going, its next timer may be within the horizon, and no mail is waiting.
         if case .running(_, let horizon) = runState, !reachedHorizon, let next, let earliest, earliest <= horizon,
@@ -354,6 +428,15 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         let horizon: UInt64 = if case .running(_, let horizon) = runState { horizon } else { .max }
         dueBuffer.removeAll(keepingCapacity: true)
         timers.expire(at: time, into: &dueBuffer)
+        if !lanes.isEmpty {
+            let fromWheel = dueBuffer.count
+            for (number, lane) in lanes.enumerated() {
+                lane.collect(time, TimerQueueID(rawValue: UInt64(number)), &dueBuffer)
+            }
+            if dueBuffer.count > fromWheel, fromWheel > 0 || lanes.count > 1 {
+                dueBuffer.sort { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
+            }
+        }
         var index = 0
         while index < dueBuffer.count {
             let due = dueBuffer[index]
@@ -365,10 +448,16 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             index += 1
             let now = max(UInt64(clamping: clock.load(ordering: .relaxed)), due.deadline)
             clock.store(Int64(clamping: now), ordering: .releasing)
-            guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
-            fired.wrappingAdd(1, ordering: .relaxed)
-            handler.timerFired(handle)
-            if let (handler, handle) = timers.endFiring(due.id, now: now) { handler.timerCancelled(handle) }
+            if due.id.generation == 0 {
+                // A lane's first item (the lane's items come in its order).
+                fired.wrappingAdd(1, ordering: .relaxed)
+                lanes[Int(due.id.rawValue)].fireFront()
+            } else {
+                guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
+                fired.wrappingAdd(1, ordering: .relaxed)
+                handler.timerFired(handle)
+                if let (handler, handle) = timers.endFiring(due.id, now: now) { handler.timerCancelled(handle) }
+            }
             // Run what this firing made runnable before the next timer, as a real loop would.
             while let job = runQueue.popFirst() {
                 runSynchronously(job)
@@ -414,6 +503,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private func shutDownOnThread() {
         isStopped = true
+        lanes.removeAll()  // their items are dropped, as every timer is
         for (handler, handle) in timers.removeAll() { handler.timerCancelled(handle) }
         // Jobs that arrived before shutdown still run, so no task awaiting the simulation hangs.
         repeat {

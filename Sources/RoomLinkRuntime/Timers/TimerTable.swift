@@ -199,6 +199,19 @@
 }
 
 extension TimerTable where Queue == TimerWheel<TimerRecord> {
+    /// Arms a one-shot timer with a sequence number taken earlier (``TimerWheel/takeSequences(_:)``), and returns its
+    /// handle.
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func arm(
+        deadline: RuntimeInstant,
+        handler: TimerHandlerObject,
+        sequence: UInt64
+    ) -> TimerHandle {
+        let record = TimerRecord(handler: handler, deadline: deadline.nanoseconds, period: 0, remoteID: 0)
+        let id = queue.insert(deadline: realNanoseconds(deadline.nanoseconds), payload: record, sequence: sequence)
+        return handle(for: record, id)
+    }
+
     /// Real time (nanoseconds) of the next thing the owner must do (``expire(at:into:)``), or `nil` when idle.
     @inlinable
     @_spi(RoomLinkInternals) public var nextRealDeadline: UInt64? { queue.nextDeadline() }

@@ -126,6 +126,17 @@
         return ID(index: index, generation: entries[Int(index)].generation)
     }
 
+    /// Schedules `payload` at `deadline` with a sequence number taken earlier (``takeSequences(_:)``): among timers of
+    /// one deadline it comes where a timer armed when the number was taken would have.
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func insert(deadline: UInt64, payload: Payload, sequence: UInt64) -> ID {
+        let id = insert(deadline: deadline, payload: payload)
+        // `place` just gave it the next number and moved the counter on; the counter stays moved on (numbers are
+        // only compared, so a gap is harmless).
+        entries[id.index].sequence = sequence
+        return id
+    }
+
     /// Re-schedules a timer that is scheduled or detached (handed out by `advance`) at a new deadline.
     ///
     /// A periodic timer uses this to keep its ID across periods.
@@ -205,6 +216,21 @@
         for i in occupancy.indices { occupancy[i] = 0 }
         count = 0
         return result
+    }
+
+    /// Takes the sequence number the next timer placed would have, for something ordered among the wheel's timers
+    /// without being one (a simulation's lanes).
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func takeSequence() -> UInt64 {
+        takeSequences(1)
+    }
+
+    /// Takes `count` sequence numbers at once and returns the first: what `count` timers placed one after another
+    /// now would have, to be given later (``insert(deadline:payload:sequence:)``).
+    @inlinable
+    @_spi(RoomLinkInternals) public mutating func takeSequences(_ count: Int) -> UInt64 {
+        defer { nextSequence &+= UInt64(count) }
+        return nextSequence
     }
 
     // MARK: - Time

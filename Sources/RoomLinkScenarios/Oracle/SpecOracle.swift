@@ -135,6 +135,11 @@ extension Scenario {
     /// `users` order, population users after them): one draw of `length` from the scenario's seed, on a stream of its
     /// own per entry and participant. The runner brings the network back after it; the oracle expects the same.
     func outageDraw(_ length: OutageLength, entry index: Int, participant: Int) -> Duration {
+        Self.outageDraw(length, entry: index, participant: participant, seed: seed)
+    }
+
+    /// ``outageDraw(_:entry:participant:)`` for a scenario of `seed`.
+    static func outageDraw(_ length: OutageLength, entry index: Int, participant: Int, seed: UInt64) -> Duration {
         var random = SeededRandom(seed: seed, stream: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(participant))
         return length.draw(using: &random)
     }

@@ -103,28 +103,48 @@ extension ScenarioRunner {
                 let healed = try world.schedule(entry, index: index, room: roomID, position: position, origin: origin)
                 if isFault { faults.note(healed.map { origin.duration(to: $0) } ?? scenario.end) }
             }
-            for (participant, offset) in world.targets(of: entry, index: index) {
+            let targets = world.targets(of: entry, index: index)
+            // In a simulation, a population's participants are armed one at a time, each in the place arming them
+            // all now would give it (``TimelineCursor``); elsewhere all now, in that order.
+            let cursor =
+                targets.count > 1
+                ? (shard.group as? SimulationRuntime).flatMap { simulation in
+                    TimelineCursor(
+                        world: world,
+                        simulation: simulation,
+                        entry: entry,
+                        index: index,
+                        targets: targets,
+                        origin: origin,
+                        end: scenario.end
+                    )
+                } : nil
+            for (participant, offset) in targets {
                 guard let client = world.clients[participant] else { continue }
                 let deadline = origin.advanced(by: entry.at + offset)
                 if isFault { faults.note(entry.at + offset) }
-                _ = try client.loop.schedule(at: deadline) {
-                    client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
+                if cursor == nil {
+                    _ = try client.loop.schedule(at: deadline) {
+                        client.assumeIsolated { world.perform(entry.action, by: participant, client: $0) }
+                    }
                 }
                 // An outage with a length: this user's network comes back after its own draw.
-                if let length = entry.length {
-                    let back = deadline.advanced(
-                        by: scenario.outageDraw(length, entry: index, participant: participant)
-                    )
-                    guard back < origin.advanced(by: scenario.end) else {
-                        if isFault { faults.note(scenario.end) }
-                        continue
-                    }
+                if let back = world.comesBack(
+                    after: entry,
+                    index: index,
+                    participant: participant,
+                    at: deadline,
+                    origin: origin
+                ) {
                     if isFault { faults.note(origin.duration(to: back)) }
-                    _ = try client.loop.schedule(at: back) {
-                        client.assumeIsolated { world.perform(.networkUp, by: participant, client: $0) }
+                    if cursor == nil {
+                        _ = try client.loop.schedule(at: back, handler: ScenarioWorld.ComesBack(world, participant))
                     }
+                } else if entry.length != nil, isFault {
+                    faults.note(scenario.end)
                 }
             }
+            try cursor?.start()
         }
         shard.faults = faults
         // Progress (the first shard reports for all): a task on the global executor samples the run every wall

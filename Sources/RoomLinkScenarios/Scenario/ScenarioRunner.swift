@@ -85,15 +85,11 @@ public struct ScenarioRunner: Sendable {
         public var group: any RuntimeLoopGroup
     }
 
-    /// A `SimulatedNetwork` with the plan's conditions. In real time, same-loop messages ride each loop's delay
-    /// line (the order of one instant's arrivals is the clock's there); virtual time keeps a timer per message, so a
-    /// run replays its recorded order exactly.
+    /// A `SimulatedNetwork` with the plan's conditions. Same-loop messages ride one FIFO per loop: in real time a
+    /// delay line (the order of one instant's arrivals is the clock's there), in virtual time the simulation's lane,
+    /// which keeps a timer's place for each message, so a run replays its recorded order exactly.
     public static func simulatedNetwork(_ plan: NetworkPlan) -> any RoomTransport & NetworkFaults {
-        SimulatedNetwork(
-            conditions: plan.conditions,
-            seed: plan.seed,
-            batchingOn: plan.group is SimulationRuntime ? [] : plan.group.loops
-        )
+        SimulatedNetwork(conditions: plan.conditions, seed: plan.seed, batchingOn: plan.group.loops)
     }
 
     /// Prepares a run.

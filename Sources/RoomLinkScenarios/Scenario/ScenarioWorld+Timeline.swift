@@ -14,17 +14,30 @@ extension ScenarioWorld {
             == shard
     }
 
-    /// The participants an entry acts on, each with its offset from the entry's time.
-    func targets(of entry: Scenario.Entry, index: Int) -> [(Int, Duration)] {
+    /// The participants an entry acts on, in order, each with its offset from the entry's time.
+    func targets(of entry: Scenario.Entry, index: Int) -> Targets {
         switch entry.target {
         case .user(let id):
-            return named[id].map { [($0, .zero)] } ?? []
+            return Targets(picked: named[id].map { [$0] } ?? [], step: .zero)
         case .population(let fraction, let over, let offset):
             let picked = Self.share(fraction, offset: offset, of: shuffled)
-            let step = picked.isEmpty ? .zero : over / picked.count
-            return picked.enumerated().map { ($0.element, step * $0.offset) }
+            return Targets(picked: picked, step: picked.isEmpty ? .zero : over / picked.count)
         case .room, .populationRooms:
-            return []
+            return Targets(picked: [], step: .zero)
+        }
+    }
+
+    /// The participants of one entry, spread `step` apart: a slice of the population's order, not a copy (a million
+    /// users' entry would otherwise be 16 MB of pairs).
+    struct Targets: RandomAccessCollection {
+        let picked: ArraySlice<Int>
+        let step: Duration
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { picked.count }
+
+        subscript(position: Int) -> (participant: Int, offset: Duration) {
+            (picked[picked.startIndex + position], step * position)
         }
     }
 
@@ -70,6 +83,40 @@ extension ScenarioWorld {
         guard healed < origin.advanced(by: end) else { return nil }
         _ = try loop.schedule(at: healed) { network.setPartitioned(false, room: roomID) }
         return healed
+    }
+
+    /// When the network of `participant`, cut by `entry` (number `index`) at `deadline`, comes back: after its own
+    /// draw of the entry's length; `nil` for an entry without a length, or one that lasts past the run's end.
+    func comesBack(
+        after entry: Scenario.Entry,
+        index: Int,
+        participant: Int,
+        at deadline: RuntimeInstant,
+        origin: RuntimeInstant
+    ) -> RuntimeInstant? {
+        guard let length = entry.length else { return nil }
+        let draw = Scenario.outageDraw(length, entry: index, participant: participant, seed: seed)
+        let back = deadline.advanced(by: draw)
+        return back < origin.advanced(by: end) ? back : nil
+    }
+
+    /// A participant's network coming back (see ``comesBack(after:index:participant:at:origin:)``): a small object, where
+    /// a closure and its handler were two.
+    final class ComesBack: TimerHandler {
+        let world: ScenarioWorld
+        let participant: Int
+
+        init(_ world: ScenarioWorld, _ participant: Int) {
+            self.world = world
+            self.participant = participant
+        }
+
+        func timerFired(_ timer: TimerHandle) {
+            guard let client = world.clients[participant] else { return }
+            let world = world
+            let participant = participant
+            client.assumeIsolated { world.perform(.networkUp, by: participant, client: $0) }
+        }
     }
 
     /// The `fraction` of `order` that starts `offset` into it.

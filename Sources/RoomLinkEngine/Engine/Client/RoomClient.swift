@@ -1,3 +1,4 @@
+@_spi(RoomLinkInternals) import RoomLinkRuntime
 import Synchronization
 
 /// One simulated SDK engine of any dialect: a user's connection to its rooms, as an actor pinned to a runtime loop.
@@ -30,10 +31,15 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         public let rules: RoomClientState.Rules
         /// The sink and buffering every client's publisher shares.
         let publishing: EventPublisher<Dialect.Event>.Settings
-        /// The dialect's ``EnginePath``, kept as the bare closure: a function value copies without looking up any
+        /// The dialect's ``EnginePath``, kept as the bare closures: a function value copies without looking up any
         /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call. Here once, not in
         /// every client.
         let engine: @Sendable (RoomClient, Entry) -> Void
+        let beat: @Sendable (RoomClient, UInt64) -> Bool
+        /// The clients' heartbeats on a simulation, a lane per interval (see ``heartbeatLane(on:every:)``).
+        private let heartbeatLanes = LockedBox<[Duration: SimulationLane<Beat>]>([:])
+        /// The last heartbeat token handed out (``RoomClient/laneTokenBits``).
+        private let heartbeatTokens = Atomic<UInt64>(0)
 
         /// Creates an environment. `timings` and `retryPolicy` default to the dialect's.
         public init(
@@ -60,6 +66,33 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             )
             self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
             self.engine = Dialect.enginePath.enter
+            self.beat = Dialect.enginePath.beat
+        }
+
+        /// A heartbeat in a lane: its client, and the token it was started with (a client that stops beating or
+        /// starts again has another, so the lane drops this one).
+        struct Beat {
+            let client: RoomClient
+            let token: UInt64
+        }
+
+        /// The lane that carries heartbeats of `interval` on `loop`, when `loop` is a simulation (and the interval
+        /// at least a lane's minimum): every client's heartbeat there waits the same period, so one FIFO keeps them
+        /// all in the simulation's order — a million clients' periodic timers without a timer each.
+        func heartbeatLane(on loop: any RuntimeLoop, every interval: Duration) -> SimulationLane<Beat>? {
+            guard let simulation = loop as? SimulationRuntime else { return nil }
+            return heartbeatLanes.withLock { lanes in
+                if let lane = lanes[interval] { return lane }
+                let beat = self.beat
+                let lane = SimulationLane<Beat>(on: simulation, delay: interval) { beat($0.client, $0.token) }
+                lanes[interval] = lane
+                return lane
+            }
+        }
+
+        /// A token no heartbeat of these clients had, with ``RoomClient/laneTokenBits`` set.
+        func nextHeartbeatToken() -> UInt64 {
+            heartbeatTokens.wrappingAdd(1, ordering: .relaxed).newValue | RoomClient.laneTokenBits
         }
     }
 
@@ -73,8 +106,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// The client's decisions.
     private(set) var state: RoomClientState
     private var publisher: EventPublisher<Dialect.Event>
-    /// The heartbeat's timer (as `TimerHandle.packed`: a word, where an optional handle takes two).
+    /// The heartbeat: its timer (as `TimerHandle.packed`: a word, where an optional handle takes two), or, in a
+    /// simulation's heartbeat lane, the token it beats with there (``laneTokenBits`` set); 0 when it does not beat.
     private var heartbeatBits: UInt64 = 0
+    /// The top two bits, which mark a heartbeat's lane token: no timer handle has both (a queue's generation stays
+    /// below 2^31, so bit 63 of a local handle is clear; a remote one's counter never reaches bit 62).
+    static var laneTokenBits: UInt64 { 0b11 << 62 }
     /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
     private var dataSilence: TimerHandle? {
         get { TimerHandle(packed: dataSilenceBits) }
@@ -258,6 +295,15 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         environment.engine(self, entry)
     }
 
+    /// A heartbeat a simulation's lane brings (``Environment/heartbeatLane(on:every:)``, on the client's own loop),
+    /// started with `token`: due if the client still beats with that token. Answers whether it beats on (the lane
+    /// then brings it again a period later).
+    func beat(token: UInt64) -> Bool {
+        guard heartbeatBits == token else { return false }
+        handle(entry: .heartbeat)
+        return heartbeatBits == token
+    }
+
     /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
     /// heartbeat timer, another of its timers.
     enum Entry {
@@ -320,11 +366,20 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         case .cancel(let timer):
             replace(timer, with: nil, in: &attachment)
         case .startHeartbeat(let interval):
-            if heartbeatBits == 0 {
-                heartbeatBits = TimerHandle.packed(try? loop.schedulePeriodic(every: interval, handler: self))
+            guard heartbeatBits == 0 else { break }
+            if let lane = environment.heartbeatLane(on: loop, every: interval) {
+                let token = environment.nextHeartbeatToken()
+                if lane.add(Environment.Beat(client: self, token: token)) {
+                    heartbeatBits = token
+                    break
+                }
             }
+            heartbeatBits = TimerHandle.packed(try? loop.schedulePeriodic(every: interval, handler: self))
         case .stopHeartbeat:
-            if let heartbeat = TimerHandle(packed: heartbeatBits) { loop.cancel(heartbeat) }
+            // A lane's heartbeat needs no cancelling: the lane drops it when its token is no longer the client's.
+            if heartbeatBits & Self.laneTokenBits != Self.laneTokenBits, let heartbeat = TimerHandle(packed: heartbeatBits) {
+                loop.cancel(heartbeat)
+            }
             heartbeatBits = 0
         case .attemptSent(let roomID, let reconnecting, let number):
             environment.observer?.attempt(

@@ -50,6 +50,8 @@ public protocol RoomDialect: Sendable {
 public struct EnginePath<Dialect: RoomDialect>: Sendable {
     /// Runs the engine for one entry; call it only on the client's loop's thread (``RoomClient`` checks first).
     let enter: @Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void
+    /// Runs the heartbeat a simulation's lane brings with the token given, and answers whether it beats on.
+    let beat: @Sendable (RoomClient<Dialect>, UInt64) -> Bool
 
     /// The entry points compiled for `Dialect`; write `EnginePath<YourDialect>.compiled` with the concrete type.
     public static var compiled: EnginePath {
@@ -59,8 +61,12 @@ public struct EnginePath<Dialect: RoomDialect>: Sendable {
         // Made callable from the client's nonisolated entry points once, here: the same cast in the client's own
         // generic code would wrap the function in a reabstraction thunk allocated on every call. Safe as
         // `LoopPinnedActor.onLoop(_:)` is: the client calls it only after checking it runs on its loop's thread.
+        let beat: @Sendable (isolated RoomClient<Dialect>, UInt64) -> Bool = { client, token in
+            client.beat(token: token)
+        }
         return EnginePath(
-            enter: unsafeBitCast(handle, to: (@Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void).self)
+            enter: unsafeBitCast(handle, to: (@Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void).self),
+            beat: unsafeBitCast(beat, to: (@Sendable (RoomClient<Dialect>, UInt64) -> Bool).self)
         )
     }
 }

@@ -1,3 +1,4 @@
+@_spi(RoomLinkInternals) import RoomLinkRuntime
 import Synchronization
 
 /// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss) and a
@@ -13,36 +14,44 @@ import Synchronization
 /// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop; a lock guards
 /// only the link states that are not `up`.
 ///
-/// Given the loops it serves (``init(conditions:seed:batchingOn:)``, for the real clock), a network with no jitter
-/// carries the messages between a client and a room on the same loop in one `DelayLine` per loop instead of a
-/// timer each: every such message takes the same time, so they arrive in the order sent, and one FIFO and one timer
-/// carry them all with no allocation per message.
+/// Given the loops it serves (``init(conditions:seed:batchingOn:)``), a network with no jitter carries the messages
+/// between a client and a room on the same loop in one FIFO per loop instead of a timer each: every such message
+/// takes the same time, so they arrive in the order sent. On the real clock that is a `DelayLine` (one FIFO and one
+/// timer carry them all, with no allocation per message); in a simulation, a `SimulationLane`, whose messages
+/// arrive in exactly the order their timers would have — the same event log, without a timer each.
 public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFaults {
     private let model: NetworkModel
     /// Links not up and rooms cut off (read without a lock while there are none).
     private let paths = PathStates()
     private let delivered = StripedCounter()
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
-    /// One line per loop given at creation (none with jitter): same-loop messages in flight.
+    /// One line per real loop given at creation (none with jitter): same-loop messages in flight.
     private let lines: [DelayLine<InFlight>]
+    /// The lane of the simulation given at creation, if any (none with jitter): messages in flight there.
+    private let lane: SimulationLane<InFlight>?
 
     /// Creates a network with `conditions`, drawing every message's fate from `seed`.
     ///
     /// With `loops` and no jitter, messages between a client and a room that share one of those loops travel in that
-    /// loop's `DelayLine` (sent on the loop's thread; others take a timer each). Same arrival times; only the order
-    /// of arrivals due at one instant may differ from timers', so pass loops on the real clock, where that order is
-    /// the clock's anyway, and none for a virtual-time run that must replay a recorded order.
+    /// loop's FIFO (sent on the loop's thread; others take a timer each). Same arrival times. On a real loop (a
+    /// `DelayLine`) the order of arrivals due at one instant may differ from timers' — that order is the clock's
+    /// anyway; on a simulation (a `SimulationLane`, when the latency is at least its minimum) it is the timers'
+    /// exactly, so a virtual-time run replays the same log either way.
     public init(conditions: NetworkConditions = .init(), seed: UInt64 = 0, batchingOn loops: [any RuntimeLoop] = []) {
         model = NetworkModel(conditions: conditions, seed: seed)
         let latency = conditions.latency
-        lines =
-            conditions.jitter == .zero
-            ? loops.map { loop in
-                DelayLine(loop: loop, delay: latency, prefetch: { prefetchCacheLines(at: $0, lines: 4) }) {
-                    $0.deliver()
-                }
+        let batching = conditions.jitter == .zero ? loops : []
+        lines = batching.filter { !($0 is SimulationRuntime) }.map { loop in
+            DelayLine(loop: loop, delay: latency, prefetch: { prefetchCacheLines(at: $0, lines: 4) }) {
+                $0.deliver()
             }
-            : []
+        }
+        lane = batching.lazy.compactMap { $0 as? SimulationRuntime }.first.flatMap { simulation in
+            SimulationLane(on: simulation, delay: latency) { message in
+                message.deliver()
+                return false
+            }
+        }
     }
 
     /// The conditions every message meets.
@@ -140,6 +149,11 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
         delivered.increment(by: client.loop)
+        if let lane, delay == lane.itemDelay, room.loop === client.loop, lane.loop === client.loop,
+            lane.add(.toClient(message, roomID: room.roomID, client: client))
+        {
+            return
+        }
         if let line = line(from: room.loop, to: client.loop, after: delay),
             line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
         {
@@ -167,6 +181,11 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         after delay: Duration
     ) {
         delivered.increment(by: room.loop)
+        if let lane, delay == lane.itemDelay, client.loop === room.loop, lane.loop === room.loop,
+            lane.add(.toRoom(upstream, client: client, room: room))
+        {
+            return
+        }
         if let line = line(from: client.loop, to: room.loop, after: delay),
             line.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
         {

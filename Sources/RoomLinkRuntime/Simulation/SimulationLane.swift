@@ -1,0 +1,97 @@
+public import DequeModule
+
+/// Timers that all wait the same time — a network's latency, a heartbeat's period — kept in one FIFO beside a
+/// simulation's wheel, in the simulation's own order.
+///
+/// In virtual time the order of timers due at one instant is the order they were armed in (their sequence
+/// number), and an event log depends on it. When every item of a lane waits the same delay, and all are added on
+/// the simulation's thread, their deadlines only grow: a FIFO holds them in deadline order. Each item takes the
+/// sequence number the wheel would have given a timer armed at that moment, and the simulation fires a lane's
+/// items among the wheel's timers in `(deadline, sequence)` order — exactly where those timers would have fired —
+/// without a wheel entry, a slot and a handler object each. A million clients' heartbeats and messages in flight are
+/// most of a large simulation's timers.
+///
+/// An item comes out through `deliver`, with the simulation's clock at its deadline; `deliver` answers whether the
+/// item goes round again (a periodic timer: it comes out once more a delay after this deadline, with the sequence
+/// number a rescheduled timer takes after its handler returns). Use it on the simulation's thread only.
+@_spi(RoomLinkInternals) public final class SimulationLane<Item>: @unchecked Sendable {
+    // Safe: the deques and `isRegistered` are touched, and `deliver` (not Sendable) is called, only on the
+    // simulation's thread — `add` checks it, and the simulation calls the hooks from its thread; the `let`s are
+    // immutable.
+
+    /// The simulation the items come out on.
+    @usableFromInline unowned let simulation: SimulationRuntime
+    /// How long each item waits, in nanoseconds.
+    @usableFromInline let delay: UInt64
+    // Inlinable, with the methods that touch them, so that the module adding items specializes the lane for its
+    // item type (unspecialized, each item's trip through a deque looks up generic metadata at run time).
+    @usableFromInline let deliver: (Item) -> Bool
+    @exclusivity(unchecked) @usableFromInline var deadlines = Deque<UInt64>()
+    @exclusivity(unchecked) @usableFromInline var sequences = Deque<UInt64>()
+    @exclusivity(unchecked) @usableFromInline var items = Deque<Item>()
+    @exclusivity(unchecked) @usableFromInline var isRegistered = false
+
+    /// The loop the items come out on.
+    public var loop: any RuntimeLoop { simulation }
+    /// How long each item waits.
+    public var itemDelay: Duration { .nanoseconds(Int64(clamping: delay)) }
+
+    /// The shortest delay a lane takes: two of the simulation's wheel ticks, so that an item added while a tick's
+    /// timers fire is never due within that tick (the simulation takes a lane's due items when the tick starts).
+    public static var minimumDelay: Duration { .nanoseconds(Int64(SimulationRuntime.laneMinimumDelay)) }
+
+    /// A lane on `simulation` whose items wait `delay` and come out through `deliver`; `nil` when `delay` is
+    /// shorter than ``minimumDelay`` (use the simulation's timers then).
+    @inlinable
+    public init?(on simulation: SimulationRuntime, delay: Duration, deliver: @escaping (Item) -> Bool) {
+        guard delay >= Self.minimumDelay else { return nil }
+        self.simulation = simulation
+        self.delay = UInt64(delay.nanosecondsClamped)
+        self.deliver = deliver
+    }
+
+    /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
+    @inlinable
+    @discardableResult
+    public func add(_ item: Item) -> Bool {
+        guard simulation.isInServiceThread else { return false }
+        if !isRegistered {
+            register()
+            isRegistered = true
+        }
+        let now = UInt64(clamping: simulation.now.nanoseconds)
+        append(item, deadline: now &+ delay)
+        return true
+    }
+
+    @inlinable
+    func append(_ item: Item, deadline: UInt64) {
+        deadlines.append(deadline)
+        sequences.append(simulation.takeSequence())
+        items.append(item)
+    }
+
+    /// Hands the simulation what it needs of the lane, as closures written here in inlinable code, so that they are
+    /// compiled for `Item` where the items are added.
+    @inlinable
+    func register() {
+        simulation.register(
+            SimulationRuntime.LaneHooks(
+                front: { [self] in deadlines.first },
+                collect: { [self] time, lane, due in
+                    var index = deadlines.startIndex
+                    while index < deadlines.endIndex, deadlines[index] <= time {
+                        due.append(.init(deadline: deadlines[index], sequence: sequences[index], id: lane))
+                        index += 1
+                    }
+                },
+                fireFront: { [self] in
+                    let deadline = deadlines.removeFirst()
+                    _ = sequences.removeFirst()
+                    let item = items.removeFirst()
+                    if deliver(item) { append(item, deadline: deadline &+ delay) }
+                }
+            )
+        )
+    }
+}
