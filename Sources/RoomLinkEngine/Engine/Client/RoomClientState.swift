@@ -129,7 +129,7 @@ public struct RoomClientState: Sendable {
 
     /// The index of `roomID` in ``rooms``.
     public func index(of roomID: String) -> Int? {
-        rooms.firstIndex { $0.roomID == roomID }
+        rooms.index(ofRoom: roomID)
     }
 
     // MARK: - The app's calls

@@ -34,8 +34,8 @@ public struct RoomConnection: Sendable {
         case giveUp
     }
 
-    // The words first, then the small fields together, so that none leaves padding: a million clients each keep
-    // one room inline (``RoomList``), 152 bytes (it was 192).
+    // The words first, then the small fields together, so that none leaves padding: a million clients each keep a
+    // room, 152 bytes (it was 192).
     public let roomID: String
     public internal(set) var options: JoinOptions
     public internal(set) var session: SessionID

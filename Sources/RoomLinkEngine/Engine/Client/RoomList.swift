@@ -5,49 +5,74 @@
 /// clients; here it lives in the client's own storage, and only a second room (ZEGO's multi-room mode) starts an
 /// array.
 public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
-    /// The first room; `nil` only when the list is empty.
-    private var head: RoomConnection?
-    /// The rooms after the first.
-    private var tail: [RoomConnection] = []
+    /// The first room, when ``tail`` is not `nil`; a vacant stand-in otherwise. Not an optional: a field read through
+    /// `head!` copied the whole room (152 bytes, and retains) where a plain stored value is read in place.
+    private var head = RoomConnection.vacant
+    /// The rooms after the first; `nil` when the list is empty.
+    private var tail: [RoomConnection]?
 
     /// An empty list.
     public init() {}
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { head == nil ? 0 : 1 + tail.count }
+    public var endIndex: Int { tail.map { 1 + $0.count } ?? 0 }
 
     public subscript(position: Int) -> RoomConnection {
-        // Borrowed, not copied: `rooms[i].phase` on the heartbeat's path must not copy (and retain) a whole room.
         _read {
-            if position == 0 {
-                yield head!
+            if position == 0, tail != nil {
+                yield head
             } else {
-                yield tail[position - 1]
+                yield tail![position - 1]
             }
         }
         _modify {
-            if position == 0 {
-                yield &head!
+            if position == 0, tail != nil {
+                yield &head
             } else {
-                yield &tail[position - 1]
+                yield &tail![position - 1]
             }
         }
     }
 
+    /// The index of the room named `roomID`, if the list has it.
+    func index(ofRoom roomID: String) -> Int? {
+        guard let tail else { return nil }
+        if head.roomID == roomID { return 0 }
+        return tail.firstIndex { $0.roomID == roomID }.map { $0 + 1 }
+    }
+
     /// Adds `room` after the others.
     mutating func append(_ room: RoomConnection) {
-        if head == nil {
+        if tail == nil {
             head = room
+            tail = []
         } else {
-            tail.append(room)
+            tail!.append(room)
         }
     }
 
     /// Removes and returns the room at `index`; the rooms after it move up one place.
     mutating func remove(at index: Int) -> RoomConnection {
-        guard index == 0 else { return tail.remove(at: index - 1) }
-        let first = head!
-        head = tail.isEmpty ? nil : tail.removeFirst()
+        guard index == 0 else { return tail!.remove(at: index - 1) }
+        precondition(tail != nil, "room index out of range")
+        var first = RoomConnection.vacant
+        swap(&first, &head)
+        if tail!.isEmpty {
+            tail = nil
+        } else {
+            head = tail!.removeFirst()
+        }
         return first
     }
+}
+
+extension RoomConnection {
+    /// What an empty ``RoomList`` holds in place of a first room: never read.
+    static let vacant = RoomConnection(
+        roomID: "",
+        options: JoinOptions(),
+        session: SessionID(rawValue: 0),
+        now: .zero,
+        retry: RetryPolicy.zegoDefault.makeIterator(random: SeededRandom(seed: 0))
+    )
 }
