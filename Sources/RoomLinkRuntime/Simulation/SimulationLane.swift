@@ -29,6 +29,9 @@ public import DequeModule
     @exclusivity(unchecked) @usableFromInline var deadlines = Deque<UInt64>()
     @exclusivity(unchecked) @usableFromInline var sequences = Deque<UInt64>()
     @exclusivity(unchecked) @usableFromInline var items = Deque<Item>()
+    /// Each item's hint (an address its delivery touches first), to load a few places ahead; empty without them.
+    @exclusivity(unchecked) @usableFromInline var hints = Deque<UInt>()
+    @usableFromInline let prefetches: Bool
     @exclusivity(unchecked) @usableFromInline var isRegistered = false
 
     /// The loop the items come out on.
@@ -42,33 +45,47 @@ public import DequeModule
 
     /// A lane on `simulation` whose items wait `delay` and come out through `deliver`; `nil` when `delay` is
     /// shorter than ``minimumDelay`` (use the simulation's timers then).
+    ///
+    /// With `prefetches`, each item is added with a hint — an address its delivery touches first, its receiver
+    /// object — and while an item comes out, the lane starts loading the hint of the one four places behind it: a
+    /// million clients' objects are in no cache, and their memory then arrives while the items before them run.
     @inlinable
-    public init?(on simulation: SimulationRuntime, delay: Duration, deliver: @escaping (Item) -> Bool) {
+    public init?(
+        on simulation: SimulationRuntime,
+        delay: Duration,
+        prefetches: Bool = false,
+        deliver: @escaping (Item) -> Bool
+    ) {
         guard delay >= Self.minimumDelay else { return nil }
         self.simulation = simulation
         self.delay = UInt64(delay.nanosecondsClamped)
+        self.prefetches = prefetches
         self.deliver = deliver
     }
+
+    /// How many items ahead of the one coming out a lane loads the hint of.
+    @usableFromInline static var prefetchDistance: Int { 4 }
 
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
     @inlinable
     @discardableResult
-    public func add(_ item: Item) -> Bool {
+    public func add(_ item: Item, prefetching hint: UnsafeRawPointer? = nil) -> Bool {
         guard simulation.isInServiceThread else { return false }
         if !isRegistered {
             register()
             isRegistered = true
         }
         let now = UInt64(clamping: simulation.now.nanoseconds)
-        append(item, deadline: now &+ delay)
+        append(item, deadline: now &+ delay, hint: UInt(bitPattern: hint))
         return true
     }
 
     @inlinable
-    func append(_ item: Item, deadline: UInt64) {
+    func append(_ item: Item, deadline: UInt64, hint: UInt) {
         deadlines.append(deadline)
         sequences.append(simulation.takeSequence())
         items.append(item)
+        if prefetches { hints.append(hint) }
     }
 
     /// Hands the simulation what it needs of the lane, as closures written here in inlinable code, so that they are
@@ -86,10 +103,19 @@ public import DequeModule
                     }
                 },
                 fireFront: { [self] in
+                    var hint: UInt = 0
+                    if prefetches {
+                        if hints.count > Self.prefetchDistance,
+                            let ahead = UnsafeRawPointer(bitPattern: hints[hints.startIndex + Self.prefetchDistance])
+                        {
+                            prefetchCacheLines(at: ahead, lines: 4)
+                        }
+                        hint = hints.removeFirst()
+                    }
                     let deadline = deadlines.removeFirst()
                     _ = sequences.removeFirst()
                     let item = items.removeFirst()
-                    if deliver(item) { append(item, deadline: deadline &+ delay) }
+                    if deliver(item) { append(item, deadline: deadline &+ delay, hint: hint) }
                 }
             )
         )

@@ -84,7 +84,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             return heartbeatLanes.withLock { lanes in
                 if let lane = lanes[interval] { return lane }
                 let beat = self.beat
-                let lane = SimulationLane<Beat>(on: simulation, delay: interval) { beat($0.client, $0.token) }
+                let lane = SimulationLane<Beat>(on: simulation, delay: interval, prefetches: true) {
+                    beat($0.client, $0.token)
+                }
                 lanes[interval] = lane
                 return lane
             }
@@ -369,7 +371,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             guard heartbeatBits == 0 else { break }
             if let lane = environment.heartbeatLane(on: loop, every: interval) {
                 let token = environment.nextHeartbeatToken()
-                if lane.add(Environment.Beat(client: self, token: token)) {
+                let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(self)))
+                if lane.add(Environment.Beat(client: self, token: token), prefetching: address) {
                     heartbeatBits = token
                     break
                 }

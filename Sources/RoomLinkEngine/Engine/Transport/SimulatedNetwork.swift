@@ -47,7 +47,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
             }
         }
         lane = batching.lazy.compactMap { $0 as? SimulationRuntime }.first.flatMap { simulation in
-            SimulationLane(on: simulation, delay: latency) { message in
+            SimulationLane(on: simulation, delay: latency, prefetches: true) { message in
                 message.deliver()
                 return false
             }
@@ -150,7 +150,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
         delivered.increment(by: client.loop)
         if let lane, delay == lane.itemDelay, room.loop === client.loop, lane.loop === client.loop,
-            lane.add(.toClient(message, roomID: room.roomID, client: client))
+            lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
         {
             return
         }
@@ -182,7 +182,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     ) {
         delivered.increment(by: room.loop)
         if let lane, delay == lane.itemDelay, client.loop === room.loop, lane.loop === room.loop,
-            lane.add(.toRoom(upstream, client: client, room: room))
+            lane.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
         {
             return
         }
