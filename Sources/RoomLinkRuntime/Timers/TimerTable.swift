@@ -98,7 +98,8 @@
     /// The handler and handle to call for a due (detached) timer; `nil` if it was cancelled while it waited in
     /// its batch (the timer is then freed). Pair every non-nil answer with ``endFiring(_:now:)``.
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (TimerHandlerObject, TimerHandle)? {
+    @_spi(RoomLinkInternals) public mutating func beginFiring(_ id: TimerQueueID) -> (TimerHandlerObject, TimerHandle)?
+    {
         guard queue.isDetached(id) else { return nil }
         // Read the record in place: copying it would retain and release its handler once more per firing.
         guard let (cancelled, handler, remoteID) = queue.withPayload(id, { ($0.isCancelled, $0.handler, $0.remoteID) })

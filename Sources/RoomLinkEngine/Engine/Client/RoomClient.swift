@@ -380,7 +380,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             heartbeatBits = TimerHandle.packed(try? loop.schedulePeriodic(every: interval, handler: self))
         case .stopHeartbeat:
             // A lane's heartbeat needs no cancelling: the lane drops it when its token is no longer the client's.
-            if heartbeatBits & Self.laneTokenBits != Self.laneTokenBits, let heartbeat = TimerHandle(packed: heartbeatBits) {
+            if heartbeatBits & Self.laneTokenBits != Self.laneTokenBits,
+                let heartbeat = TimerHandle(packed: heartbeatBits)
+            {
                 loop.cancel(heartbeat)
             }
             heartbeatBits = 0

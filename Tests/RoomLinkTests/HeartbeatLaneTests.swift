@@ -1,0 +1,75 @@
+import RoomLink
+import RoomLinkRuntime
+import Synchronization
+import Testing
+
+/// Heartbeats in a simulation ride one lane per interval, not a periodic timer each: a client that stops beating and
+/// starts again beats once per period from its new start — its old beat gone, never two at once.
+@Suite(.timeLimit(.minutes(10)))
+struct HeartbeatLaneTests {
+    /// The simulated network, noting when each client's heartbeats leave.
+    final class CountingTransport: ClientTransport {
+        let network: SimulatedNetwork
+        let beats = Mutex<[String: [RuntimeInstant]]>([:])
+
+        init(_ network: SimulatedNetwork) { self.network = network }
+
+        func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+            network.open(toRoom: roomID, for: client)
+        }
+
+        func send(
+            _ message: ClientMessage,
+            on channel: any RoomChannel,
+            from client: any ClientEndpoint
+        )
+            -> SendOutcome
+        {
+            if case .heartbeat = message {
+                let now = client.loop.now
+                beats.withLock { $0[client.endpointID, default: []].append(now) }
+            }
+            return network.send(message, on: channel, from: client)
+        }
+
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
+            network.closed(channel, session: session, from: client)
+        }
+    }
+
+    @Test
+    func aClientThatStopsBeatingAndStartsAgainBeatsOncePerPeriodFromItsNewStart() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
+            let server = RoomServer(group: simulation, transport: network)
+            let transport = CountingTransport(network)
+            let timings = ZegoTimings(heartbeatInterval: .seconds(1))
+            let environment = ZegoClient.Environment(transport: transport, timings: timings)
+            try await simulation.run {
+                let steady = ZegoClient(id: "steady", loop: simulation, environment: environment)
+                let back = ZegoClient(id: "back", loop: simulation, environment: environment)
+                await steady.loginRoom("r1")
+                await back.loginRoom("r1")
+                try await simulation.sleep(until: .zero.advanced(by: .milliseconds(5_200)))
+                await back.logoutRoom("r1")
+                try await simulation.sleep(until: .zero.advanced(by: .milliseconds(7_500)))
+                await back.loginRoom("r1")
+                try await simulation.sleep(until: .zero.advanced(by: .seconds(12)))
+                _ = server
+            }
+            let beats = transport.beats.withLock { $0 }
+            func gaps(_ client: String) -> [Duration] {
+                let times = beats[client] ?? []
+                return zip(times, times.dropFirst()).map { $0.duration(to: $1) }
+            }
+            // Joined at 100 ms (two trips of 50 ms): a beat every second from 1.1 s to 11.1 s.
+            #expect(beats["steady"]?.count == 11)
+            #expect(gaps("steady").allSatisfy { $0 == .seconds(1) })
+            // Beats at 1.1 … 5.1 s; logged out at 5.2 s, so at 6.1 s, in no room, it stops beating; back in at 7.6 s,
+            // it beats at 8.6 … 11.6 s.
+            #expect(beats["back"]?.count == 9, "\(beats["back"] ?? [])")
+            let backGaps = gaps("back")
+            #expect(backGaps.filter { $0 != .seconds(1) } == [.milliseconds(3_500)], "\(backGaps)")
+        }
+    }
+}
