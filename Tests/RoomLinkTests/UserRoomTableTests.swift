@@ -25,6 +25,18 @@ struct UserRoomTableTests {
     }
 
     @Test
+    func aUserAloneIsNotAnyOfItsPairs() {
+        var table = UserRoomTable<Int>()
+        for (index, (user, room)) in Self.pairs.enumerated() { table[user, room] = index }
+        table[user: "u1"] = 100
+        table[user: "alice"] = 101
+        #expect(table[user: "u1"] == 100 && table["u1", "room-1"] == 0 && table[user: "u01"] == nil)
+        #expect(table[user: "alice"] == 101 && table["alice", "r1"] == Self.pairs.count - 2)
+        #expect(table.count == Self.pairs.count + 2)
+        #expect(table.removeValue(user: "u1") == 100 && table[user: "u1"] == nil && table["u1", "room-1"] == 0)
+    }
+
+    @Test
     func updatesAndRemovalsAnswerWhatWasThere() {
         var table = UserRoomTable<String>()
         for (user, room) in [("u7", "room-3"), ("alice", "r1")] {

@@ -33,7 +33,7 @@ public final class LoadStatistics: EngineObserver {
         var failures = 0
         /// When each user whose network just went (an outage or a partition) lost it, until a peer sees the user
         /// leave or the user is back.
-        var outageStart: [String: RuntimeInstant] = [:]
+        var outageStart = UserRoomTable<RuntimeInstant>()
         var peerSeesLeave = LatencyRecorder()
         var delivery = LatencyRecorder()
         /// Per 100 ms since the origin: the most connections reconnecting during it, and how many at its end (to
@@ -92,7 +92,7 @@ public final class LoadStatistics: EngineObserver {
                 state.online += 1
                 state.seconds[second].rejoined += 1
                 state.seconds[second].accepted += 1
-                state.outageStart[client] = nil  // back before any peer saw it leave: no peer will
+                state.outageStart[user: client] = nil  // back before any peer saw it leave: no peer will
                 if let lost = state.lostAt.removeValue(user: client, room: room) {
                     let nanoseconds = max(0, time.nanoseconds - lost.nanoseconds)
                     state.durations.record(nanoseconds: nanoseconds)
@@ -150,16 +150,16 @@ public final class LoadStatistics: EngineObserver {
     /// which causes the outages, reports them.
     public func outageBegan(user: String, at time: RuntimeInstant) {
         state.withLock { state in
-            if state.outageStart[user] == nil { state.outageStart[user] = time }
+            if state.outageStart[user: user] == nil { state.outageStart[user: user] = time }
         }
     }
 
     /// Peers saw `users` leave at `time`.
     private func peersLeft(_ users: [String], at time: RuntimeInstant) {
         state.withLock { state in
-            guard !state.outageStart.isEmpty else { return }
+            guard state.outageStart.count > 0 else { return }
             for user in users {
-                guard let start = state.outageStart.removeValue(forKey: user) else { continue }
+                guard let start = state.outageStart.removeValue(user: user) else { continue }
                 state.peerSeesLeave.record(nanoseconds: time.nanoseconds - start.nanoseconds)
             }
         }

@@ -1,8 +1,9 @@
-/// What the oracles and the load statistics keep per connection, keyed by its (user, room) pair.
+/// What the oracles and the load statistics keep per connection, keyed by its (user, room) pair — or per user.
 ///
 /// A population's names (`u<i>` in `room-<j>`, ``Scenario/Population``) pack into one word, so that a million
 /// users' entries cost eight bytes of key each — not two strings (32 bytes), nor a joined one, which allocated on
-/// every transition. Any other pair keeps its names, in a table of its own.
+/// every transition. Any other pair keeps its names, in a table of its own. A user alone is the pair of the user and
+/// the empty room name: a table keeps either pairs or users alone, not both.
 struct UserRoomTable<Value> {
     private var packed: [UInt64: Value] = [:]
     private var named: [Names: Value] = [:]
@@ -43,6 +44,21 @@ struct UserRoomTable<Value> {
         return named.removeValue(forKey: Names(user: user, room: room))
     }
 
+    /// The value kept for `user` alone, if any.
+    subscript(user user: String) -> Value? {
+        get { self[user, Self.noRoom] }
+        set { self[user, Self.noRoom] = newValue }
+    }
+
+    /// Forgets what was kept for `user` alone, and returns it.
+    @discardableResult
+    mutating func removeValue(user: String) -> Value? {
+        removeValue(user: user, room: Self.noRoom)
+    }
+
+    /// The room of a user alone: a name no room has (an empty one), which packs to a number no room has.
+    private static var noRoom: String { "" }
+
     /// Makes room for `count` population pairs.
     mutating func reserveCapacity(_ count: Int) {
         packed.reserveCapacity(count)
@@ -53,7 +69,9 @@ struct UserRoomTable<Value> {
 
     /// A population pair as one word: the user's index in the high 32 bits, the room's in the low ones.
     private static func pack(user: String, room: String) -> UInt64? {
-        guard let user = index(of: user, after: "u"), let room = index(of: room, after: "room-") else { return nil }
+        guard let user = index(of: user, after: "u") else { return nil }
+        // A room index has at most 9 digits: below 2^32 − 1, which stands for no room.
+        guard let room = room.isEmpty ? 0xFFFF_FFFF : index(of: room, after: "room-") else { return nil }
         return user << 32 | room
     }
 

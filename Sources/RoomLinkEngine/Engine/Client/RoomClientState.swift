@@ -61,7 +61,11 @@ public struct RoomClientState: Sendable {
     /// switches a dialect sets. Passed to each call rather than kept, so that a million clients keep one copy.
     public struct Rules: Sendable {
         public var timings: EngineTimings
-        public var retryPolicy: RetryPolicy
+        public var retryPolicy: RetryPolicy {
+            didSet { sharedRetryPolicy = RetryPolicy.Shared(retryPolicy) }
+        }
+        /// ``retryPolicy``, kept once for every iterator the clients make.
+        private(set) var sharedRetryPolicy: RetryPolicy.Shared
         /// Whether every client hears of peers joining and leaving, whatever its options
         /// (``RoomDialect/alwaysNotifiesPeers``).
         public var alwaysNotifiesPeers: Bool
@@ -86,6 +90,7 @@ public struct RoomClientState: Sendable {
         ) {
             self.timings = timings
             self.retryPolicy = retryPolicy
+            self.sharedRetryPolicy = RetryPolicy.Shared(retryPolicy)
             self.alwaysNotifiesPeers = Dialect.alwaysNotifiesPeers
             self.firstJoinAttempts = Dialect.firstJoinAttempts
             self.reconnectsInModes = Dialect.reconnectsInModes
@@ -146,7 +151,7 @@ public struct RoomClientState: Sendable {
         var options = options
         if rules.alwaysNotifiesPeers { options.notifiesPeers = true }
         let session = newSession()
-        let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
+        let retry = rules.sharedRetryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         rooms.append(RoomConnection(roomID: roomID, options: options, session: session, now: now, retry: retry))
         act(.report(.joining, room: roomID), perform)
         rooms[rooms.count - 1].episodeDeadline = now.advanced(by: rules.timings.loginTimeout)
@@ -507,7 +512,7 @@ public struct RoomClientState: Sendable {
         if closed {
             _ = perform(.closed(room: roomID, session: rooms[index].session), &rooms[index].attachment)
         }
-        let retry = rules.retryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
+        let retry = rules.sharedRetryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
         if rooms[index].connectionLost(at: now, retry: retry) {
             act(.report(.lost(cause), room: roomID), perform)
             if rules.reconnectsInModes {
