@@ -54,7 +54,9 @@ struct RealFaultsTests {
 
             transport.setLink(.up, for: alice)
             try await NetworkTest.until("alice reconnected") { log.count(of: .reconnected) == 1 }
-            #expect(server.statistics[.connectionsAccepted] == 2)
+            // A new socket once the link is up — more than one if a loaded machine answered an attempt after its
+            // timeout and she dialed again: a count load can raise, so only its floor is asserted.
+            #expect(server.statistics[.connectionsAccepted] >= 2)
             #expect(await server.rooms.serverRoom("room-1").memberIDs == ["alice"])
             await alice.shutdown()
             await server.shutdown()
@@ -93,8 +95,9 @@ struct RealFaultsTests {
                 server.statistics.connectionsClosed(by: .peerClosed) == 1
             }
             try await NetworkTest.until("alice reconnected") { aliceLog.count(of: .reconnected) == 1 }
-            // Over a new connection: the next attempt after the hole dialed one.
-            #expect(server.statistics[.connectionsAccepted] == 3)
+            // Over a new connection: the next attempt after the hole dialed one (or more, if a loaded machine answered
+            // one after its timeout — only the floor is load-proof).
+            #expect(server.statistics[.connectionsAccepted] >= 3)
             try await NetworkTest.until("bob sees alice back") {
                 bobLog.all.filter { $0 == .roomUserUpdate(roomID: "room-1", update: .add, users: ["alice"]) }.count == 2
             }

@@ -76,7 +76,10 @@ struct SilentPathTests {
             // up, and her next attempt dialed anew — and she and her peer agree she is back.
             try await NetworkTest.until("alice reconnected") { aliceLog.count(of: .reconnected) == 1 }
             try await NetworkTest.until("bob sees alice back") { bobLog.all.filter { $0 == aliceIn }.count == 2 }
-            #expect(server.statistics[.connectionsAccepted] == 3)
+            // At least one new connection reached the server; more when a loaded machine made an attempt outlast its
+            // timeout (an attempt given up as the path carried again still connects; a login answered late is
+            // abandoned and redialed) — a count load can raise, so only its floor is asserted.
+            #expect(server.statistics[.connectionsAccepted] >= 3)
             #expect(await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
 
             // The old connection's retransmissions get through at last: her stale heartbeats and her close. They

@@ -9,7 +9,7 @@ struct RoomLinkBench: AsyncParsableCommand {
         abstract: "RoomLink's benchmarks: compare alternatives side by side in one run.",
         subcommands: [
             Timers.self, Delivery.self, Scale.self, Dialects.self, Load.self, Network.self, Cluster.self,
-            LiveKitSignalling.self, FanOut.self, Encode.self,
+            LiveKitSignalling.self, FanOut.self, Encode.self, Growth.self,
             RawServer.self, Sweep.self,
         ]
     )
