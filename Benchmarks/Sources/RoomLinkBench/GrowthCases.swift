@@ -83,7 +83,9 @@ struct Growth: AsyncParsableCommand {
     private func median(_ runs: [Run]) -> Run {
         func middle(_ values: [Double]) -> Double {
             let sorted = values.sorted()
-            return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+            guard !sorted.isEmpty else { return .nan }
+            let half = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[half] : (sorted[half - 1] + sorted[half]) / 2
         }
         return Run(
             wall: middle(runs.map(\.wall)),
