@@ -115,11 +115,11 @@ extension ScenarioRunner {
                         entry: entry,
                         index: index,
                         targets: targets,
-                        origin: origin,
-                        end: scenario.end
+                        origin: origin
                     )
                 } : nil
-            for (participant, offset) in targets {
+            // With a cursor, the participants are walked here only for the faults' span (it arms their timers).
+            for (participant, offset) in targets where cursor == nil || isFault {
                 guard let client = world.clients[participant] else { continue }
                 let deadline = origin.advanced(by: entry.at + offset)
                 if isFault { faults.note(entry.at + offset) }

@@ -32,8 +32,7 @@ final class TimelineCursor<Dialect: RoomDialect>: TimerHandler, @unchecked Senda
         entry: Scenario.Entry,
         index: Int,
         targets: ScenarioWorld<Dialect>.Targets,
-        origin: RuntimeInstant,
-        end: Duration
+        origin: RuntimeInstant
     ) {
         guard simulation.isInServiceThread else { return nil }
         self.world = world
