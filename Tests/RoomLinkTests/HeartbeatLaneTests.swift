@@ -1,7 +1,9 @@
 import RoomLink
-import RoomLinkRuntime
+@_spi(RoomLinkInternals) import RoomLinkRuntime
 import Synchronization
 import Testing
+
+@testable import RoomLinkEngine
 
 /// Heartbeats in a simulation ride one lane per interval, not a periodic timer each: a client that stops beating and
 /// starts again beats once per period from its new start — its old beat gone, never two at once.
@@ -71,5 +73,37 @@ struct HeartbeatLaneTests {
             let backGaps = gaps("back")
             #expect(backGaps.filter { $0 != .seconds(1) } == [.milliseconds(3_500)], "\(backGaps)")
         }
+    }
+
+    /// Clients of one environment on one simulation, then on another after the first has ended: each simulation
+    /// gets a lane of its own (the first one's, handed out again, would belong to a simulation that is over).
+    @Test func oneEnvironmentBeatsOnASimulationAfterAnotherEnded() async throws {
+        let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
+        let transport = CountingTransport(network)
+        let environment = ZegoClient.Environment(
+            transport: transport,
+            timings: ZegoTimings(heartbeatInterval: .seconds(1))
+        )
+        for name in ["first", "second"] {
+            try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+                let server = RoomServer(group: simulation, transport: network)
+                try await simulation.run {
+                    let client = ZegoClient(id: name, loop: simulation, environment: environment)
+                    await client.loginRoom("r1")
+                    // Its heartbeats ride this simulation's lane, not the ended one's.
+                    let lane = environment.heartbeatLane(on: simulation, every: .seconds(1))
+                    #expect(lane?.loop as? SimulationRuntime === simulation)
+                    try await simulation.sleep(until: .zero.advanced(by: .milliseconds(3_500)))
+                    await client.logoutRoom("r1")
+                    _ = server
+                }
+            }
+        }
+        let beats = transport.beats.withLock { $0 }
+        // A beat a second from its login, three before the logout at 3.5 s — on each simulation's clock alike.
+        let first = beats["first"] ?? []
+        #expect(first.count == 3)
+        #expect(zip(first, first.dropFirst()).allSatisfy { $0.duration(to: $1) == .seconds(1) })
+        #expect(beats["second"] == first)
     }
 }
