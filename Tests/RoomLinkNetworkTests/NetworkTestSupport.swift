@@ -1,5 +1,6 @@
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Testing
 
 /// What the network tests share: a server on loopback with an ephemeral port, and waiting without sleeping blind.
@@ -48,6 +49,32 @@ enum NetworkTest {
     }
 
     struct TimedOut: Error {}
+
+    /// The longest a stall can be and leave the fault tests' exact story standing, in scenario time: their closest
+    /// calls are seconds apart (a 2 s heartbeat against a 6 s silence, a 3 s attempt timeout, a 12 s server drop).
+    static let exactStoryStall = Duration.seconds(1)
+
+    /// Starts a witness of how long `group`'s loops stall (``StallWatch``), for ``stall(of:proxy:)``.
+    static func watchStalls(of group: LibeventLoopGroup) throws {
+        try StallWatch.start(on: group, every: watchPeriod)
+    }
+
+    private static let watchPeriod = Duration.milliseconds(250)
+
+    /// The longest any loop of `group` — and `proxy`'s thread — stalled so far, in scenario time, give or take a
+    /// watch period. A loaded machine that holds a loop up for seconds makes faults of its own (a heartbeat ack read
+    /// late is a silence; an attempt answered late was already given up), and a fault test then asserts only what no
+    /// stall can shift: that the story ends where it must, never what happened on the way.
+    static func stall(of group: LibeventLoopGroup, proxy: SilentProxy? = nil) -> Duration {
+        let loops = group.timerLateness.maxMs / timeScale
+        let thread = (proxy?.longestStall ?? .zero) / timeScale
+        return max(.milliseconds(loops), thread) + watchPeriod
+    }
+
+    /// Records that a test's exact story was not checked because the machine stalled a loop for `stall`.
+    static func noteStall(_ stall: Duration, in test: String) {
+        print("\(test): a loop stalled \(stall) of scenario time; only what no stall can shift was checked")
+    }
 }
 
 /// A ZEGO client's events as they arrive, for tests to wait on.
@@ -72,6 +99,21 @@ final class EventLog: Sendable {
     }
 
     func count(of reason: ZegoRoomStateChangedReason) -> Int { reasons.filter { $0 == reason }.count }
+
+    /// How many times `event` was seen.
+    func count(_ event: ZegoEvent) -> Int { all.filter { $0 == event }.count }
+
+    /// Whether the client is in its room now, as its own events tell: its last state change logged it in.
+    var isIn: Bool { reasons.last == .logined || reasons.last == .reconnected }
+
+    /// Whether the client sees `user` in `room` now: the last update naming them added them.
+    func sees(_ user: String, in room: String) -> Bool {
+        let last = all.last {
+            if case .roomUserUpdate(room, _, let users) = $0 { users.contains(user) } else { false }
+        }
+        guard case .roomUserUpdate(_, .add, _) = last else { return false }
+        return true
+    }
 
     deinit { task.cancel() }
 }

@@ -33,6 +33,7 @@ struct RealFaultsTests {
 
     @Test func networkDownClosesTheSocketAndRefusesNewOnesUntilUp() async throws {
         try await NetworkTest.withGroup { group in
+            try NetworkTest.watchStalls(of: group)
             let (server, address) = try await NetworkTest.server(
                 on: group,
                 .init(dialect: .zego, timings: Self.timings.server)
@@ -41,23 +42,38 @@ struct RealFaultsTests {
             let alice = Self.client("alice", transport, on: group)
             let log = await EventLog(alice)
             #expect(await alice.loginRoom("room-1") == .success)
-            try await NetworkTest.until("alice is in") { log.count(of: .logined) == 1 }
+            try await NetworkTest.until("alice is in") { log.isIn }
 
+            // What the fault is measured against: a loaded machine may have made faults of its own already.
+            let reconnectedBefore = log.count(of: .reconnected)
+            let acceptedBefore = server.statistics[.connectionsAccepted]
+            let peerClosedBefore = server.statistics.connectionsClosed(by: .peerClosed)
             transport.setLink(.down, for: alice)
             try await NetworkTest.until("the server sees the socket close") {
-                server.statistics.connectionsClosed(by: .peerClosed) == 1
+                server.statistics.connectionsClosed(by: .peerClosed) > peerClosedBefore
             }
             try await NetworkTest.until("alice is reconnecting") { log.reasons.last == .reconnecting }
             // While the link is down, the client's retries open no socket.
             try await group.loops[0].sleep(for: .seconds(8))
-            #expect(server.statistics[.connectionsAccepted] == 1)
+            let acceptedWhileDown = server.statistics[.connectionsAccepted] - acceptedBefore
+            let peerClosedWhileDown = server.statistics.connectionsClosed(by: .peerClosed) - peerClosedBefore
 
             transport.setLink(.up, for: alice)
-            try await NetworkTest.until("alice reconnected") { log.count(of: .reconnected) == 1 }
+            try await NetworkTest.until("alice reconnected") {
+                log.count(of: .reconnected) > reconnectedBefore && log.isIn
+            }
             // A new socket once the link is up — more than one if a loaded machine answered an attempt after its
             // timeout and she dialed again: a count load can raise, so only its floor is asserted.
-            #expect(server.statistics[.connectionsAccepted] >= 2)
+            #expect(server.statistics[.connectionsAccepted] - acceptedBefore >= acceptedWhileDown + 1)
             #expect(await server.rooms.serverRoom("room-1").memberIDs == ["alice"])
+            let stall = NetworkTest.stall(of: group)
+            if stall < NetworkTest.exactStoryStall {
+                #expect(acceptedWhileDown == 0)
+                #expect(peerClosedWhileDown == 1)
+                #expect(log.count(of: .reconnected) == reconnectedBefore + 1)
+            } else {
+                NetworkTest.noteStall(stall, in: "RealFaultsTests (link down)")
+            }
             await alice.shutdown()
             await server.shutdown()
         }
@@ -65,41 +81,64 @@ struct RealFaultsTests {
 
     @Test func aBlackholeIsNoticedBySilenceAndTheSilentConnectionGivenUp() async throws {
         try await NetworkTest.withGroup { group in
+            try NetworkTest.watchStalls(of: group)
             let (server, address) = try await NetworkTest.server(
                 on: group,
                 .init(dialect: .zego, timings: Self.timings.server)
             )
-            let transport = FaultInjectingTransport(wrapping: try TCPClientTransport(server: address, dialect: .zego))
-            let alice = Self.client("alice", transport, on: group)
-            let bob = Self.client("bob", transport, on: group)
+            // Each on a path of their own: the hole is alice's.
+            let aliceTransport = FaultInjectingTransport(
+                wrapping: try TCPClientTransport(server: address, dialect: .zego)
+            )
+            let alice = Self.client("alice", aliceTransport, on: group)
+            let bob = Self.client("bob", try TCPClientTransport(server: address, dialect: .zego), on: group)
             let aliceLog = await EventLog(alice)
             let bobLog = await EventLog(bob)
             #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
             #expect(await alice.loginRoom("room-1") == .success)
-            try await NetworkTest.until("both in") { aliceLog.count(of: .logined) == 1 && bobLog.all.count >= 3 }
+            try await NetworkTest.until("both in") { aliceLog.isIn && bobLog.sees("alice", in: "room-1") }
 
-            transport.setLink(.blackhole, for: alice)
+            // What the hole is measured against: a loaded machine may have made faults of its own already.
+            let aliceDropped = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .delete, users: ["alice"])
+            let reconnectingBefore = aliceLog.count(of: .reconnecting)
+            let reconnectedBefore = aliceLog.count(of: .reconnected)
+            let droppedBefore = bobLog.count(aliceDropped)
+            let acceptedBefore = server.statistics[.connectionsAccepted]
+            let peerClosedBefore = server.statistics.connectionsClosed(by: .peerClosed)
+            aliceTransport.setLink(.blackhole, for: alice)
             // Alice notices by missed acks and gives the silent connection up, as an SDK does: she closes it — a
             // close lost in the hole, so the server hears nothing and drops her by its heartbeat timeout — and while
             // the hole lasts her attempts dial nothing. Bob sees her dropped.
-            try await NetworkTest.until("alice is reconnecting") { aliceLog.count(of: .reconnecting) == 1 }
-            try await NetworkTest.until("bob sees alice dropped") {
-                bobLog.all.contains(.roomUserUpdate(roomID: "room-1", update: .delete, users: ["alice"]))
+            try await NetworkTest.until("alice is reconnecting") {
+                aliceLog.count(of: .reconnecting) > reconnectingBefore
             }
-            #expect(server.statistics.connectionsClosed(by: .peerClosed) == 0)
-            #expect(server.statistics[.connectionsAccepted] == 2)
+            try await NetworkTest.until("bob sees alice dropped") { bobLog.count(aliceDropped) > droppedBefore }
+            let peerClosedInHole = server.statistics.connectionsClosed(by: .peerClosed) - peerClosedBefore
+            let acceptedInHole = server.statistics[.connectionsAccepted] - acceptedBefore
 
-            transport.setLink(.up, for: alice)
+            aliceTransport.setLink(.up, for: alice)
             // The hole lifted: her given-up connection's close gets through, and her next attempt dials anew.
             try await NetworkTest.until("the server hears her old connection close") {
-                server.statistics.connectionsClosed(by: .peerClosed) == 1
+                server.statistics.connectionsClosed(by: .peerClosed) - peerClosedBefore > peerClosedInHole
             }
-            try await NetworkTest.until("alice reconnected") { aliceLog.count(of: .reconnected) == 1 }
+            try await NetworkTest.until("alice reconnected") {
+                aliceLog.count(of: .reconnected) > reconnectedBefore && aliceLog.isIn
+            }
             // Over a new connection: the next attempt after the hole dialed one (or more, if a loaded machine answered
             // one after its timeout — only the floor is load-proof).
-            #expect(server.statistics[.connectionsAccepted] >= 3)
-            try await NetworkTest.until("bob sees alice back") {
-                bobLog.all.filter { $0 == .roomUserUpdate(roomID: "room-1", update: .add, users: ["alice"]) }.count == 2
+            #expect(server.statistics[.connectionsAccepted] - acceptedBefore >= acceptedInHole + 1)
+            try await NetworkTest.until("bob sees alice back") { bobLog.sees("alice", in: "room-1") }
+            // The exact story, unless the machine stalled a loop long enough to write its own (bob's connection, or
+            // alice's before the hole, judged dead by load): in the hole nothing of hers reached the server — no
+            // close, no new connection — and she lost her connection once.
+            let stall = NetworkTest.stall(of: group)
+            if stall < NetworkTest.exactStoryStall {
+                #expect(peerClosedInHole == 0)
+                #expect(acceptedInHole == 0)
+                #expect(aliceLog.count(of: .reconnecting) == reconnectingBefore + 1)
+                #expect(bobLog.count(aliceDropped) == droppedBefore + 1)
+            } else {
+                NetworkTest.noteStall(stall, in: "RealFaultsTests (blackhole)")
             }
             await alice.shutdown()
             await bob.shutdown()

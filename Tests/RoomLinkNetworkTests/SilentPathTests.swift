@@ -34,6 +34,7 @@ struct SilentPathTests {
 
     @Test func aZegoClientGivesUpASilentConnectionAndRedialsWhenThePathCarriesAgain() async throws {
         try await NetworkTest.withGroup { group in
+            try NetworkTest.watchStalls(of: group)
             let (server, address) = try await NetworkTest.server(
                 on: group,
                 .init(dialect: .zego, timings: Self.zego.server)
@@ -59,39 +60,63 @@ struct SilentPathTests {
             let bobLog = await EventLog(bob)
             #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
             #expect(await alice.loginRoom("room-1") == .success)
-            let aliceIn = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .add, users: ["alice"])
             let aliceDropped = ZegoEvent.roomUserUpdate(roomID: "room-1", update: .delete, users: ["alice"])
             // Both sides of her login: bob hears of her straight from the server, and her own answer crosses the proxy
             // after it — a silence that began between the two would hold her answer, and she would never be in.
-            try await NetworkTest.until("both in") { bobLog.all.contains(aliceIn) && aliceLog.count(of: .logined) == 1 }
+            try await NetworkTest.until("both in") { bobLog.sees("alice", in: "room-1") && aliceLog.isIn }
 
+            // What the silence is measured against: a loaded machine may have made faults of its own already.
+            let reconnectingBefore = aliceLog.count(of: .reconnecting)
+            let reconnectedBefore = aliceLog.count(of: .reconnected)
+            let droppedBefore = bobLog.count(aliceDropped)
+            let acceptedBefore = server.statistics[.connectionsAccepted]
             proxy.isSilent = true
-            try await NetworkTest.until("alice notices by silence") { aliceLog.count(of: .reconnecting) == 1 }
-            try await NetworkTest.until("bob sees alice dropped") { bobLog.all.contains(aliceDropped) }
+            try await NetworkTest.until("alice notices by silence") {
+                aliceLog.count(of: .reconnecting) > reconnectingBefore
+            }
+            try await NetworkTest.until("bob sees alice dropped") { bobLog.count(aliceDropped) > droppedBefore }
             // Her attempts during the silence dialed the proxy and never reached the server.
-            #expect(server.statistics[.connectionsAccepted] == 2)
+            let acceptedDuringSilence = server.statistics[.connectionsAccepted] - acceptedBefore
 
             proxy.isSilent = false
             // Back over a new connection, while the old one is still silent (its retransmissions wait): she gave it
             // up, and her next attempt dialed anew — and she and her peer agree she is back.
-            try await NetworkTest.until("alice reconnected") { aliceLog.count(of: .reconnected) == 1 }
-            try await NetworkTest.until("bob sees alice back") { bobLog.all.filter { $0 == aliceIn }.count == 2 }
+            try await NetworkTest.until("alice reconnected") {
+                aliceLog.count(of: .reconnected) > reconnectedBefore && aliceLog.isIn
+            }
+            try await NetworkTest.until("bob sees alice back") { bobLog.sees("alice", in: "room-1") }
             // At least one new connection reached the server; more when a loaded machine made an attempt outlast its
             // timeout (an attempt given up as the path carried again still connects; a login answered late is
             // abandoned and redialed) — a count load can raise, so only its floor is asserted.
-            #expect(server.statistics[.connectionsAccepted] >= 3)
-            #expect(await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
+            #expect(server.statistics[.connectionsAccepted] - acceptedBefore >= acceptedDuringSilence + 1)
+            try await NetworkTest.until("the server has both") {
+                await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"]
+            }
 
             // The old connection's retransmissions get through at last: her stale heartbeats and her close. They
             // must not undo the new session.
+            let peerClosedBefore = server.statistics.connectionsClosed(by: .peerClosed)
             proxy.releaseHeld()
             try await NetworkTest.until("the server hears the old connection close") {
-                server.statistics.connectionsClosed(by: .peerClosed) >= 1
+                server.statistics.connectionsClosed(by: .peerClosed) > peerClosedBefore
             }
             try await group.loops[0].sleep(for: .seconds(14))  // past the server's heartbeat timeout
-            #expect(await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"])
-            #expect(bobLog.all.filter { $0 == aliceDropped }.count == 1)
-            #expect(aliceLog.count(of: .reconnected) == 1 && aliceLog.count(of: .reconnecting) == 1)
+            try await NetworkTest.until("both in, and seen so") {
+                await server.rooms.serverRoom("room-1").memberIDs.sorted() == ["alice", "bob"]
+                    && aliceLog.isIn && bobLog.sees("alice", in: "room-1")
+            }
+            // The exact story, unless the machine stalled a loop long enough to write its own: no attempt of hers
+            // reached the server during the silence, she lost her connection once, and bob saw her go once —
+            // the stale close did not undo her new session.
+            let stall = NetworkTest.stall(of: group, proxy: proxy)
+            if stall < NetworkTest.exactStoryStall {
+                #expect(acceptedDuringSilence == 0)
+                #expect(bobLog.count(aliceDropped) == droppedBefore + 1)
+                #expect(aliceLog.count(of: .reconnected) == reconnectedBefore + 1)
+                #expect(aliceLog.count(of: .reconnecting) == reconnectingBefore + 1)
+            } else {
+                NetworkTest.noteStall(stall, in: "SilentPathTests (ZEGO)")
+            }
             await alice.shutdown()
             await bob.shutdown()
             await viaProxy.close()
@@ -103,6 +128,7 @@ struct SilentPathTests {
 
     @Test func anAgoraClientNoticesASilentPathByTheServersDataAndComesBack() async throws {
         try await NetworkTest.withGroup { group in
+            try NetworkTest.watchStalls(of: group)
             let (server, address) = try await NetworkTest.server(on: group, .init(dialect: .agora))
             let proxy = try SilentProxy(to: address.port)
             let transport = try TCPClientTransport(
@@ -128,7 +154,7 @@ struct SilentPathTests {
             // whether). Before the silence below, alice is connected.
             let sentBefore = server.statistics[.framesSent]
             try await group.loops[0].sleep(for: .seconds(8))
-            #expect(server.statistics[.framesSent] >= sentBefore + 4, "keep-alives flow to a quiet connection")
+            let sentWhileQuiet = server.statistics[.framesSent] - sentBefore
             try await NetworkTest.until("alice is connected before the silence") {
                 log.all.last { if case .connectionStateChanged = $0 { true } else { false } }.map {
                     if case .connectionStateChanged(_, .connected, _) = $0 { true } else { false }
@@ -139,15 +165,22 @@ struct SilentPathTests {
             // The server's data stops, and the client says so after Agora's 4 s — during the silence, not after.
             try await NetworkTest.until("alice is interrupted") { log.all.contains(interrupted) }
             proxy.isSilent = false
-            let rejoined = AgoraEvent.connectionStateChanged(channel: "c1", state: .connected, reason: .rejoinSuccess)
-            try await NetworkTest.until("alice is back") { log.all.contains(rejoined) }
-            #expect(server.statistics[.connectionsAccepted] >= 2)
-            let states = log.all.compactMap { event -> AgoraConnectionChangedReason? in
-                if case .connectionStateChanged(_, _, let reason) = event { return reason }
-                return nil
+            let states = {
+                log.all.compactMap { event -> AgoraConnectionChangedReason? in
+                    if case .connectionStateChanged(_, _, let reason) = event { return reason }
+                    return nil
+                }
             }
-            #expect(Array(states.prefix(3)) == [.connecting, .joinSuccess, .interrupted])
-            #expect(states.last == .rejoinSuccess)
+            try await NetworkTest.until("alice is back") { states().last == .rejoinSuccess }
+            #expect(server.statistics[.connectionsAccepted] >= 2)
+            #expect(Array(states().prefix(3)) == [.connecting, .joinSuccess, .interrupted])
+            // The keep-alives' count, unless the machine held the server's loop up long enough to skip some.
+            let stall = NetworkTest.stall(of: group, proxy: proxy)
+            if stall < NetworkTest.exactStoryStall {
+                #expect(sentWhileQuiet >= 4, "keep-alives flow to a quiet connection")
+            } else {
+                NetworkTest.noteStall(stall, in: "SilentPathTests (Agora)")
+            }
             await alice.shutdown()
             await transport.close()
             await proxy.stop()

@@ -28,6 +28,7 @@ final class SilentProxy: Sendable {
     private let stopped = Atomic<Bool>(false)
     private let released = Atomic<Bool>(false)
     private let finished = Mutex<Bool>(false)
+    private let stalledNanoseconds = Atomic<Int>(0)
 
     /// Starts forwarding to `serverPort` on 127.0.0.1, stalling `stall` before each delivery to a client.
     init(to serverPort: UInt16, stall: Duration = .zero) throws {
@@ -59,6 +60,10 @@ final class SilentProxy: Sendable {
         get { silent.load(ordering: .sequentiallyConsistent) }
         set { silent.store(newValue, ordering: .sequentiallyConsistent) }
     }
+
+    /// The longest the thread was held up past its poll's timeout so far (descheduled on a loaded machine), real time;
+    /// the stalls it makes on purpose (`stall`) are not counted.
+    var longestStall: Duration { .nanoseconds(stalledNanoseconds.load(ordering: .relaxed)) }
 
     /// The connections made before the silence carry again (their retransmissions got through).
     func releaseHeld() {
@@ -96,7 +101,18 @@ final class SilentProxy: Sendable {
             Glibc.close(listener)
             finished.withLock { $0 = true }
         }
+        let clock = ContinuousClock()
+        var turnStart = clock.now
+        var stalledOnPurpose = Duration.zero
         while !stopped.load(ordering: .sequentiallyConsistent) {
+            // A turn takes a poll (at most 20 ms) and what it moves; anything beyond is the machine's doing.
+            let now = clock.now
+            let late = (turnStart.duration(to: now) - stalledOnPurpose - .milliseconds(20)) / .nanoseconds(1)
+            if late > Double(stalledNanoseconds.load(ordering: .relaxed)) {
+                stalledNanoseconds.store(Int(late), ordering: .relaxed)
+            }
+            turnStart = now
+            stalledOnPurpose = .zero
             let silentNow = isSilent
             beenSilent = beenSilent || silentNow
             if silentNow {
@@ -140,7 +156,10 @@ final class SilentProxy: Sendable {
                 if !pair.toClient.isEmpty {
                     // Until the first silence only: after it, a stalled thread would notice late that a client gave up
                     // an attempt, and connect it to the server anyway.
-                    if stall > .zero && !beenSilent { usleep(UInt32(stall / .microseconds(1))) }
+                    if stall > .zero && !beenSilent {
+                        usleep(UInt32(stall / .microseconds(1)))
+                        stalledOnPurpose += stall
+                    }
                     Self.write(&pair.toClient, to: pair.client)
                 }
                 if pair.clientClosed || pair.serverClosed {
