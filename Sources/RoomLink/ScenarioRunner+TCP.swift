@@ -91,7 +91,10 @@ extension ScenarioRunner {
             guard case .population(_, let over, _) = entry.target, case .login = entry.action else { return nil }
             return (entry.at, entry.at + over)
         }
-        let connections = ConnectionStatistics(fillEnds: windows.min { $0.start < $1.start }?.end)
+        let connections = ConnectionStatistics(
+            fillEnds: windows.min { $0.start < $1.start }?.end,
+            timerLateness: { group.timerLatenessTally }
+        )
         let transport: any ClientTransport
         if let makeTransport = target.makeTransport {
             transport = try makeTransport(connections)

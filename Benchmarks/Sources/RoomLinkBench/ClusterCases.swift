@@ -166,7 +166,9 @@ struct Cluster: AsyncParsableCommand {
         }
         say(
             "  online at the end \(reports.load?.online ?? 0), gave up \(reports.load?.failed ?? 0); generators kept "
-                + "up: \(reports.keptUp.map(String.init) ?? "?"), violations \(reports.violations)"
+                + "up: \(reports.keptUp.map(String.init) ?? "?") (timers late \(reports.timerLateness?.text ?? "?")), "
+                + "after the fill: \(reports.keptUpAfterFill.map(String.init) ?? "?") (timers late "
+                + "\(reports.connections?.steadyTimerLateness?.text ?? "?")), violations \(reports.violations)"
         )
     }
 

@@ -23,6 +23,22 @@ public struct LatencyRecorder: Sendable {
         histogram.add(other.histogram)
     }
 
+    /// What was recorded since `earlier`, a copy of this recorder taken before: the durations of the window from
+    /// then to now (a run's steady state, apart from its warm-up).
+    public func since(_ earlier: LatencyRecorder) -> LatencyRecorder {
+        var later = LatencyRecorder()
+        // Each bucket by the value that stands for it in an encoded recorder (the largest keeps its own value), so
+        // that a window holding every duration is the recorder itself.
+        let largest = histogram.maxRecorded
+        for bucket in histogram.recordedValues() {
+            let before = earlier.histogram.countForValue(bucket.value)
+            guard bucket.count > before else { continue }
+            let value = min(histogram.highestEquivalentForValue(bucket.value), largest)
+            _ = later.histogram.record(value, count: bucket.count - before)
+        }
+        return later
+    }
+
     /// How many durations were recorded.
     public var count: Int { Int(histogram.totalCount) }
 

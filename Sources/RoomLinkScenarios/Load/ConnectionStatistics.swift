@@ -12,9 +12,12 @@ public final class ConnectionStatistics: ConnectionObserver {
         /// The next second to look at for the fill's end, from the second the population's login window ends in;
         /// `nil` when the run has no such window.
         var fillScan: Int?
+        /// The loops' timer lateness when the steady state began, to tell the steady state's apart.
+        var latenessAtSteady: LatencyRecorder?
     }
 
     private let state: LockedBox<State>
+    private let timerLateness: (@Sendable () -> LatencyRecorder)?
 
     /// Statistics whose time zero is `origin`.
     ///
@@ -24,10 +27,19 @@ public final class ConnectionStatistics: ConnectionObserver {
     ///     such a window: heartbeat round trips after the fill are then also kept apart
     ///     (``ConnectionTally/steadyHeartbeatRoundTrip``). The fill ends with the first whole second from then on in
     ///     which no login was accepted — the server may still be answering logins sent in the window's last seconds.
-    public init(origin: RuntimeInstant = .zero, fillEnds: Duration? = nil) {
+    ///   - timerLateness: How late the generator's own timers have run so far (its loops' `timerLatenessTally`), if
+    ///     known: the lateness after the fill is then kept apart too (``ConnectionTally/steadyTimerLateness``), so
+    ///     that a generator that fell behind while the rooms filled but kept up after is told from one that never
+    ///     kept up.
+    public init(
+        origin: RuntimeInstant = .zero,
+        fillEnds: Duration? = nil,
+        timerLateness: (@Sendable () -> LatencyRecorder)? = nil
+    ) {
         var initial = State(origin: origin)
         initial.fillScan = fillEnds.map { Int(max(0, $0.components.seconds)) }
         state = LockedBox(initial)
+        self.timerLateness = timerLateness
     }
 
     /// Moves time zero to `origin`, before anything was recorded.
@@ -80,6 +92,7 @@ public final class ConnectionStatistics: ConnectionObserver {
                 while scan < now {
                     if state.tally.seconds[scan].loggedIn == 0 {
                         state.tally.steadyFrom = scan + 1
+                        state.latenessAtSteady = timerLateness?()
                         break
                     }
                     scan += 1
@@ -93,9 +106,14 @@ public final class ConnectionStatistics: ConnectionObserver {
 
     /// What was counted, with the series carried up to `end` (seconds since the origin).
     public func tally(end: Double) -> ConnectionTally {
-        state.withLock { state in
+        let lateness = timerLateness?()
+        return state.withLock { state in
             _ = Self.second(ofIndex: max(0, Int(end.rounded(.up)) - 1), in: &state)
-            return state.tally
+            var tally = state.tally
+            if let lateness, let atSteady = state.latenessAtSteady {
+                tally.steadyTimerLateness = lateness.since(atSteady)
+            }
+            return tally
         }
     }
 
@@ -152,6 +170,9 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
     /// The heartbeat round trips after the fill: from ``steadyFrom`` on (the report's steady state, apart from the
     /// logins' load). Empty when the run has no population login window or never left it.
     public var steadyHeartbeatRoundTrip = LatencyRecorder()
+    /// How late the generator's timers ran after the fill (real time, as `RunReport.timerLateness`): from the moment
+    /// ``steadyFrom`` was known on. Empty when there is no steady state apart or the lateness was not watched.
+    public var steadyTimerLateness = LatencyRecorder()
     /// The second the steady state began: the first after the population's login window in which no login was
     /// accepted, plus one. Merged, it is the latest generator's, while each generator's round trips count from its own.
     public var steadyFrom: Int?
@@ -176,11 +197,13 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
         login.merge(other.login)
         heartbeatRoundTrip.merge(other.heartbeatRoundTrip)
         steadyHeartbeatRoundTrip.merge(other.steadyHeartbeatRoundTrip)
+        steadyTimerLateness.merge(other.steadyTimerLateness)
         if let theirs = other.steadyFrom { steadyFrom = max(steadyFrom ?? theirs, theirs) }
     }
 
     private enum CodingKeys: String, CodingKey {
         case seconds, failures, tcpConnect, login, heartbeatRoundTrip, steadyHeartbeatRoundTrip, steadyFrom
+        case steadyTimerLateness
     }
 
     /// Decodes a tally; one written before the steady state was kept apart has none.
@@ -194,6 +217,8 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
         steadyHeartbeatRoundTrip =
             try container.decodeIfPresent(LatencyRecorder.self, forKey: .steadyHeartbeatRoundTrip) ?? LatencyRecorder()
         steadyFrom = try container.decodeIfPresent(Int.self, forKey: .steadyFrom)
+        steadyTimerLateness =
+            try container.decodeIfPresent(LatencyRecorder.self, forKey: .steadyTimerLateness) ?? LatencyRecorder()
     }
 }
 
@@ -217,6 +242,9 @@ public struct ConnectionReport: Sendable, Codable, Equatable {
     /// steady state began; `nil` when the run had no population login window or never left it.
     public var steadyHeartbeatRoundTrip: LatencySummary?
     public var steadyFrom: Int?
+    /// How late the generator's timers ran after the fill (``ConnectionTally/steadyTimerLateness``), real ms;
+    /// `nil` when there is no steady state apart or its lateness was not watched.
+    public var steadyTimerLateness: LatencySummary?
     public var tally: ConnectionTally
 
     /// The report of `tally`.
@@ -234,6 +262,7 @@ public struct ConnectionReport: Sendable, Codable, Equatable {
         heartbeatRoundTrip = tally.heartbeatRoundTrip.summary
         steadyFrom = tally.steadyFrom
         steadyHeartbeatRoundTrip = tally.steadyFrom.map { _ in tally.steadyHeartbeatRoundTrip.summary }
+        steadyTimerLateness = tally.steadyTimerLateness.count > 0 ? tally.steadyTimerLateness.summary : nil
     }
 }
 

@@ -73,6 +73,9 @@ extension RunReport {
             merged.interrupted = merged.interrupted || report.interrupted
             merged.parts += report.parts
             if let keptUp = report.keptUp { merged.keptUp = (merged.keptUp ?? true) && keptUp }
+            if let keptUp = report.keptUpAfterFill {
+                merged.keptUpAfterFill = (merged.keptUpAfterFill ?? true) && keptUp
+            }
             switch (merged.timerLatenessTally, report.timerLatenessTally) {
             case (var mine?, let theirs?):
                 mine.merge(theirs)

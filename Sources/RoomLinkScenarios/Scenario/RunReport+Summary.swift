@@ -47,9 +47,10 @@ extension RunReport {
         let report = self
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         var load = ""
+        let afterFill = report.connections?.steadyTimerLateness.map { "; after the fill \($0.text)" } ?? ""
         let lateness =
             report.timerLateness.map {
-                "  timers late p50 / p99 / max \($0.text) (\($0.count) timers)\n"
+                "  timers late p50 / p99 / max \($0.text) (\($0.count) timers)\(afterFill)\n"
             } ?? ""
         if let stats = report.load {
             func f(_ value: Double) -> String { String(format: "%.2f", value) }

@@ -48,6 +48,10 @@ public struct RunReport: Sendable, Codable, Equatable {
     /// Real clock only: whether the loops kept up with the scenario (``keptUp(timerLateness:timeScale:latency:)``).
     /// When they did not, the run's timing is the machine's rather than the scenario's, and the CLI warns.
     public var keptUp: Bool? = nil
+    /// Against a real server with a population login window: whether the loops kept up after the fill (the same
+    /// test as ``keptUp``, on ``ConnectionReport/steadyTimerLateness``). A generator that fell behind only while the
+    /// rooms filled measured the steady state on time, and its figures after the fill are the server's.
+    public var keptUpAfterFill: Bool? = nil
     /// The load test's statistics (`roomlink load`), when the runner collected them.
     public var load: LoadReport? = nil
     /// Whether the run was stopped before the scenario's end (``RunInterruption``: a signal, a closed pipe). The

@@ -37,6 +37,14 @@ extension ScenarioRunner {
         load?.measureRecoveries(after: faultWindows)
         let loops = group as? any TimerLatenessReporting
         let lateness = loops?.timerLateness
+        let connections = remote?.connections.map { ConnectionReport($0.tally(end: scenario.end.seconds)) }
+        func keptUp(_ lateness: LatencySummary) -> Bool {
+            RunReport.keptUp(
+                timerLateness: lateness,
+                timeScale: loops?.scenarioSecondsPerSecond ?? 1,
+                latency: scenario.network.latency
+            )
+        }
         return RunReport(
             dialect: scenario.dialect.rawValue,
             clock: group is SimulationRuntime ? "virtual" : "real",
@@ -66,18 +74,13 @@ extension ScenarioRunner {
             cpuSeconds: usage.cpuSeconds - usageStart.cpuSeconds,
             shards: shards.count,
             timerLateness: lateness,
-            keptUp: lateness.map { lateness in
-                RunReport.keptUp(
-                    timerLateness: lateness,
-                    timeScale: loops?.scenarioSecondsPerSecond ?? 1,
-                    latency: scenario.network.latency
-                )
-            },
+            keptUp: lateness.map(keptUp),
+            keptUpAfterFill: connections?.steadyTimerLateness.map(keptUp),
             load: load,
             interrupted: shards.contains(where: \.interrupted),
             servers: serverReport(worlds: worlds, shards: shards, load: serversLoad),
             timerLatenessTally: loops?.timerLatenessTally,
-            connections: remote?.connections.map { ConnectionReport($0.tally(end: scenario.end.seconds)) }
+            connections: connections
         )
     }
 
