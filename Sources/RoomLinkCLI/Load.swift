@@ -230,20 +230,7 @@ struct Load: AsyncParsableCommand {
                 throw fail(error)
             }
         }
-        if merged.keptUp == false, let lateness = merged.timerLateness {
-            // Behind only while the rooms filled (a fill's fan-out is the heaviest part of most runs): the steady
-            // state's figures are still on time, and that is worth saying apart.
-            let warning =
-                if merged.keptUpAfterFill == true, let steady = merged.connections?.steadyTimerLateness {
-                    "a generator's loops fell behind the scenario while the rooms filled (timers ran \(lateness.text) "
-                        + "late) and kept up after (\(steady.text)): the fill's timing is this machine's, the steady "
-                        + "state's the scenario's; use more processes or fewer clients for a fill on time"
-                } else {
-                    "a generator's loops fell behind the scenario (timers ran \(lateness.text) late): its timing is "
-                        + "this machine's; use more processes or fewer clients"
-                }
-            FileHandle.standardError.write(Data("roomlink: warning: \(warning)\n".utf8))
-        }
+        Playback.warnIfBehind(merged, whose: "a generator's loops", advice: "use more processes or fewer clients")
         try Playback.failOnViolations(merged)
     }
 }

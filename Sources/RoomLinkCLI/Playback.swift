@@ -169,15 +169,11 @@ struct Playback {
             FileHandle.standardError.write(Data(comparison.summary(tolerance: tolerance, earliness: earliness).utf8))
             guard comparison.agrees(tolerance: tolerance, earliness: earliness) else { throw ExitCode(1) }
         }
-        if result.keptUp == false, let lateness = result.timerLateness {
-            FileHandle.standardError.write(
-                Data(
-                    ("roomlink: warning: the loops fell behind the scenario (timers ran \(lateness.text) late in real "
-                        + "time): its timing is this machine's, not the scenario's; use fewer clients or a time scale "
-                        + "closer to 1\n").utf8
-                )
-            )
-        }
+        Self.warnIfBehind(
+            result,
+            whose: "the loops",
+            advice: "use fewer clients or a time scale closer to 1"
+        )
         if let servers = result.servers, servers.sustainedOverload || servers.recovered == false {
             // Said even when the summary goes to a report file: the run's main finding.
             FileHandle.standardError.write(Data(("roomlink: " + servers.summaryLine + "\n").utf8))
@@ -211,6 +207,23 @@ struct Playback {
         kept.append(report == nil ? "the summary above says interrupted" : "the report says interrupted")
         return "roomlink: interrupted at \(String(format: "%.1f", result.scenarioSeconds)) s of scenario time; "
             + kept.joined(separator: ", ") + "\n"
+    }
+
+    /// Warns when `result`'s loops (`whose`) fell behind the scenario, so that a saturated generator is not taken for
+    /// a slow server — apart when they fell behind only while the rooms filled, and kept up after.
+    static func warnIfBehind(_ result: RunReport, whose: String, advice: String) {
+        guard result.keptUp == false, let lateness = result.timerLateness else { return }
+        // A fill's fan-out is the heaviest part of most runs: the steady state's figures may still be on time.
+        let warning =
+            if result.keptUpAfterFill == true, let steady = result.connections?.steadyTimerLateness {
+                "\(whose) fell behind the scenario while the rooms filled (timers ran \(lateness.text) late in real "
+                    + "time) and kept up after (\(steady.text)): the fill's timing is this machine's, the steady "
+                    + "state's the scenario's; \(advice) for a fill on time"
+            } else {
+                "\(whose) fell behind the scenario (timers ran \(lateness.text) late in real time): its timing is "
+                    + "this machine's, not the scenario's; \(advice)"
+            }
+        FileHandle.standardError.write(Data("roomlink: warning: \(warning)\n".utf8))
     }
 
     /// Says the run's spec violations (a sample of them) and ends with exit status 1, if it had any.
