@@ -19,7 +19,14 @@ struct Cluster: AsyncParsableCommand {
 
     enum Case: String, ExpressibleByArgument, CaseIterable { case steady, storm, kill }
 
-    @Option(help: "The roomlink executable (a release build).") var roomlink = "../.build/release/roomlink"
+    @Option(
+        help: """
+            The roomlink executable (a release build); repeat it to compare builds side by side, alternating round \
+            by round.
+            """
+    )
+    var roomlink: [String] = ["../.build/release/roomlink"]
+    @Option(help: "Rounds: every build runs the cases once a round, in turn.") var rounds = 1
     @Option(help: "redis-server.") var redisServer = "/usr/bin/redis-server"
     @Option(help: "Clients (connections).") var clients = 100_000
     @Option(help: "Rooms.") var rooms = 1_000
@@ -57,19 +64,75 @@ struct Cluster: AsyncParsableCommand {
             "cluster: \(clients) \(dialect) clients in \(rooms) rooms, \(nodeCount) serve nodes, \(generatorCount) "
                 + "generators, one Redis; routing \(route.rawValue)"
         )
-        for which in cases {
-            switch which {
-            case .steady:
-                try await steady(nodes: nodeCount, generators: generatorCount)
-            case .storm:
-                try await storm(nodes: nodeCount, generators: generatorCount, admission: nil)
-                if let admission {
-                    try await storm(nodes: nodeCount, generators: generatorCount, admission: admission)
+        guard !roomlink.isEmpty, rounds >= 1 else {
+            throw ValidationError("give a --roomlink and --rounds of 1 or more")
+        }
+        let sideBySide = roomlink.count > 1 || rounds > 1
+        var figures = Array(repeating: [SteadyFigures](), count: roomlink.count)
+        for round in 1...rounds {
+            for (index, build) in roomlink.enumerated() {
+                if sideBySide { say("round \(round), build \(index + 1) (\(build)):") }
+                for which in cases {
+                    switch which {
+                    case .steady:
+                        figures[index].append(try await steady(build, nodes: nodeCount, generators: generatorCount))
+                    case .storm:
+                        try await storm(build, nodes: nodeCount, generators: generatorCount, admission: nil)
+                        if let admission {
+                            try await storm(build, nodes: nodeCount, generators: generatorCount, admission: admission)
+                        }
+                    case .kill:
+                        try await kill(build, nodes: nodeCount, generators: generatorCount)
+                    }
                 }
-            case .kill:
-                try await kill(nodes: nodeCount, generators: generatorCount)
             }
         }
+        if sideBySide && cases.contains(.steady) { sayMedians(figures) }
+    }
+
+    /// The steady case's main figures, for builds side by side.
+    struct SteadyFigures {
+        var cores: Double
+        var loginP99Ms: Double
+        var steadyHeartbeatP99Ms: Double
+        var lateP99Ms: Double
+        var lateAfterFillP99Ms: Double?
+        var gaveUp: Int
+        var keptUpAfterFill: Bool?
+    }
+
+    /// Each build's medians over its rounds (of an even count, the middle two's mean), and each against the first.
+    private func sayMedians(_ figures: [[SteadyFigures]]) {
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            guard !sorted.isEmpty else { return .nan }
+            let middle = sorted.count / 2
+            return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+        }
+        let rows: [(String, (SteadyFigures) -> Double?)] = [
+            ("CPU of every process (cores)", { $0.cores }),
+            ("login p99 (ms)", { $0.loginP99Ms }),
+            ("heartbeat round trip p99 after the fill (ms)", { $0.steadyHeartbeatP99Ms }),
+            ("generators' timers late p99 (ms)", { $0.lateP99Ms }),
+            ("… after the fill (ms)", { $0.lateAfterFillP99Ms }),
+            ("gave up", { Double($0.gaveUp) }),
+        ]
+        say("steady, medians of \(rounds) round\(rounds == 1 ? "" : "s") (each build against the first):")
+        for (name, value) in rows {
+            let medians = figures.map { median($0.compactMap(value)) }
+            let cells = medians.enumerated().map { index, figure in
+                guard !figure.isNaN else { return "—" }
+                let ratio =
+                    index == 0 || medians[0] == 0 || medians[0].isNaN
+                    ? "" : String(format: " (%.2f×)", figure / medians[0])
+                return String(format: "%.2f", figure) + ratio
+            }
+            say("  \(name): " + cells.joined(separator: " | "))
+        }
+        let kept = figures.map { runs in
+            "\(runs.filter { $0.keptUpAfterFill == true }.count) of \(runs.count)"
+        }
+        say("  generators kept up after the fill: " + kept.joined(separator: " | "))
     }
 
     private func keep(_ merged: RunReport, as name: String) throws {
@@ -85,10 +148,11 @@ struct Cluster: AsyncParsableCommand {
 
     // MARK: - Cases
 
-    private func steady(nodes: Int, generators: Int) async throws {
+    private func steady(_ executable: String, nodes: Int, generators: Int) async throws -> SteadyFigures {
         let settle = loginOver + 20
         let world = try World.start(
             self,
+            executable: executable,
             nodes: nodes,
             generators: generators,
             admission: nil,
@@ -170,12 +234,22 @@ struct Cluster: AsyncParsableCommand {
                 + "after the fill: \(reports.keptUpAfterFill.map(String.init) ?? "?") (timers late "
                 + "\(reports.connections?.steadyTimerLateness?.text ?? "?")), violations \(reports.violations)"
         )
+        return SteadyFigures(
+            cores: cpu.reduce(0, +) / seconds,
+            loginP99Ms: reports.connections?.login.p99Ms ?? .nan,
+            steadyHeartbeatP99Ms: reports.connections?.steadyHeartbeatRoundTrip?.p99Ms ?? .nan,
+            lateP99Ms: reports.timerLateness?.p99Ms ?? .nan,
+            lateAfterFillP99Ms: reports.connections?.steadyTimerLateness?.p99Ms,
+            gaveUp: reports.load?.failed ?? 0,
+            keptUpAfterFill: reports.keptUpAfterFill
+        )
     }
 
-    private func storm(nodes: Int, generators: Int, admission: String?) async throws {
+    private func storm(_ executable: String, nodes: Int, generators: Int, admission: String?) async throws {
         let at = loginOver + 20
         let world = try World.start(
             self,
+            executable: executable,
             nodes: nodes,
             generators: generators,
             admission: admission,
@@ -198,10 +272,11 @@ struct Cluster: AsyncParsableCommand {
         )
     }
 
-    private func kill(nodes: Int, generators: Int) async throws {
+    private func kill(_ executable: String, nodes: Int, generators: Int) async throws {
         let at = loginOver + 20
         let world = try World.start(
             self,
+            executable: executable,
             nodes: nodes,
             generators: generators,
             admission: nil,
@@ -252,6 +327,7 @@ private final class World {
 
     static func start(
         _ bench: Cluster,
+        executable: String,
         nodes nodeCount: Int,
         generators generatorCount: Int,
         admission: String?,
@@ -281,7 +357,7 @@ private final class World {
             ]
             if let admission { arguments += ["--admission", admission] }
             if let period = bench.leasePeriod { arguments += ["--lease-period", period] }
-            let node = try Child.start(bench.roomlink, arguments, readyWhen: " loops ")
+            let node = try Child.start(executable, arguments, readyWhen: " loops ")
             if bench.route != .shared || ports.isEmpty {
                 ports.append(Int(try node.servedAddress(after: "\(bench.dialect) on ").port))
             }
@@ -301,7 +377,7 @@ private final class World {
                     "127.0.\(index + 2).1-127.0.\(index + 2).4", "--loops", "1", "--quiet", "--report", report,
                 ] + (bench.notify ? ["--notify"] : []) + (bench.route == .room ? ["--route", "room"] : [])
                 + loadArguments
-            generators.append(try Child.launch(bench.roomlink, arguments))
+            generators.append(try Child.launch(executable, arguments))
         }
         let world = World(
             redis: redis,
