@@ -52,28 +52,34 @@ enum NetworkTest {
 
     /// The longest a stall can be and leave the fault tests' exact story standing, in scenario time: their closest
     /// calls are seconds apart (a 2 s heartbeat against a 6 s silence, a 3 s attempt timeout, a 12 s server drop).
-    static let exactStoryStall = Duration.seconds(1)
+    private static let exactStoryStall = Duration.seconds(1)
 
-    /// Starts a witness of how long `group`'s loops stall (``StallWatch``), for ``stall(of:proxy:)``.
+    /// Starts a witness of how long `group`'s loops stall (``StallWatch``), for ``ifNoStall(of:proxy:in:_:)``.
     static func watchStalls(of group: LibeventLoopGroup) throws {
         try StallWatch.start(on: group, every: watchPeriod)
     }
 
     private static let watchPeriod = Duration.milliseconds(250)
 
-    /// The longest any loop of `group` — and `proxy`'s thread — stalled so far, in scenario time, give or take a
-    /// watch period. A loaded machine that holds a loop up for seconds makes faults of its own (a heartbeat ack read
-    /// late is a silence; an attempt answered late was already given up), and a fault test then asserts only what no
-    /// stall can shift: that the story ends where it must, never what happened on the way.
-    static func stall(of group: LibeventLoopGroup, proxy: SilentProxy? = nil) -> Duration {
-        let loops = group.timerLateness.maxMs / timeScale
+    /// Checks a fault test's exact story — `assertions` — unless a loop of `group`, or `proxy`'s thread, stalled long
+    /// enough to write its own; then says so instead. A loaded machine that holds a loop up for seconds makes faults
+    /// of its own (a heartbeat ack read late is a silence; an attempt answered late was already given up), and the
+    /// test asserts only what no stall can shift: that the story ends where it must, never what happened on the way.
+    static func ifNoStall(
+        of group: LibeventLoopGroup,
+        proxy: SilentProxy? = nil,
+        in test: String,
+        _ assertions: () -> Void
+    ) {
+        // The longest stall so far in scenario time, give or take a watch period.
+        let loops = Duration.milliseconds(group.timerLateness.maxMs / timeScale)
         let thread = (proxy?.longestStall ?? .zero) / timeScale
-        return max(.milliseconds(loops), thread) + watchPeriod
-    }
-
-    /// Records that a test's exact story was not checked because the machine stalled a loop for `stall`.
-    static func noteStall(_ stall: Duration, in test: String) {
-        print("\(test): a loop stalled \(stall) of scenario time; only what no stall can shift was checked")
+        let stall = max(loops, thread) + watchPeriod
+        if stall < exactStoryStall {
+            assertions()
+        } else {
+            print("\(test): a loop stalled \(stall) of scenario time; only what no stall can shift was checked")
+        }
     }
 }
 

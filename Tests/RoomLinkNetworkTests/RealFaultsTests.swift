@@ -66,13 +66,10 @@ struct RealFaultsTests {
             // timeout and she dialed again: a count load can raise, so only its floor is asserted.
             #expect(server.statistics[.connectionsAccepted] - acceptedBefore >= acceptedWhileDown + 1)
             #expect(await server.rooms.serverRoom("room-1").memberIDs == ["alice"])
-            let stall = NetworkTest.stall(of: group)
-            if stall < NetworkTest.exactStoryStall {
+            NetworkTest.ifNoStall(of: group, in: "RealFaultsTests (link down)") {
                 #expect(acceptedWhileDown == 0)
                 #expect(peerClosedWhileDown == 1)
                 #expect(log.count(of: .reconnected) == reconnectedBefore + 1)
-            } else {
-                NetworkTest.noteStall(stall, in: "RealFaultsTests (link down)")
             }
             await alice.shutdown()
             await server.shutdown()
@@ -131,14 +128,11 @@ struct RealFaultsTests {
             // The exact story, unless the machine stalled a loop long enough to write its own (bob's connection, or
             // alice's before the hole, judged dead by load): in the hole nothing of hers reached the server — no
             // close, no new connection — and she lost her connection once.
-            let stall = NetworkTest.stall(of: group)
-            if stall < NetworkTest.exactStoryStall {
+            NetworkTest.ifNoStall(of: group, in: "RealFaultsTests (blackhole)") {
                 #expect(peerClosedInHole == 0)
                 #expect(acceptedInHole == 0)
                 #expect(aliceLog.count(of: .reconnecting) == reconnectingBefore + 1)
                 #expect(bobLog.count(aliceDropped) == droppedBefore + 1)
-            } else {
-                NetworkTest.noteStall(stall, in: "RealFaultsTests (blackhole)")
             }
             await alice.shutdown()
             await bob.shutdown()

@@ -108,14 +108,11 @@ struct SilentPathTests {
             // The exact story, unless the machine stalled a loop long enough to write its own: no attempt of hers
             // reached the server during the silence, she lost her connection once, and bob saw her go once —
             // the stale close did not undo her new session.
-            let stall = NetworkTest.stall(of: group, proxy: proxy)
-            if stall < NetworkTest.exactStoryStall {
+            NetworkTest.ifNoStall(of: group, proxy: proxy, in: "SilentPathTests (ZEGO)") {
                 #expect(acceptedDuringSilence == 0)
                 #expect(bobLog.count(aliceDropped) == droppedBefore + 1)
                 #expect(aliceLog.count(of: .reconnected) == reconnectedBefore + 1)
                 #expect(aliceLog.count(of: .reconnecting) == reconnectingBefore + 1)
-            } else {
-                NetworkTest.noteStall(stall, in: "SilentPathTests (ZEGO)")
             }
             await alice.shutdown()
             await bob.shutdown()
@@ -175,11 +172,8 @@ struct SilentPathTests {
             #expect(server.statistics[.connectionsAccepted] >= 2)
             #expect(Array(states().prefix(3)) == [.connecting, .joinSuccess, .interrupted])
             // The keep-alives' count, unless the machine held the server's loop up long enough to skip some.
-            let stall = NetworkTest.stall(of: group, proxy: proxy)
-            if stall < NetworkTest.exactStoryStall {
+            NetworkTest.ifNoStall(of: group, proxy: proxy, in: "SilentPathTests (Agora)") {
                 #expect(sentWhileQuiet >= 4, "keep-alives flow to a quiet connection")
-            } else {
-                NetworkTest.noteStall(stall, in: "SilentPathTests (Agora)")
             }
             await alice.shutdown()
             await transport.close()

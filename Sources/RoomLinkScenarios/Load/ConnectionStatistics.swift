@@ -80,9 +80,10 @@ public final class ConnectionStatistics: ConnectionObserver {
     }
 
     public func heartbeatAnswered(after roundTrip: Duration, at time: RuntimeInstant) {
-        state.withLock { state in
+        let steadyBegan = state.withLock { state -> Bool in
             state.tally.heartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds)
-            guard var scan = state.fillScan else { return }
+            guard var scan = state.fillScan else { return false }
+            var began = false
             let now = Self.second(
                 ofIndex: Int(max(0, time.nanoseconds - state.origin.nanoseconds) / 1_000_000_000),
                 in: &state
@@ -92,29 +93,33 @@ public final class ConnectionStatistics: ConnectionObserver {
                 while scan < now {
                     if state.tally.seconds[scan].loggedIn == 0 {
                         state.tally.steadyFrom = scan + 1
-                        state.latenessAtSteady = timerLateness?()
+                        began = true
                         break
                     }
                     scan += 1
                 }
                 state.fillScan = scan
             }
-            guard let from = state.tally.steadyFrom, now >= from else { return }
+            guard let from = state.tally.steadyFrom, now >= from else { return began }
             state.tally.steadyHeartbeatRoundTrip.record(nanoseconds: roundTrip.nanoseconds)
+            return began
+        }
+        // Once a run, outside the lock: it reads every loop's lateness, and other loops' answers need not wait on it.
+        if steadyBegan, let timerLateness {
+            let atSteady = timerLateness()
+            state.withLock { $0.latenessAtSteady = atSteady }
         }
     }
 
     /// What was counted, with the series carried up to `end` (seconds since the origin).
     public func tally(end: Double) -> ConnectionTally {
-        let lateness = timerLateness?()
-        return state.withLock { state in
+        let (counted, atSteady) = state.withLock { state in
             _ = Self.second(ofIndex: max(0, Int(end.rounded(.up)) - 1), in: &state)
-            var tally = state.tally
-            if let lateness, let atSteady = state.latenessAtSteady {
-                tally.steadyTimerLateness = lateness.since(atSteady)
-            }
-            return tally
+            return (state.tally, state.latenessAtSteady)
         }
+        var tally = counted
+        if let atSteady, let lateness = timerLateness?() { tally.steadyTimerLateness = lateness.since(atSteady) }
+        return tally
     }
 
     private func update(at time: RuntimeInstant, _ body: (inout State, inout ConnectionTally.Second) -> Void) {
