@@ -1,3 +1,4 @@
+import Foundation
 import RoomLink
 import RoomLinkNetwork
 import Testing
@@ -103,5 +104,33 @@ struct ConnectionMetricsTests {
             await dave.shutdown()
             await otherTransport.close()
         }
+    }
+
+    /// A load against a real server with a population login window keeps its generator's timer lateness after the
+    /// fill apart, and judges it (`keptUpAfterFill`) beside the whole run's `keptUp`. Only that both are there is
+    /// asserted, never their values: how late timers run is the machine's.
+    @Test func aLoadKeepsItsTimerLatenessAfterTheFillApart() async throws {
+        let scenario = try Scenario(
+            json: Data(
+                #"""
+                { "population": { "clients": 20, "rooms": 2 }, "network": { "latency": "0" },
+                  "timeline": [ { "at": "0s", "user": "*", "action": "login", "over": "2s" } ], "end": "40s" }
+                """#.utf8
+            )
+        )
+        let report = try await NetworkTest.withGroup { group in
+            let (server, address) = try await NetworkTest.server(on: group)
+            var runner = try ScenarioRunner(scenario: scenario)
+            try runner.playAgainst(TCPServerTarget(servers: [address]), on: group)
+            let report = try await runner.run(on: group, events: nil)
+            await server.shutdown()
+            return report
+        }
+        let connections = try #require(report.connections)
+        #expect(connections.loggedIn >= 20)
+        #expect(connections.steadyFrom != nil)
+        let steady = try #require(connections.steadyTimerLateness)
+        #expect(steady.count > 0 && steady.count < (report.timerLateness?.count ?? 0))
+        #expect(report.keptUpAfterFill != nil && report.keptUp != nil)
     }
 }

@@ -79,6 +79,16 @@ struct ShardedRunTests {
         #expect(merged.parts == 2)
         // Merging in another grouping changes nothing.
         #expect(try RunReport.merged([parts[1], parts[0]]).load == merged.load)
+        // The generators kept up after the fill only if every one did; a report that does not say leaves it unsaid.
+        func keptUpAfterFill(_ verdicts: Bool?...) throws -> Bool? {
+            var reports = parts
+            for index in reports.indices { reports[index].keptUpAfterFill = verdicts[index] }
+            return try RunReport.merged(reports).keptUpAfterFill
+        }
+        #expect(try keptUpAfterFill(true, true) == true)
+        #expect(try keptUpAfterFill(true, false) == false)
+        #expect(try keptUpAfterFill(nil, true) == true)
+        #expect(try keptUpAfterFill(nil, nil) == nil)
     }
 
     @Test func reportsOfDifferentRunsDoNotMerge() async throws {
