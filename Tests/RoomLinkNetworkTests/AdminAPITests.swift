@@ -4,7 +4,7 @@ import Testing
 
 /// The admin API over real HTTP: tokens are required, members are listed in join order, kicks and reconnect
 /// requests reach the clients, token expiry warns and kicks, and bad requests are answered with what was wrong.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct AdminAPITests {
     static func withAdmin(
         token: String? = "s3cret",

@@ -9,7 +9,7 @@ import Glibc
 
 /// Bad input on the wire: each offence closes the offender's connection with a logged reason (and a goodbye that
 /// names it), and a well-behaved client logged in beside it never notices.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct HostileClientTests {
     static let session = SessionID(rawValue: 42)
 

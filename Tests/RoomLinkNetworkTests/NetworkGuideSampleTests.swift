@@ -30,7 +30,7 @@ func aliceOverTCP(on group: LibeventLoopGroup) async throws -> ([ZegoEvent], [St
     return (told, members)
 }
 
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct NetworkGuideSampleTests {
     @Test func theSampleLogsAliceInOverTCPAndSheSeesBob() async throws {
         // Not scaled: the sample's one-second wait is real, and bob is in long before.

@@ -5,7 +5,7 @@ import Testing
 /// A scenario's faults played on real sockets, at the client's side (a `FaultInjectingTransport` wrapped around the
 /// `TCPClientTransport`): `networkDown` closes the connection and refuses new ones until `networkUp`, a black hole
 /// keeps the socket and drops every frame (the server hears silence), and latency delays frames on the path.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct RealFaultsTests {
     static let timings = ZegoTimings(
         server: {

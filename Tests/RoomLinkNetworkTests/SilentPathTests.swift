@@ -6,7 +6,7 @@ import Testing
 /// the way (``SilentProxy``): the client must notice within its dialect's time, give the dead connection up, dial a
 /// new one, and end where its peers and the server see it. What a loaded machine cannot shift is asserted: the
 /// order of events and what was dialed, never how long anything took.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct SilentPathTests {
     /// RealFaultsTests's ZEGO timings (×0.25 real: heartbeat 2 s, silence after 6 s, the server drops a member
     /// after 12 s), with attempts answered within 3 s.

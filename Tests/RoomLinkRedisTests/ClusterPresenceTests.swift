@@ -7,7 +7,7 @@ import Testing
 /// room is one room. Assertions are about order, counts and "never early", not about how fast a loaded machine is.
 @Suite(
     .serialized,
-    .timeLimit(.minutes(5)),
+    .timeLimit(.minutes(10)),
     .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
 )
 struct ClusterPresenceTests {
@@ -301,7 +301,7 @@ struct ClusterPresenceTests {
 /// A node that dies, and Redis going away: what the other nodes and the clients see.
 @Suite(
     .serialized,
-    .timeLimit(.minutes(5)),
+    .timeLimit(.minutes(10)),
     .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
 )
 struct ClusterFailureTests {

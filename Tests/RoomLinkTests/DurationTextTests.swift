@@ -2,7 +2,7 @@ import RoomLink
 import Testing
 
 /// The duration form of scenario files and flags: one number and a unit, or several from the largest unit down.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(10)))
 struct DurationTextTests {
     @Test(arguments: [
         ("0", Duration.zero), ("120ms", .milliseconds(120)), ("90s", .seconds(90)), ("20m", .seconds(1_200)),

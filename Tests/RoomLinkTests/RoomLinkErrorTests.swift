@@ -74,7 +74,7 @@ struct RoomLinkErrorTests {
 
 /// Inputs and outputs that are not plain files: nothing hangs, nothing is read without end, a failed run leaves no
 /// empty file behind.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct InputAndOutputFileTests {
     static func withFolder(_ body: (String) throws -> Void) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roomlink-\(UUID())").path
