@@ -17,11 +17,11 @@ struct EventPublisherTests {
 
     @Test
     func eventsArriveInOrderStampedWithTheirTimeAndSequence() async {
-        var publisher = EventPublisher<String>(client: "A")
+        var publisher = EventPublisher<String>()
         let stream = publisher.events()
-        publisher.publish("logining", at: Self.at(0))
-        publisher.publish("logined", at: Self.at(120))
-        publisher.publish("reconnecting", at: Self.at(10_000))
+        publisher.publish("logining", from: "A", at: Self.at(0))
+        publisher.publish("logined", from: "A", at: Self.at(120))
+        publisher.publish("reconnecting", from: "A", at: Self.at(10_000))
         publisher.finish()
         var received: [Stamped<String>] = []
         for await event in stream { received.append(event) }
@@ -37,11 +37,11 @@ struct EventPublisherTests {
 
     @Test
     func theStreamIsMadeOnceAndCarriesEventsFromItsCreationOn() async {
-        var publisher = EventPublisher<String>(client: "A")
-        publisher.publish("before", at: Self.at(0))  // nobody subscribed: not buffered anywhere
+        var publisher = EventPublisher<String>()
+        publisher.publish("before", from: "A", at: Self.at(0))  // nobody subscribed: not buffered anywhere
         let first = publisher.events()
         let second = publisher.events()
-        publisher.publish("after", at: Self.at(1))
+        publisher.publish("after", from: "A", at: Self.at(1))
         publisher.finish()
         var received: [Stamped<String>] = []
         for await event in first { received.append(event) }
@@ -54,9 +54,9 @@ struct EventPublisherTests {
 
     @Test
     func aBoundedBufferCountsWhatItDrops() async {
-        var publisher = EventPublisher<String>(client: "A", bufferingPolicy: .bufferingOldest(2))
+        var publisher = EventPublisher<String>(bufferingPolicy: .bufferingOldest(2))
         let stream = publisher.events()
-        for i in 0..<5 { publisher.publish("e\(i)", at: Self.at(Int64(i))) }
+        for i in 0..<5 { publisher.publish("e\(i)", from: "A", at: Self.at(Int64(i))) }
         publisher.finish()
         var received: [String] = []
         for await event in stream { received.append(event.event) }
@@ -67,9 +67,9 @@ struct EventPublisherTests {
 
     @Test
     func finishingEndsTheStreamAndLaterEventsCountAsDropped() async {
-        var publisher = EventPublisher<String>(client: "A")
+        var publisher = EventPublisher<String>()
         publisher.finish()
-        publisher.publish("late", at: Self.at(0))
+        publisher.publish("late", from: "A", at: Self.at(0))
         #expect(publisher.droppedCount == 1)
         var count = 0
         for await _ in publisher.events() { count += 1 }
@@ -79,11 +79,11 @@ struct EventPublisherTests {
     @Test
     func aSharedSinkRecordsEveryEventOfEveryClientWithoutAStream() {
         let sink = CollectingSink()
-        var a = EventPublisher<String>(client: "A", sink: sink)
-        var b = EventPublisher<String>(client: "B", sink: sink)
-        a.publish("logining", at: Self.at(0))
-        b.publish("logining", at: Self.at(0))
-        a.publish("logined", at: Self.at(120))
+        var a = EventPublisher<String>(sink: sink)
+        var b = EventPublisher<String>(sink: sink)
+        a.publish("logining", from: "A", at: Self.at(0))
+        b.publish("logining", from: "B", at: Self.at(0))
+        a.publish("logined", from: "A", at: Self.at(120))
         #expect(sink.recorded.withLock { $0 } == ["A:0:logining", "B:0:logining", "A:1:logined"])
     }
 }

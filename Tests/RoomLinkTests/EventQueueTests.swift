@@ -7,11 +7,11 @@ import Testing
 struct EventQueueTests {
     @Test
     func theQueueGetsWhatTheStreamGetsInOrderAndEndsWithThePublisher() async {
-        var publisher = EventPublisher<String>(client: "A")
+        var publisher = EventPublisher<String>()
         let stream = publisher.events()
         let queue = publisher.queue()
         #expect(publisher.queue() === queue, "made once")
-        for index in 0..<1_000 { publisher.publish("e\(index)", at: .zero) }
+        for index in 0..<1_000 { publisher.publish("e\(index)", from: "A", at: .zero) }
         publisher.finish()
         var fromQueue: [Stamped<String>] = []
         for await event in queue { fromQueue.append(event) }
@@ -23,7 +23,7 @@ struct EventQueueTests {
 
     @Test
     func aWaitingConsumerIsResumedByTheNextEventAndByTheEnd() async {
-        var publisher = EventPublisher<Int>(client: "A")
+        var publisher = EventPublisher<Int>()
         let queue = publisher.queue()
         let consumer = Task {
             var seen: [Int] = []
@@ -33,7 +33,7 @@ struct EventQueueTests {
         // Let the consumer park, then feed it one event at a time.
         while !queue.hasWaitingConsumer { await Task.yield() }
         for value in 1...50 {
-            publisher.publish(value, at: .zero)
+            publisher.publish(value, from: "A", at: .zero)
             await Task.yield()
         }
         publisher.finish()
@@ -44,9 +44,9 @@ struct EventQueueTests {
     /// it — and what is sent afterwards waits, buffered, for the next consumer.
     @Test
     func aCancelledWaitingConsumerEndsAtOnceAndNothingIsLost() async {
-        var publisher = EventPublisher<Int>(client: "A")
+        var publisher = EventPublisher<Int>()
         let queue = publisher.queue()
-        publisher.publish(1, at: .zero)
+        publisher.publish(1, from: "A", at: .zero)
         let consumer = Task { () -> [Int] in
             var seen: [Int] = []
             for await event in queue { seen.append(event.event) }
@@ -56,8 +56,8 @@ struct EventQueueTests {
         consumer.cancel()
         #expect(await consumer.value == [1], "the loop ended on cancellation, with no further event")
         #expect(!queue.hasWaitingConsumer)
-        publisher.publish(2, at: .zero)
-        publisher.publish(3, at: .zero)
+        publisher.publish(2, from: "A", at: .zero)
+        publisher.publish(3, from: "A", at: .zero)
         publisher.finish()
         var rest: [Int] = []
         for await event in queue { rest.append(event.event) }
@@ -67,9 +67,9 @@ struct EventQueueTests {
     /// A consumer cancelled before it calls `next()` takes what is buffered, then ends instead of parking.
     @Test
     func aConsumerCancelledBeforeWaitingTakesTheBufferThenEnds() async {
-        var publisher = EventPublisher<Int>(client: "A")
+        var publisher = EventPublisher<Int>()
         let queue = publisher.queue()
-        publisher.publish(1, at: .zero)
+        publisher.publish(1, from: "A", at: .zero)
         let gate = LockedBox(false)
         let consumer = Task { () -> [Int] in
             while !gate.withLock({ $0 }) { await Task.yield() }
@@ -85,7 +85,7 @@ struct EventQueueTests {
 
     @Test
     func aSecondConcurrentConsumerEndsAtOnceInsteadOfStealing() async {
-        var publisher = EventPublisher<Int>(client: "A")
+        var publisher = EventPublisher<Int>()
         let queue = publisher.queue()
         let first = Task { () -> [Int] in
             var seen: [Int] = []
@@ -95,14 +95,14 @@ struct EventQueueTests {
         while !queue.hasWaitingConsumer { await Task.yield() }
         var second = queue.makeAsyncIterator()
         #expect(await second.next() == nil, "the misuse ends the second loop, it does not hang")
-        publisher.publish(7, at: .zero)
+        publisher.publish(7, from: "A", at: .zero)
         publisher.finish()
         #expect(await first.value == [7])
     }
 
     @Test
     func aQueueMadeAfterTheEndIsAlreadyOver() async {
-        var publisher = EventPublisher<Int>(client: "A")
+        var publisher = EventPublisher<Int>()
         publisher.finish()
         let queue = publisher.queue()
         var iterator = queue.makeAsyncIterator()
@@ -112,11 +112,11 @@ struct EventQueueTests {
     @Test
     func aQueueSinkFunnelsEveryClientIntoOneConsumerInOrder() async {
         let sink = EventQueueSink<Int>()
-        var a = EventPublisher<Int>(client: "A", sink: sink)
-        var b = EventPublisher<Int>(client: "B", sink: sink)
-        a.publish(1, at: .zero)
-        b.publish(2, at: .zero)
-        a.publish(3, at: .zero)
+        var a = EventPublisher<Int>(sink: sink)
+        var b = EventPublisher<Int>(sink: sink)
+        a.publish(1, from: "A", at: .zero)
+        b.publish(2, from: "B", at: .zero)
+        a.publish(3, from: "A", at: .zero)
         sink.finish()
         var seen: [String] = []
         for await record in sink.records {

@@ -116,4 +116,26 @@ struct ZegoOracleTests {
         }
         #expect(error?.message.hasPrefix("events line 2.t_ms:") == true)
     }
+
+    /// A state the contract does not know is kept by its name, whatever the table keeps it as, and named again when
+    /// the next line leaves it — for a scenario's own user and for a population's (`u<i>` in `room-<j>`, whose
+    /// entries the oracle packs).
+    @Test
+    func anUnknownStateIsNamedWhenTheNextLineLeavesIt() throws {
+        for (user, room) in [("A", "r1"), ("u7", "room-3")] {
+            func line(_ ms: Double, _ reason: String) -> String {
+                #"{"t_ms":\#(ms),"user":"\#(user)","room":"\#(room)","type":"roomState","reason":"\#(reason)","code":0}"#
+            }
+            let log = [line(0, "logining"), line(50, "hovering"), line(120, "logined")]
+            let violations = try Self.check(Self.scenario(upAt: nil), log)
+            let messages = violations.filter { $0.rule == "transition" }.map(\.message)
+            #expect(
+                messages == [
+                    "logining → hovering is not a ZEGO state sequence",
+                    "hovering → logined is not a ZEGO state sequence",
+                ],
+                "\(user)"
+            )
+        }
+    }
 }

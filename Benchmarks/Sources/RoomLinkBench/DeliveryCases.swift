@@ -157,6 +157,7 @@ final class Channels: @unchecked Sendable {
     // runs there too); `stream` and `queue` were made in `init`, before any task started, and are Sendable.
     let mechanism: DeliveryMechanism
     private var publisher: EventPublisher<ZegoEvent>
+    private let client: String
     private let stream: AsyncStream<Stamped<ZegoEvent>>?
     private let queue: EventQueue<Stamped<ZegoEvent>>?
     private let fanIn: EventQueueSink<ZegoEvent>
@@ -166,7 +167,8 @@ final class Channels: @unchecked Sendable {
     init(mechanism: DeliveryMechanism, client: String, fanIn: EventQueueSink<ZegoEvent>) {
         self.mechanism = mechanism
         self.fanIn = fanIn
-        publisher = EventPublisher(client: client, sink: mechanism == .fanIn ? fanIn : nil)
+        self.client = client
+        publisher = EventPublisher(sink: mechanism == .fanIn ? fanIn : nil)
         // Only the mechanism measured is made, so publishing pays for nothing else.
         stream = mechanism == .asyncStream ? publisher.events() : nil
         queue = mechanism == .eventQueue ? publisher.queue() : nil
@@ -181,7 +183,7 @@ final class Channels: @unchecked Sendable {
     func publish(sequence: Int, on loop: any RuntimeLoop) async {
         switch mechanism {
         case .asyncStream, .eventQueue, .fanIn:
-            publisher.publish(event, at: loop.now)
+            publisher.publish(event, from: client, at: loop.now)
         case .asyncChannel:
             await asyncChannel.send(Stamped(time: loop.now, sequence: UInt64(sequence), event: event))
         }

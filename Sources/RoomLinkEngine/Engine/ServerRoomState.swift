@@ -38,7 +38,7 @@ public struct ServerRoomState {
     /// A member of the room.
     ///
     /// Its fields are declared widest first and the one-byte ones together after the optional instant, whose tag
-    /// leaves seven bytes they fill: 112 bytes a member instead of 128 in the order they were first written (a room
+    /// leaves seven bytes they fill: 104 bytes a member instead of 128 in the order they were first written (a room
     /// of a hundred keeps a hundred; in a cluster spread over nodes, every node keeps every room's).
     public struct Member {
         public var userID: String
@@ -66,7 +66,13 @@ public struct ServerRoomState {
         /// second close (a client that changes networks while its link is down) does not move it.
         var connectionClosed = false
         /// Where the member's latest deadline is in the room's queue (counted from the room's first), if queued.
-        var queued: UInt64? = nil
+        var queued: UInt64? {
+            get { queuedBits == 0 ? nil : queuedBits &- 1 }
+            set { queuedBits = newValue.map { $0 &+ 1 } ?? 0 }
+        }
+        /// ``queued`` plus one, 0 when not queued: a word, where the optional's tag took another (the record is 104
+        /// bytes, not 112; a position never reaches 2^64 − 1).
+        fileprivate var queuedBits: UInt64 = 0
     }
 
     /// What the room's actor must do.

@@ -3,7 +3,8 @@
 /// A publisher holds no stream, buffer or task until ``events()`` is first called, so a million idle clients cost
 /// nothing here. Events are stamped with their clock time and a sequence number, and go out in order.
 ///
-/// The owner (a client actor) keeps the publisher in its isolated state and calls it from there.
+/// The owner (a client actor) keeps the publisher in its isolated state and calls it from there, naming itself on each
+/// call (``publish(_:from:at:)``): the name is the owner's, and a million clients' publishers do not keep a copy.
 ///
 /// - Important: The stream is unicast and made once: every call to ``events()`` returns the same stream, and it
 ///   carries the events published from its creation on (their sequence numbers show what came before). With the
@@ -33,42 +34,39 @@ public struct EventPublisher<Event: Sendable> {
         @usableFromInline var stream: AsyncStream<Stamped<Event>>?
         @usableFromInline var continuation: AsyncStream<Stamped<Event>>.Continuation?
         @usableFromInline var eventQueue: EventQueue<Stamped<Event>>?
+        /// Events the stream's buffer refused, or that came after ``EventPublisher/finish()``: kept here, not in every
+        /// publisher, since only a publisher with a bounded stream, or a finished one, ever drops.
+        @usableFromInline var dropped: UInt64 = 0
 
         @inlinable init() {}
     }
 
-    /// The name the sink is given for this client.
-    public let client: String
     // Inlinable state and methods: a publisher of another module's event type is specialised for it.
     @usableFromInline let settings: Settings
     @usableFromInline var consumers: Consumers?
     @usableFromInline var published: UInt64 = 0
-    @usableFromInline var dropped: UInt64 = 0
     @usableFromInline var isFinished = false
     /// Events published so far (the next sequence number).
     public var publishedCount: UInt64 { published }
     /// Events the stream's buffer refused, or that came after ``finish()``.
-    public var droppedCount: UInt64 { dropped }
+    public var droppedCount: UInt64 { consumers?.dropped ?? 0 }
 
-    /// Creates a publisher for `client`.
+    /// Creates a publisher.
     ///
     /// - Parameters:
-    ///   - client: The client whose events these are: the sink receives it with each event.
     ///   - bufferingPolicy: How the stream buffers for a slow consumer; default `.unbounded`.
     ///   - sink: Where every event also goes, whether or not anyone iterates the stream.
     @inlinable
     public init(
-        client: String,
         bufferingPolicy: AsyncStream<Stamped<Event>>.Continuation.BufferingPolicy = .unbounded,
         sink: (any EventSink<Event>)? = nil
     ) {
-        self.init(client: client, settings: Settings(bufferingPolicy: bufferingPolicy, sink: sink))
+        self.init(settings: Settings(bufferingPolicy: bufferingPolicy, sink: sink))
     }
 
-    /// Creates a publisher for `client` with settings shared with other publishers.
+    /// Creates a publisher with settings shared with other publishers.
     @inlinable
-    public init(client: String, settings: Settings) {
-        self.client = client
+    public init(settings: Settings) {
         self.settings = settings
     }
 
@@ -109,11 +107,11 @@ public struct EventPublisher<Event: Sendable> {
         return queue
     }
 
-    /// Publishes `event` at `time`.
+    /// Publishes `event` of `client` (the name the sink receives with it) at `time`.
     @inlinable
-    public mutating func publish(_ event: Event, at time: RuntimeInstant) {
+    public mutating func publish(_ event: Event, from client: String, at time: RuntimeInstant) {
         guard !isFinished else {
-            dropped += 1
+            madeConsumers().dropped += 1
             return
         }
         let stamped = Stamped(time: time, sequence: published, event: event)
@@ -124,7 +122,7 @@ public struct EventPublisher<Event: Sendable> {
         guard let continuation = consumers.continuation else { return }
         switch continuation.yield(stamped) {
         case .enqueued: break
-        case .dropped: dropped += 1
+        case .dropped: consumers.dropped += 1
         case .terminated: break  // the consumer stopped iterating: nobody to miss it
         @unknown default: break
         }

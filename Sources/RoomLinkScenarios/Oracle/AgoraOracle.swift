@@ -47,6 +47,17 @@ public struct AgoraOracle: SpecOracle {
         var ended = false
     }
 
+    /// A ``Track`` as the table keeps it: its state and reason as their names' numbers in `names` — 32 bytes an
+    /// entry, not 56 (a million clients' entries, about 50 bytes a client in the table's buckets).
+    private struct PackedTrack {
+        var state: UInt32
+        var reason: UInt32
+        var time: Double
+        var episodeStart: Double?
+        var lostSeen: Bool
+        var ended: Bool
+    }
+
     private static let allowed: [String: Set<String>] = [
         "disconnected": ["connecting"],
         "connecting": ["connected", "failed", "disconnected"],
@@ -56,7 +67,8 @@ public struct AgoraOracle: SpecOracle {
     ]
     private static let callErrors: Set<String> = ["invalidAppId", "invalidChannelName"]
 
-    private var tracks = UserRoomTable<Track>()
+    private var tracks = UserRoomTable<PackedTrack>()
+    private var names = StringInterner()
     /// The named users' events, and when each was connected (joinSuccess … failed / disconnected).
     private var named: NamedUserRecord
     private var violations: [Violation] = []
@@ -101,14 +113,14 @@ public struct AgoraOracle: SpecOracle {
         time: Double
     ) {
         guard let room else { return }
-        var track = tracks[user, room] ?? Track()
+        var track = tracks[user, room].map(unpacked) ?? Track()
         let slack = tolerance.milliseconds
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
         // Peer events (most of a run's events) only read the track; the rest write it back.
         var changed = true
-        defer { if changed { tracks[user, room] = track } }
+        defer { if changed { tracks[user, room] = packed(track) } }
         switch type {
         case "connectionState":
             guard let state, let reason else {
@@ -180,6 +192,28 @@ public struct AgoraOracle: SpecOracle {
         default:
             return
         }
+    }
+
+    private func unpacked(_ track: PackedTrack) -> Track {
+        Track(
+            state: names[track.state],
+            reason: names[track.reason],
+            time: track.time,
+            episodeStart: track.episodeStart,
+            lostSeen: track.lostSeen,
+            ended: track.ended
+        )
+    }
+
+    private mutating func packed(_ track: Track) -> PackedTrack {
+        PackedTrack(
+            state: names.number(of: track.state),
+            reason: names.number(of: track.reason),
+            time: track.time,
+            episodeStart: track.episodeStart,
+            lostSeen: track.lostSeen,
+            ended: track.ended
+        )
     }
 
     private static func isState(_ event: LoggedEvent, _ state: String, _ reason: String) -> Bool {

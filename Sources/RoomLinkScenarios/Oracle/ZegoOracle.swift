@@ -65,7 +65,10 @@ public struct ZegoOracle: SpecOracle {
     }
 
     private let namedUsers: Set<String>
-    private var state = UserRoomTable<String>()
+    /// Each connection's state, as its name's number in `stateNames`: four bytes of value an entry, where the name
+    /// took sixteen (a million clients' entries, 25 bytes a client in the table's buckets).
+    private var state = UserRoomTable<UInt32>()
+    private var stateNames = StringInterner()
     private var episodeStart = UserRoomTable<Double>()
     /// When each named (user, room) was in the room (logined … end), for the presence rules.
     private var stays: [Key: [(from: Double, to: Double)]] = [:]
@@ -128,7 +131,7 @@ public struct ZegoOracle: SpecOracle {
         time: Double
     ) {
         guard let room else { return }
-        let current = state[user, room] ?? "logout"
+        let current = state[user, room].map { stateNames[$0] } ?? "logout"
         func violation(_ rule: String, _ message: String) {
             violations.append(Violation(rule: rule, time: time, user: user, room: room, message: message))
         }
@@ -165,7 +168,7 @@ public struct ZegoOracle: SpecOracle {
             if named, ["logout", "kickOut", "reconnectFailed"].contains(reason), let last = stays[key]?.indices.last {
                 stays[key]![last].to = time
             }
-            state[user, room] = reason
+            state[user, room] = stateNames.number(of: reason)
         case "userUpdate":
             if Self.terminal.contains(current) { violation("afterEnd", "a user update after \(current)") }
         default:

@@ -183,7 +183,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             seed: seed,
             sessionSalt: environment.transport.sessionSalt
         )
-        self.publisher = EventPublisher(client: id, settings: environment.publishing)
+        self.publisher = EventPublisher(settings: environment.publishing)
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -284,7 +284,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
 
     /// Publishes a dialect event directly (a call the dialect refuses, reported as its vendor does).
     func publish(_ event: Dialect.Event) {
-        publisher.publish(event, at: eventTime)
+        publisher.publish(event, from: endpointID, at: eventTime)
     }
 
     // MARK: - Transport and timers
