@@ -1,8 +1,8 @@
 /// Names kept once, each a small number: a table of a million entries whose values are one of a few names (an
 /// oracle's state per connection) keeps four bytes an entry instead of a sixteen-byte string.
 ///
-/// The names are whatever the input says, so a hostile log's every distinct name is kept once too: the interner
-/// costs what the input's distinct names cost, never more than the strings it replaces.
+/// The names are whatever the input says, so a hostile log's every distinct name is kept too (twice: as a key and in
+/// the list): the interner grows with the input's distinct names, not with its entries.
 struct StringInterner {
     private var numbers: [String: UInt32] = [:]
     private var names: [String] = []
