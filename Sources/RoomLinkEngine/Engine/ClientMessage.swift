@@ -34,15 +34,19 @@ public struct SessionID: RawRepresentable, Hashable, Sendable, CustomStringConve
 
 /// A login or reconnection request.
 public struct LoginRequest: Sendable, Equatable {
+    // Stored widest first, the one-byte fields in the bytes the optional cap's tag leaves, and the two instants as
+    // words: 72 bytes, where the declaration order of the public fields with optional instants took 89 in a 96-byte
+    // stride. A storm's half-million logins in flight and in processing each carry one.
+
     /// The identity the server knows the user by; two devices with one user ID are one user.
     public var userID: String
     public var session: SessionID
     /// The token the server checks against its authentication table, if it has one.
     public var token: String?
-    /// Whether the member wants to hear about peers joining and leaving.
-    public var userStatusNotify: Bool
     /// The member cap the first member of a room sets; ignored once the room exists.
     public var maxMemberCount: Int?
+    /// Whether the member wants to hear about peers joining and leaving.
+    public var userStatusNotify: Bool
     /// A new login, a reconnection, or a resumption of the session.
     public var kind: Kind
     /// Whether peers cannot see the member (an Agora audience member).
@@ -50,13 +54,37 @@ public struct LoginRequest: Sendable, Equatable {
     /// Which attempt of its client this is; the server's answer carries it back, so that the client can tell the
     /// answer to an attempt it gave up on (and ignore it) from the answer to the one it waits for.
     public var attempt: UInt32
+    /// ``answerBy`` in nanoseconds, `Int64.min` for none.
+    private var answerByBits: Int64
+    /// ``sentAt`` in nanoseconds, `Int64.min` for none.
+    private var sentAtBits: Int64
+
     /// When the client stops waiting for the answer (its attempt timeout), if it says: a server that models its
     /// capacity counts work finished after it as wasted, and may shed a login that waited past it. (A wire
     /// protocol sends it as a relative timeout, as gRPC sends a deadline.)
-    public var answerBy: RuntimeInstant?
+    ///
+    /// An instant of `Int64.min` nanoseconds — no clock's reading — reads back as `nil`.
+    public var answerBy: RuntimeInstant? {
+        get { Self.instant(answerByBits) }
+        set { answerByBits = Self.bits(newValue) }
+    }
+
     /// When the client sent it, if the server can know (in one process): the answer's way back is taken to be as long
     /// as the request's way there, which a server that models its capacity needs to tell useful work from wasted.
-    public var sentAt: RuntimeInstant?
+    ///
+    /// An instant of `Int64.min` nanoseconds — no clock's reading — reads back as `nil`.
+    public var sentAt: RuntimeInstant? {
+        get { Self.instant(sentAtBits) }
+        set { sentAtBits = Self.bits(newValue) }
+    }
+
+    private static func instant(_ bits: Int64) -> RuntimeInstant? {
+        bits == .min ? nil : RuntimeInstant(nanoseconds: bits)
+    }
+
+    private static func bits(_ instant: RuntimeInstant?) -> Int64 {
+        instant?.nanoseconds ?? .min
+    }
 
     /// What a login request asks for.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
@@ -93,7 +121,7 @@ public struct LoginRequest: Sendable, Equatable {
         self.kind = kind
         self.hidden = hidden
         self.attempt = attempt
-        self.answerBy = answerBy
-        self.sentAt = sentAt
+        self.answerByBits = Self.bits(answerBy)
+        self.sentAtBits = Self.bits(sentAt)
     }
 }

@@ -88,10 +88,8 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             if case .login(let request) = message {
                 let done = now.advanced(by: state.timings.loginProcessing)
                 loginDone[request.session] = max(loginDone[request.session] ?? done, done)
-                at(done) { room in
-                    room.login(request, on: channel)
-                    room.loginProcessed(request.session, at: done)
-                }
+                let pending = PendingLogin(room: self, request: request, channel: channel, done: done)
+                _ = try? loop.schedule(at: done, handler: pending)
             } else {
                 handle(message, on: channel, arrivedAt: now)
             }
@@ -204,14 +202,43 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// Whether the room holds members of its own (in a cluster, beside the other nodes').
     public var hasLocalMembers: Bool { state.hasLocalMembers }
 
-    /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
-    /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
-    @inline(__always)
+    /// A login waiting out the server's processing time: the timer's handler and the request in one object. A
+    /// closure for it took three allocations (its context, the hop onto the room, the timer's box around it), and
+    /// a storm's peak keeps tens of thousands of logins waiting at once.
+    private final class PendingLogin: TimerHandler {
+        let room: ServerRoom
+        /// When it is due: the clock may have moved past it when it fires (a real loop's timer runs late), and
+        /// `loginDone` keeps deadlines.
+        let done: RuntimeInstant
+        let channel: any ClientChannel
+        let request: LoginRequest
+
+        init(room: ServerRoom, request: LoginRequest, channel: any ClientChannel, done: RuntimeInstant) {
+            self.room = room
+            self.done = done
+            self.channel = channel
+            self.request = request
+        }
+
+        func timerFired(_ timer: TimerHandle) {
+            room.onLoop(call: ServerRoom.processLoginOnLoop, with: self)
+        }
+    }
+
+    /// A waiting login's processing, as a function value made once (``LoopPinnedActor/onLoop(call:with:)``).
+    private static let processLoginOnLoop: @Sendable (isolated ServerRoom, PendingLogin) -> Void = { room, pending in
+        room.login(pending.request, on: pending.channel)
+        room.loginProcessed(pending.request.session, at: pending.done)
+    }
+
     /// The login of `session` due at `time` was processed; a later one of the session may still be pending.
     private func loginProcessed(_ session: SessionID, at time: RuntimeInstant) {
         if let done = loginDone[session], done <= time { loginDone[session] = nil }
     }
 
+    /// Handles `message`, which arrived at `arrivedAt`: now, or — capacity modelled — when a worker has served it.
+    /// (Inlined: without a capacity this is every heartbeat's path, as it was before nodes existed.)
+    @inline(__always)
     private func handle(_ message: ClientMessage, on channel: any ClientChannel, arrivedAt: RuntimeInstant) {
         let now = loop.now
         switch message {
