@@ -422,10 +422,31 @@ struct ServerRoomStateTests {
     }
 
     /// A member's record stays packed (its one-byte fields fill the optional instant's tail, its queue position has no
-    /// optional's tag): every room keeps one per member, and in a cluster spread over nodes every node keeps every
-    /// room's.
+    /// optional's tag, its user ID is the table's key alone): every room keeps one per member, and in a cluster spread
+    /// over nodes every node keeps every room's.
     @Test func aMemberRecordStaysPacked() {
-        #expect(MemoryLayout<ServerRoomState.Member>.size <= 104)
-        #expect(MemoryLayout<ServerRoomState.Member>.stride <= 104)
+        #expect(MemoryLayout<ServerRoomState.Record>.size <= 88)
+        #expect(MemoryLayout<ServerRoomState.Record>.stride <= 88)
+    }
+
+    /// What a member reads as is what the room keeps under its user ID: the view names the user, and the record's
+    /// fields come through.
+    @Test func aMemberReadsAsTheRoomKeepsIt() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r", timings: Self.timings)
+            let alice = Endpoint("alice", loop: loop)
+            _ = room.login(Self.login("alice", session: 1), from: alice, tokenValid: true, now: Self.at(0))
+            _ = room.login(
+                Self.login("bob", session: 2),
+                from: Endpoint("bob", loop: loop),
+                tokenValid: true,
+                now: Self.at(1)
+            )
+            let member = room.member("alice")
+            #expect(member?.userID == "alice" && member?.session == SessionID(rawValue: 1))
+            #expect(member?.channel === alice && member?.lastHeard == Self.at(0) && member?.node == nil)
+            #expect(room.localMembers.map(\.userID) == ["alice", "bob"])
+            #expect(room.member("carol") == nil)
+        }
     }
 }

@@ -35,13 +35,32 @@ internal import OrderedCollections
 /// changes of its own members it announces (``Effect/announce(_:)``), and logins the cluster has admitted skip the
 /// checks the cluster made (``login(_:from:tokenValid:admitted:now:)``).
 public struct ServerRoomState {
-    /// A member of the room.
+    /// A member of the room, as ``member(_:)`` and ``localMembers`` read it.
+    public struct Member {
+        public let userID: String
+        let record: Record
+
+        public var session: SessionID { record.session }
+        /// The channel the member logged in on: where its messages go.
+        public var channel: any ClientChannel { record.channel }
+        /// When the server last heard from the member.
+        public var lastHeard: RuntimeInstant { record.lastHeard }
+        /// The node that holds the member, in a cluster; `nil` for this node's own members.
+        public var node: String? { record.node }
+        /// When the member's token expires unless renewed; `nil` when it is not expiring.
+        public var tokenDeadline: RuntimeInstant? { record.tokenDeadline }
+        public var userStatusNotify: Bool { record.userStatusNotify }
+        /// Whether peers cannot see the member.
+        public var hidden: Bool { record.hidden }
+    }
+
+    /// A member as the room keeps it, under its user ID (the table's key, not kept twice).
     ///
     /// Its fields are declared widest first and the one-byte ones together after the optional instant, whose tag
-    /// leaves seven bytes they fill: 104 bytes a member instead of 128 in the order they were first written (a room
-    /// of a hundred keeps a hundred; in a cluster spread over nodes, every node keeps every room's).
-    public struct Member {
-        public var userID: String
+    /// leaves seven bytes they fill: 88 bytes a member, where the order they were first written took 128 and the
+    /// user ID kept beside its key another 16 (a room of a hundred keeps a hundred; in a cluster spread over nodes,
+    /// every node keeps every room's).
+    struct Record {
         public var session: SessionID
         /// The channel the member logged in on: where its messages go.
         public var channel: any ClientChannel
@@ -133,7 +152,7 @@ public struct ServerRoomState {
     /// a ``RoomMembershipObserver`` (webhooks), so that other servers' rooms build no such effects.
     public let reportsMembership: Bool
     /// Members by user ID, in the order they joined (so every run sends in the same order).
-    private var members: OrderedDictionary<String, Member> = [:]
+    private var members: OrderedDictionary<String, Record> = [:]
     /// The member cap set by the first member of the room's current life.
     public private(set) var maxMemberCount: Int?
     /// Identifies the room's current life (from its first member to its last); changes when it empties and refills.
@@ -172,18 +191,20 @@ public struct ServerRoomState {
 
     /// The members the cluster's other nodes hold, in the order they joined.
     public var remoteMembers: [ClusterMember] {
-        members.values.compactMap { member in
+        members.elements.compactMap { userID, member in
             member.node.map {
-                ClusterMember(userID: member.userID, session: member.session, node: $0, hidden: member.hidden)
+                ClusterMember(userID: userID, session: member.session, node: $0, hidden: member.hidden)
             }
         }
     }
 
     /// The room's own members, in the order they joined.
-    public var localMembers: [Member] { members.values.filter { $0.node == nil } }
+    public var localMembers: [Member] {
+        members.elements.filter { $0.value.node == nil }.map { Member(userID: $0.key, record: $0.value) }
+    }
 
     /// The member with `userID`, if any.
-    public func member(_ userID: String) -> Member? { members[userID] }
+    public func member(_ userID: String) -> Member? { members[userID].map { Member(userID: userID, record: $0) } }
 
     /// Creates a room with no members.
     ///
@@ -347,8 +368,7 @@ public struct ServerRoomState {
                 roomSessionID = Self.sessionID(roomID, life: lives)
                 maxMemberCount = request.maxMemberCount
             }
-            members[request.userID] = Member(
-                userID: request.userID,
+            members[request.userID] = Record(
                 session: request.session,
                 channel: channel,
                 lastHeard: now,
@@ -366,7 +386,7 @@ public struct ServerRoomState {
         }
         let present =
             request.userStatusNotify
-            ? members.values.filter { $0.userID != request.userID && !$0.hidden }.map(\.userID) : []
+            ? members.elements.filter { $0.key != request.userID && !$0.value.hidden }.map(\.key) : []
         effects.append(
             .send(
                 .loginAccepted(
@@ -395,7 +415,7 @@ public struct ServerRoomState {
         let index: Int
         // The hint first (no hashing); a member that moved (an earlier one left) is looked up by user ID.
         if slot >= 0, Int(slot) < members.count, members.values[Int(slot)].session == session,
-            members.values[Int(slot)].userID == userID, members.values[Int(slot)].node == nil
+            members.keys[Int(slot)] == userID, members.values[Int(slot)].node == nil
         {
             index = Int(slot)
         } else if let found = members.index(forKey: userID), members.values[found].session == session,
@@ -628,16 +648,16 @@ public struct ServerRoomState {
                 for index in members.values.indices { members.values[index].clusterSequence = 0 }
             }
             let byUser = Dictionary(listed.map { ($0.userID, $0) }, uniquingKeysWith: { _, last in last })
-            for member in members.values where member.node != nil && byUser[member.userID] == nil {
+            for (userID, member) in members.elements where member.node != nil && byUser[userID] == nil {
                 if restarted {
                     // Its node may not have restored it yet: it gets a heartbeat timeout to come back.
-                    guard !member.orphaned, let index = members.index(forKey: member.userID) else { continue }
+                    guard !member.orphaned, let index = members.index(forKey: userID) else { continue }
                     members.values[index].orphaned = true
                     members.values[index].lastHeard = now
                     if let arm = queue(memberAt: index, heardAt: now) { effects.append(arm) }
                 } else {
                     // It left while the room was not listening.
-                    effects += remove(member.userID, reason: .dropped, announce: false, now: now)
+                    effects += remove(userID, reason: .dropped, announce: false, now: now)
                 }
             }
             for member in listed {
@@ -684,8 +704,7 @@ public struct ServerRoomState {
                 return effects + remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
         }
-        members[joined.userID] = Member(
-            userID: joined.userID,
+        members[joined.userID] = Record(
             session: joined.session,
             channel: RemoteMemberChannel.shared,
             lastHeard: now,
@@ -713,9 +732,9 @@ public struct ServerRoomState {
         let changes = pending
         pending.removeAll()
         var effects: [Effect] = []
-        for listener in members.values where listener.userStatusNotify && listener.node == nil {
+        for (listenerID, listener) in members.elements where listener.userStatusNotify && listener.node == nil {
             var batch: (change: PresenceChange, reason: DepartureReason?, users: [String])?
-            for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listener.userID {
+            for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listenerID {
                 if let current = batch, current.change != change.change || current.reason != change.reason {
                     effects.append(
                         .send(

@@ -18,7 +18,7 @@ extension ScenarioWorld {
     func targets(of entry: Scenario.Entry, index: Int) -> Targets {
         switch entry.target {
         case .user(let id):
-            return Targets(picked: named[id].map { [$0] } ?? [], step: .zero)
+            return Targets(picked: named[id].map { [UInt32($0)] } ?? [], step: .zero)
         case .population(let fraction, let over, let offset):
             let picked = Self.share(fraction, offset: offset, of: shuffled)
             return Targets(picked: picked, step: picked.isEmpty ? .zero : over / picked.count)
@@ -30,14 +30,14 @@ extension ScenarioWorld {
     /// The participants of one entry, spread `step` apart: a slice of the population's order, not a copy (a million
     /// users' entry would otherwise be 16 MB of pairs).
     struct Targets: RandomAccessCollection {
-        let picked: ArraySlice<Int>
+        let picked: ArraySlice<UInt32>
         let step: Duration
 
         var startIndex: Int { 0 }
         var endIndex: Int { picked.count }
 
         subscript(position: Int) -> (participant: Int, offset: Duration) {
-            (picked[picked.startIndex + position], step * position)
+            (Int(picked[picked.startIndex + position]), step * position)
         }
     }
 
@@ -120,7 +120,7 @@ extension ScenarioWorld {
     }
 
     /// The `fraction` of `order` that starts `offset` into it.
-    private static func share(_ fraction: Double, offset: Double, of order: [Int]) -> ArraySlice<Int> {
+    private static func share<Index>(_ fraction: Double, offset: Double, of order: [Index]) -> ArraySlice<Index> {
         let start = min(order.count, Int((Double(order.count) * offset).rounded()))
         let count = min(order.count - start, Int((Double(order.count) * fraction).rounded()))
         return order[start..<(start + count)]

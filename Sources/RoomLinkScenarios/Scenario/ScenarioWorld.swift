@@ -26,8 +26,9 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
     let named: [String: Int]
     /// The population (its users' rooms and join options derive from their index), if any.
     let population: Scenario.Population?
-    /// The population in seeded shuffled order (indices into `clients`).
-    let shuffled: [Int]
+    /// The population in seeded shuffled order (indices into `clients`): four bytes each, as a population has at
+    /// most 100,000,000 users (each shard's world keeps the whole order, so a word each took 8 MB a shard at 1M).
+    let shuffled: [UInt32]
     /// The population's rooms in their own seeded shuffled order (room `i` is `room-<i>`).
     let shuffledRooms: [Int]
     let seed: UInt64
@@ -130,7 +131,8 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
             }
         }
         var random = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("population"))
-        shuffled = Array(populationStart..<clients.count).shuffled(using: &random)
+        // The same order as shuffling `Int`s: a shuffle's draws depend on the count alone.
+        shuffled = Array(UInt32(populationStart)..<UInt32(clients.count)).shuffled(using: &random)
         var roomRandom = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("rooms"))
         shuffledRooms = Array(0..<(population?.rooms ?? 0)).shuffled(using: &roomRandom)
         seed = scenario.seed
