@@ -5,6 +5,12 @@ import Testing
 
 @Suite(.timeLimit(.minutes(10)))
 struct TimerWheelTests {
+    /// A timer table's entry packs into 72 bytes (the wheel's state after the record's flags): a million-client run
+    /// keeps a million.
+    @Test func anEntryStaysPacked() {
+        #expect(MemoryLayout<TimerWheel<TimerRecord>.Entry>.stride <= 72)
+    }
+
     @Test(arguments: [UInt64(0), 10, 19])
     func expiresTimersInDeadlineOrderAcrossAllLevels(tickShift: UInt64) {
         // Given deadlines from one tick to years away, so every level of the wheel holds some.

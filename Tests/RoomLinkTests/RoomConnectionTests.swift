@@ -133,4 +133,10 @@ struct RoomConnectionTests {
         let joined = room.userUpdate(.add, users: ["X"], reason: .quit)
         #expect(joined == .peersChanged(.add, users: ["X"], reason: nil), "an arrival has no departure reason")
     }
+
+    /// A client's room packs into 144 bytes (its one-byte fields in the options' tail, its peers one word): a
+    /// million-client run keeps a million, each client's first inline in its actor.
+    @Test func aRoomStaysPacked() {
+        #expect(MemoryLayout<RoomConnection>.size <= 144)
+    }
 }

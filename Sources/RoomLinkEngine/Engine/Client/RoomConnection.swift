@@ -1,16 +1,3 @@
-extension Array {
-    /// The first index whose element satisfies `belongs`, for a predicate that is false then true along the array.
-    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Int {
-        var low = 0
-        var high = count
-        while low < high {
-            let middle = (low + high) / 2
-            if belongs(self[middle]) { high = middle } else { low = middle + 1 }
-        }
-        return low
-    }
-}
-
 /// One room of a client as a plain value: its phase, its session, its join or reconnection episode, and the peers
 /// it knows. ``RoomClientState`` holds one per room and drives it; tests can drive it alone. It speaks in
 /// ``RoomTransition``s, which the client's dialect turns into vendor callbacks.
@@ -54,7 +41,9 @@ public struct RoomConnection: Sendable {
     /// When the client last heard from the room's server.
     public internal(set) var lastHeard: RuntimeInstant
     /// The peers the client has reported present (sorted), when it hears of peers.
-    public internal(set) var peers: [String] = []
+    public var peers: [String] { peerNames.names }
+    /// ``peers`` as the room keeps them: a word a name while every name is short (`PeerNames`).
+    private var peerNames = PeerNames()
     /// The retry iterator of the current episode, boxed: 120 bytes that a joined room does not need inline.
     private var episodeRetry: Boxed<RetryPolicy.Iterator>?
 
@@ -195,7 +184,7 @@ public struct RoomConnection: Sendable {
         mode = .full
         self.session = session
         let forgotten = peers
-        peers = []
+        peerNames = PeerNames()
         return forgotten
     }
 
@@ -242,19 +231,20 @@ public struct RoomConnection: Sendable {
         fullOnNext = false
         var transitions: [RoomTransition] = [wasReconnecting ? .rejoined(mode) : .joined(roomSessionID: roomSessionID)]
         guard options.notifiesPeers else { return transitions }
-        if peers.isEmpty {
+        if peerNames.isEmpty {
             // A first join (or a full reconnection): everyone present is new, and no sets need building.
             if !present.isEmpty { transitions.append(.peersChanged(.add, users: present, reason: nil)) }
-            peers = present.sorted()
+            peerNames = PeerNames(present)
             return transitions
         }
+        let peers = self.peers
         let known = Set(peers)
         let current = Set(present)
         let gone = peers.filter { !current.contains($0) }
         let new = present.filter { !known.contains($0) }
         if !gone.isEmpty { transitions.append(.peersChanged(.delete, users: gone, reason: .dropped)) }
         if !new.isEmpty { transitions.append(.peersChanged(.add, users: new, reason: nil)) }
-        peers = present.sorted()
+        peerNames = PeerNames(present)
         return transitions
     }
 
@@ -267,14 +257,11 @@ public struct RoomConnection: Sendable {
         -> RoomTransition?
     {
         guard options.notifiesPeers, !users.isEmpty else { return nil }
-        // `peers` stays sorted: a binary search per user, not a sort per update (rooms have hundreds of members).
+        // The names stay sorted: a binary search per user, not a sort per update (rooms have hundreds of members).
         for user in users {
-            let index = peers.partitioningIndex { $0 >= user }
-            let present = index < peers.count && peers[index] == user
             switch change {
-            case .add where !present: peers.insert(user, at: index)
-            case .delete where present: peers.remove(at: index)
-            default: break
+            case .add: peerNames.insert(user)
+            case .delete: peerNames.remove(user)
             }
         }
         return .peersChanged(change, users: users, reason: change == .delete ? reason : nil)
