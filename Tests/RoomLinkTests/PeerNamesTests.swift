@@ -40,6 +40,18 @@ struct PeerNamesTests {
         #expect(peers.isEmpty && peers.names.isEmpty)
     }
 
+    /// The changes to a server's list are the same whether compared as words or as text: the names gone in string
+    /// order, the new ones in the list's order.
+    @Test(arguments: [
+        (["u1", "u2", "u10"], ["u10", "u3", "u1"]), (["u1", "u123456789"], ["u2", "u123456789", "u1"]),
+        (["u1", "u2"], ["émile", "u2"]), ([], ["u1"]), (["u1"], []),
+    ])
+    func changesAreTheListsDifference(known: [String], present: [String]) {
+        let (gone, new) = PeerNames(known).changes(to: present)
+        #expect(gone == known.sorted().filter { !present.contains($0) })
+        #expect(new == present.filter { !known.contains($0) })
+    }
+
     /// A room keeps its peers in one word (the list's reference), as the array of strings it replaced did.
     @Test func theListIsOneWord() {
         #expect(MemoryLayout<PeerNames>.size == 8)

@@ -46,6 +46,30 @@ struct PeerNames: Sendable, Equatable {
         }
     }
 
+    /// What changed between these names and `present` (a server's list): the names not in it, in string order, and
+    /// those of it not here, in its order. Compared as words when every name on both sides is one.
+    func changes(to present: [String]) -> (gone: [String], new: [String]) {
+        if case .words(let words) = storage {
+            var presentWords: [UInt64] = []
+            presentWords.reserveCapacity(present.count)
+            for name in present {
+                guard let word = Self.word(name) else { break }
+                presentWords.append(word)
+            }
+            if presentWords.count == present.count {
+                let current = Set(presentWords)
+                let known = Set(words)
+                let gone = words.filter { !current.contains($0) }.map(Self.name(of:))
+                let new = zip(present, presentWords).filter { !known.contains($0.1) }.map(\.0)
+                return (gone, new)
+            }
+        }
+        let names = self.names
+        let current = Set(present)
+        let known = Set(names)
+        return (names.filter { !current.contains($0) }, present.filter { !known.contains($0) })
+    }
+
     /// Adds `name` if it is not there.
     mutating func insert(_ name: String) {
         if case .words(var words) = storage, let word = Self.word(name) {

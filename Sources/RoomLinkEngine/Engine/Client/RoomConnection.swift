@@ -237,11 +237,7 @@ public struct RoomConnection: Sendable {
             peerNames = PeerNames(present)
             return transitions
         }
-        let peers = self.peers
-        let known = Set(peers)
-        let current = Set(present)
-        let gone = peers.filter { !current.contains($0) }
-        let new = present.filter { !known.contains($0) }
+        let (gone, new) = peerNames.changes(to: present)
         if !gone.isEmpty { transitions.append(.peersChanged(.delete, users: gone, reason: .dropped)) }
         if !new.isEmpty { transitions.append(.peersChanged(.add, users: new, reason: nil)) }
         peerNames = PeerNames(present)
