@@ -429,6 +429,31 @@ struct ServerRoomStateTests {
         #expect(MemoryLayout<ServerRoomState.Record>.stride <= 88)
     }
 
+    /// A room told its size makes room for it at once and keeps it as members come and go, where growing by
+    /// doubling would have kept space for 128 of a hundred; what the room does is the same.
+    @Test func aRoomToldItsSizeMakesRoomOnce() {
+        Self.withLoop { loop in
+            var sized = ServerRoomState(roomID: "r", timings: Self.timings)
+            var grown = ServerRoomState(roomID: "r", timings: Self.timings)
+            sized.reserveMembers(100)
+            let reserved = sized.memberCapacity
+            #expect(reserved >= 100 && reserved < 128)
+            for index in 0..<100 {
+                let login = Self.login("u\(index)", session: UInt64(index + 1), notify: index % 2 == 0)
+                let channel = Endpoint("u\(index)", loop: loop)
+                let effects = sized.login(login, from: channel, tokenValid: true, now: Self.at(Double(index)))
+                #expect(
+                    Self.messages(effects)
+                        == Self.messages(
+                            grown.login(login, from: channel, tokenValid: true, now: Self.at(Double(index)))
+                        )
+                )
+            }
+            #expect(sized.memberCapacity == reserved && grown.memberCapacity >= 128)
+            #expect(sized.memberIDs == grown.memberIDs)
+        }
+    }
+
     /// What a member reads as is what the room keeps under its user ID: the view names the user, and the record's
     /// fields come through.
     @Test func aMemberReadsAsTheRoomKeepsIt() {

@@ -34,6 +34,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             modelsCapacity: node != nil,
             reportsMembership: server.membershipObserver != nil
         )
+        if let size = server.expectedRoomSize { state.reserveMembers(size) }
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }

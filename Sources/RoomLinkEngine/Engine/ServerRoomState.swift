@@ -180,6 +180,9 @@ public struct ServerRoomState {
     /// How many deadlines the room's queue holds, superseded ones included (for tests: it stays near one per member).
     var queuedDeadlineCount: Int { heard.count }
 
+    /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
+    var memberCapacity: Int { members.values.elements.capacity }
+
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { Array(members.keys) }
 
@@ -234,6 +237,12 @@ public struct ServerRoomState {
         self.modelsCapacity = modelsCapacity
         self.lives = epoch
         self.roomSessionID = Self.sessionID(roomID, life: epoch)
+    }
+
+    /// Makes room for `count` members at once, for a room whose size is known (a load test's): its tables otherwise
+    /// grow by doubling, and a room of a hundred keeps space for 128. Memory only.
+    public mutating func reserveMembers(_ count: Int) {
+        members.reserveCapacity(count)
     }
 
     /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the

@@ -36,6 +36,11 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
     /// The load statistics, told of each outage (for the peer-sees-leave latency).
     let statistics: LoadStatistics?
 
+    /// How many population users a room holds at most: user `i` is in `room-<i mod rooms>`.
+    static func roomSize(of population: Scenario.Population) -> Int? {
+        population.rooms > 0 ? (population.clients + population.rooms - 1) / population.rooms : nil
+    }
+
     init(
         scenario: Scenario,
         group: any RuntimeLoopGroup,
@@ -69,7 +74,8 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
                 transport: local,
                 timings: timings.engine.server,
                 auth: scenario.auth,
-                policy: scenario.server
+                policy: scenario.server,
+                expectedRoomSize: scenario.population.flatMap(Self.roomSize(of:))
             )
             network = local
             self.server = server
