@@ -42,6 +42,8 @@ let package = Package(
         ),
         // `__builtin_prefetch` for Swift: one header, so the engine reaches it without libevent.
         .systemLibrary(name: "CRoomLinkPrefetch"),
+        // `mallopt` for the CLI (Swift's Glibc module leaves <malloc.h> out): one header, like the prefetch.
+        .systemLibrary(name: "CRoomLinkMalloc"),
         .target(
             name: "RoomLinkRuntime",
             dependencies: [
@@ -150,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "RoomLinkCLI",
             dependencies: [
-                "RoomLink", "RoomLinkRedis", "RoomLinkLiveKit",
+                "RoomLink", "RoomLinkRedis", "RoomLinkLiveKit", "CRoomLinkMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -16,6 +16,11 @@ struct RoomLinkCommand: AsyncParsableCommand {
     /// `roomlink: <what was wrong>`, then the usage — with the parser's exit status (64); help and `--version` go
     /// to standard output; a command's own failures were reported where they happened.
     static func main() async {
+        // Before any thread of the run's allocates (``MemoryTuning``).
+        MemoryTuning.apply(
+            for: Array(CommandLine.arguments.dropFirst()),
+            environment: ProcessInfo.processInfo.environment
+        )
         let arguments: [String]
         do {
             // A serve configuration file is flags too: read into the command line before it is parsed.

@@ -429,6 +429,41 @@ struct ServerRoomStateTests {
         #expect(MemoryLayout<ServerRoomState.Record>.stride <= 88)
     }
 
+    /// A deadline in the room's queue is its member's user ID alone (16 bytes; the time is the member's): a room keeps
+    /// about one per member.
+    @Test func aQueuedDeadlineStaysPacked() {
+        #expect(ServerRoomState.heardEntryStride <= 16)
+    }
+
+    /// With continuous data (Agora) a member's deadline runs only while its data has stopped: data that flows again
+    /// takes it out of the queue, so the deadline of its closed connection passes without a word (and arms nothing),
+    /// and when its data stops again it leaves exactly the timeout after that — not earlier, however the queue held
+    /// its first close.
+    @Test func dataThatFlowsAgainCancelsAClosedConnectionsDeadline() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: .agora)
+            let session = SessionID(rawValue: 1)
+            let login = room.login(
+                Self.login("A", session: 1),
+                from: Endpoint("A", loop: loop),
+                tokenValid: true,
+                now: Self.at(0)
+            )
+            #expect(!Self.messages(login).contains { $0.hasPrefix("deadline") }, "data flows from the login on")
+            let closed = room.connectionClosed(userID: "A", session: session, now: Self.at(10))
+            #expect(closed.map { Self.messages([$0]) } == ["deadline 30000.0"])
+            _ = room.heartbeat(userID: "A", session: session, now: Self.at(15))
+            #expect(room.deadlinePassed(now: Self.at(30)).isEmpty, "its data flowed again: no deadline left")
+            #expect(room.memberIDs == ["A"])
+            let again = room.connectionClosed(userID: "A", session: session, now: Self.at(40))
+            #expect(again.map { Self.messages([$0]) } == ["deadline 60000.0"])
+            #expect(Self.messages(room.deadlinePassed(now: Self.at(59.999))) == ["deadline 60000.0"])
+            #expect(room.memberIDs == ["A"])
+            _ = room.deadlinePassed(now: Self.at(60))
+            #expect(room.memberIDs.isEmpty)
+        }
+    }
+
     /// A room told its size makes room for it at once and keeps it as members come and go, where growing by
     /// doubling would have kept space for 128 of a hundred; what the room does is the same.
     @Test func aRoomToldItsSizeMakesRoomOnce() {

@@ -114,27 +114,20 @@ public struct ServerRoomState {
         case countFalseDepartures(Int)
     }
 
-    /// A member's heartbeat deadline in the room's queue: 24 bytes, where a separate `superseded` flag took a
-    /// 32-byte stride (a room keeps about one per member, and a million-client run a million).
+    /// A member's heartbeat deadline in the room's queue: its user ID, `nil` once superseded — 16 bytes, where the
+    /// time it was heard beside it took 24 (a room keeps about one per member, and a million-client run a million).
+    /// The time is the member's: an entry is current while its member's ``Record/queued`` names its position, and
+    /// every change of a member's `lastHeard` queues a new entry or takes the member out of the queue.
     private struct HeardEntry {
-        var userID: String
-        /// When the member was heard, in nanoseconds; `Int64.min` once superseded (a superseded entry's time is never
-        /// read, and no clock's `now` is `Int64.min`, the clamp of an instant moved back past the epoch's range).
-        private var stamp: Int64
+        private(set) var userID: String?
 
-        init(userID: String, at time: RuntimeInstant) {
-            self.userID = userID
-            self.stamp = time.nanoseconds
-        }
-
-        /// When the member was heard (for an entry not superseded).
-        var at: RuntimeInstant { RuntimeInstant(nanoseconds: stamp) }
+        init(userID: String) { self.userID = userID }
 
         /// Whether a later entry of the member (or its leaving) replaced this one.
-        var superseded: Bool { stamp == .min }
+        var superseded: Bool { userID == nil }
 
-        /// Marks the entry replaced by a later one of its member (or by its leaving).
-        mutating func supersede() { stamp = .min }
+        /// Marks the entry replaced by a later one of its member (or by its leaving, or by data that flows).
+        mutating func supersede() { userID = nil }
     }
 
     private struct PendingChange {
@@ -176,6 +169,9 @@ public struct ServerRoomState {
     /// worker (a member dropped while one waits was dropped by the server's own delay).
     private var droppedAt: [SessionID: RuntimeInstant] = [:]
     private var queuedHeartbeats: [SessionID: Int] = [:]
+
+    /// The bytes a deadline takes in the room's queue (for tests: it stays packed).
+    static var heardEntryStride: Int { MemoryLayout<HeardEntry>.stride }
 
     /// How many deadlines the room's queue holds, superseded ones included (for tests: it stays near one per member).
     var queuedDeadlineCount: Int { heard.count }
@@ -438,11 +434,7 @@ public struct ServerRoomState {
         members.values[index].lastHeard = now
         members.values[index].connectionClosed = false
         // A member whose data flows is heard all the time: no deadline until its data stops.
-        return (
-            .heartbeatAck(session: session),
-            Int32(index),
-            timings.continuousData ? nil : queue(memberAt: index, heardAt: now)
-        )
+        return (.heartbeatAck(session: session), Int32(index), queueOrUnqueue(memberAt: index, heardAt: now))
     }
 
     /// The member's messages go to `channel` from now on, if `session` is its session: its data flows again over
@@ -493,22 +485,23 @@ public struct ServerRoomState {
         var effects: [Effect] = []
         var falseDepartures = 0
         while let front = heard.first {
-            guard !front.superseded, isCurrent(front) else {
+            guard let userID = front.userID, let index = currentMember(userID, queuedAt: heardStart) else {
                 dropFront()  // superseded by a later entry, or the member is gone
                 continue
             }
-            let due = front.at.advanced(by: timings.heartbeatTimeout)
+            let due = members.values[index].lastHeard.advanced(by: timings.heartbeatTimeout)
             guard now >= due else {
                 deadlineArmed = true
                 effects.append(.armDeadline(at: due))
                 break
             }
             dropFront()
-            if modelsCapacity, let member = members[front.userID] {
-                droppedAt[member.session] = now
-                if queuedHeartbeats[member.session] != nil { falseDepartures += 1 }
+            if modelsCapacity {
+                let session = members.values[index].session
+                droppedAt[session] = now
+                if queuedHeartbeats[session] != nil { falseDepartures += 1 }
             }
-            effects += remove(front.userID, reason: .dropped, now: now)
+            effects += remove(userID, reason: .dropped, now: now)
         }
         if falseDepartures > 0 { effects.insert(.countFalseDepartures(falseDepartures), at: 0) }
         return releasing(effects)
@@ -804,14 +797,23 @@ public struct ServerRoomState {
         guard let index = members.index(forKey: userID) else { return nil }
         members.values[index].lastHeard = now
         members.values[index].connectionClosed = false
-        return timings.continuousData ? nil : queue(memberAt: index, heardAt: now)
+        return queueOrUnqueue(memberAt: index, heardAt: now)
+    }
+
+    /// Queues the deadline of the member at `index`, heard at `now` — or, when data flows (``ServerTimings/continuousData``),
+    /// takes the member out of the queue: it has no deadline until its data stops.
+    private mutating func queueOrUnqueue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
+        guard timings.continuousData else { return queue(memberAt: index, heardAt: now) }
+        supersedeQueued(members.values[index].queued)
+        members.values[index].queued = nil
+        return nil
     }
 
     /// Queues the deadline of the member at `index` (its `lastHeard` is already `now`), superseding its previous one.
     private mutating func queue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
         supersedeQueued(members.values[index].queued)
         members.values[index].queued = heardStart &+ UInt64(heard.count)
-        heard.append(HeardEntry(userID: members.keys[index], at: now))
+        heard.append(HeardEntry(userID: members.keys[index]))
         // Superseded entries leave from the front as new ones arrive, so the queue stays near one entry per member
         // while all of them beat (a silent member's entry holds the front until it leaves). Left to the deadline
         // timer, a room whose members beat every 5 s against a 90 s timeout held 18 entries per member and looked
@@ -834,14 +836,13 @@ public struct ServerRoomState {
         heardStart &+= 1
     }
 
-    /// Whether `entry` is its member's latest (not superseded by a later one, and the member still here). Not implied
-    /// by the marks: with continuous data (Agora) a member heard again queues nothing, so its last entry stays
-    /// unmarked though its `lastHeard` moved on.
-    private func isCurrent(_ entry: HeardEntry) -> Bool {
-        guard let index = members.index(forKey: entry.userID),
+    /// The index of `userID`'s record if the entry queued at `position` is its latest — not superseded by a later
+    /// one, and the member still here, its deadline kept by this node — else `nil`.
+    private func currentMember(_ userID: String, queuedAt position: UInt64) -> Int? {
+        guard let index = members.index(forKey: userID), members.values[index].queued == position,
             members.values[index].node == nil || members.values[index].orphaned
-        else { return false }
-        return members.values[index].lastHeard == entry.at
+        else { return nil }
+        return index
     }
 
     private static func sessionID(_ roomID: String, life: UInt64) -> String {
