@@ -26,8 +26,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `roomlink serve`'s /metrics, in Prometheus's text format.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // LiveKit's access tokens (HMAC-SHA256) and the WebSocket handshake's SHA-1.
-        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Documentation only (`swift package generate-documentation`); a plugin is built when it is run, so
         // `swift build` and `swift test` do not pay for it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -122,15 +120,21 @@ let package = Package(
         // Node's http-parser: the HTTP/1.1 requests of LiveKit's port (the WebSocket upgrade, Twirp), parsed
         // incrementally as they arrive on a bufferevent.
         .systemLibrary(name: "CHTTPParser", providers: [.apt(["libhttp-parser-dev"])]),
+        // OpenSSL's libcrypto: LiveKit's access tokens (HMAC-SHA256), webhook digests (SHA-256) and the WebSocket
+        // handshake (SHA-1) — the system's, where swift-crypto would compile BoringSSL into every build.
+        .systemLibrary(
+            name: "CLibcrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
+        ),
         // `roomlink serve --protocol livekit`: LiveKit's signalling (protobuf over WebSocket), access tokens and
         // server API, in front of the same rooms. Only the CLI links it: an embedder's RoomLink needs no WebSocket.
         .target(
             name: "RoomLinkLiveKit",
             dependencies: [
-                "CLibevent", "CWslay", "CHTTPParser", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkRuntime",
-                "RoomLinkNetwork",
+                "CLibevent", "CWslay", "CHTTPParser", "CLibcrypto", "RoomLinkLibevent", "RoomLinkEngine",
+                "RoomLinkRuntime", "RoomLinkNetwork",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["CMakeLists.txt"],

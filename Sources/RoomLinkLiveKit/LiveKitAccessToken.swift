@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// A LiveKit access token: a JWT (RFC 7519) signed with HMAC-SHA256 by the secret of an API key, whose claims say
@@ -80,10 +79,7 @@ public struct LiveKitAccessToken: Sendable, Equatable {
         // Encoding plain strings, integers and booleans cannot fail.
         let payload = Self.base64URL(try! encoder.encode(Claims(self)))
         let input = "\(header).\(payload)"
-        let signature = HMAC<SHA256>.authenticationCode(
-            for: Data(input.utf8),
-            using: SymmetricKey(data: Data(secret.utf8))
-        )
+        let signature = Digests.hmacSHA256(Data(input.utf8), key: Data(secret.utf8))
         return "\(input).\(Self.base64URL(Data(signature)))"
     }
 

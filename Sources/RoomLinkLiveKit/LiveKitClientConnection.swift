@@ -1,5 +1,4 @@
 internal import CLibevent
-import Crypto
 import Foundation
 import RoomLinkEngine
 @_spi(RoomLinkInternals) import RoomLinkLibevent
@@ -173,7 +172,7 @@ final class LiveKitClientConnection: @unchecked Sendable {
 
     /// The server's answer to the `GET`: the WebSocket opens, or the login is refused.
     private func upgraded(_ response: HTTPRequest) {
-        let expected = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
+        let expected = Digests.sha1(Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
             .base64EncodedString()
         guard response.status == 101 else {
             let rejection = channel.state.refused(status: response.status)

@@ -1,5 +1,4 @@
 internal import CLibevent
-import Crypto
 import Foundation
 import Logging
 import RoomLinkEngine
@@ -162,7 +161,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         }
         guard let bufferEvent, let socket = WebSocketSession(on: bufferEvent, isServer: true, maximumMessage: 1 << 20)
         else { return finish(.protocolError, "cannot make a WebSocket session") }
-        let accept = Data(Insecure.SHA1.hash(data: Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
+        let accept = Digests.sha1(Data((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
         write(
             Array(
                 ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// The API keys a LiveKit-protocol server accepts, each with its secret (`roomlink serve --keys KEY:SECRET`, several
@@ -54,10 +53,10 @@ public struct LiveKitKeys: Sendable, Equatable {
         guard let key = claims.iss, !key.isEmpty else { throw .malformed("no issuer (API key)") }
         guard let secret = secrets[key] else { throw .unknownKey(key) }
         guard let signature = LiveKitAccessToken.data(base64URL: parts[2]),
-            HMAC<SHA256>.isValidAuthenticationCode(
+            Digests.isValidHMACSHA256(
                 signature,
-                authenticating: Data("\(parts[0]).\(parts[1])".utf8),
-                using: SymmetricKey(data: Data(secret.utf8))
+                for: Data("\(parts[0]).\(parts[1])".utf8),
+                key: Data(secret.utf8)
             )
         else { throw .invalidSignature }
         guard let expires = claims.exp else { throw .malformed("no expiry (exp)") }

@@ -1,5 +1,4 @@
 internal import CLibevent
-import Crypto
 import Foundation
 import Logging
 import RoomLinkEngine
@@ -147,7 +146,7 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
             notBefore: now,
             expires: now + 300,
             video: .init(),
-            sha256: Data(SHA256.hash(data: body)).base64EncodedString()
+            sha256: Digests.sha256(body).base64EncodedString()
         ).signed(with: configuration.secret)
         for (index, url) in configuration.urls.enumerated() {
             let pool = connections[index]

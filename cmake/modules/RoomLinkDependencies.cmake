@@ -68,12 +68,5 @@ add_library(Histogram ${hdrhistogram-swift_SOURCE_DIR}/Sources/Histogram/Histogr
 target_link_libraries(Histogram PUBLIC Numerics)
 set_target_properties(Histogram PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${CMAKE_Swift_MODULE_DIRECTORY})
 
-# LiveKit's access tokens and the WebSocket handshake (RoomLinkLiveKit): swift-crypto, which vendors BoringSSL and
-# builds with CMake (C, C++ and assembly).
-find_package(SwiftCrypto CONFIG QUIET)
-if(NOT SwiftCrypto_FOUND)
-  # swift-crypto's build fetches swift-asn1 under the name ASN1 at a tag this machine's copies may not have; the
-  # first declaration of a name wins, so this one names the swift-asn1 Package.swift resolves.
-  FetchContent_Declare(ASN1 GIT_REPOSITORY https://github.com/apple/swift-asn1 GIT_TAG 1.7.4 GIT_SHALLOW TRUE)
-  roomlink_fetch(swift-crypto https://github.com/apple/swift-crypto 3.12.3)
-endif()
+# LiveKit's access tokens, webhook digests and the WebSocket handshake (RoomLinkLiveKit): OpenSSL's libcrypto.
+pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)

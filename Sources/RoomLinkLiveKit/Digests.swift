@@ -1,0 +1,67 @@
+internal import CLibcrypto
+import Foundation
+
+/// The digests LiveKit's protocols use, from the system's libcrypto (OpenSSL): HMAC-SHA256 signs and checks access
+/// tokens, SHA-256 names a webhook's body, SHA-1 answers a WebSocket handshake (RFC 6455 §4.2.2).
+///
+/// libcrypto rather than swift-crypto: on Linux swift-crypto compiles its own copy of BoringSSL into every build —
+/// about a minute of two cores for each of CI's three builds (debug, ThreadSanitizer, CMake), for three functions
+/// the system library has.
+enum Digests {
+    /// SHA-1 of `data` (20 bytes).
+    static func sha1(_ data: Data) -> Data {
+        digest(data, EVP_sha1())
+    }
+
+    /// SHA-256 of `data` (32 bytes).
+    static func sha256(_ data: Data) -> Data {
+        digest(data, EVP_sha256())
+    }
+
+    /// HMAC-SHA256 of `data` under `key` (32 bytes).
+    static func hmacSHA256(_ data: Data, key: Data) -> Data {
+        var code = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let done = withBytes(of: key) { key, keyCount in
+            withBytes(of: data) { data, dataCount in
+                // A key's length beyond Int32 is not a secret anyone types; HMAC takes an int.
+                HMAC(EVP_sha256(), key, Int32(clamping: keyCount), data, dataCount, &code, &length)
+            }
+        }
+        // HMAC fails only when out of memory or given an unknown digest: neither is a caller's input.
+        precondition(done != nil, "libcrypto's HMAC-SHA256 failed")
+        return Data(code[..<Int(length)])
+    }
+
+    /// Whether `code` is the HMAC-SHA256 of `data` under `key`, compared in constant time (a forger learns nothing
+    /// from how long a wrong code took to refuse).
+    static func isValidHMACSHA256(_ code: Data, for data: Data, key: Data) -> Bool {
+        let expected = hmacSHA256(data, key: key)
+        guard code.count == expected.count else { return false }
+        return code.withUnsafeBytes { code in
+            expected.withUnsafeBytes { expected in
+                CRYPTO_memcmp(code.baseAddress, expected.baseAddress, expected.count) == 0
+            }
+        }
+    }
+
+    /// Calls `body` with `data`'s bytes and their count: never a null pointer, even for no bytes (libcrypto's
+    /// functions are not all documented to take one with a zero length).
+    private static func withBytes<R>(of data: Data, _ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
+        if data.isEmpty {
+            var none: UInt8 = 0
+            return body(&none, 0)
+        }
+        return data.withUnsafeBytes { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.count) }
+    }
+
+    private static func digest(_ data: Data, _ type: OpaquePointer?) -> Data {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        let done = withBytes(of: data) { data, count in
+            EVP_Digest(data, count, &digest, &length, type, nil)
+        }
+        precondition(done == 1, "libcrypto's digest failed")
+        return Data(digest[..<Int(length)])
+    }
+}
