@@ -41,8 +41,8 @@ struct ClockOptions: ParsableArguments {
 
     @Option(
         help: """
-            The memory a population may be estimated to need (≈ 2 KiB per client) before the run is refused: bytes \
-            or 512M, 24G; default 90 % of this machine's memory.
+            The memory a population may be estimated to need (≈ 2 KiB a ZEGO client, 4 KiB an Agora or LiveKit one) \
+            before the run is refused: bytes or 512M, 24G; default 90 % of this machine's memory.
             """
     )
     var memoryLimit: ByteCount?

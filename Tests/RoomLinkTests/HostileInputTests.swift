@@ -109,6 +109,22 @@ struct HostileInputTests {
         #expect(report.clients == 1_000)
     }
 
+    /// Agora's and LiveKit's clients keep their peers' names and cost about three times a ZEGO client's memory: the
+    /// same population and limit that fit for ZEGO are refused for them, naming what each client is estimated at.
+    @Test(arguments: ["agora", "livekit"])
+    func aDialectThatKeepsPeersIsEstimatedAtItsOwnSize(dialect: String) throws {
+        let scenario = try Self.scenario(
+            #"{ "dialect": "\#(dialect)", "population": { "clients": 1000, "rooms": 10 }, "end": "1m" }"#
+        )
+        var runner = try ScenarioRunner(scenario: scenario)
+        runner.memoryLimit = 1_000 * ScenarioLimits.estimatedBytesPerClient
+        let error = #expect(throws: RoomLinkError.self) { try runner.check() }
+        #expect(error?.field == "population.clients")
+        #expect(error?.message.contains("≈ \(2 * ScenarioLimits.estimatedBytesPerClient) B each") == true)
+        runner.memoryLimit = 1_000 * ScenarioLimits.estimatedBytesPerClient(for: scenario.dialect)
+        #expect(throws: Never.self) { try runner.check() }
+    }
+
     @Test
     func heartbeatLoadsHaveBounds() {
         #expect(throws: RoomLinkError.self) {

@@ -23,9 +23,19 @@ public enum ScenarioLimits {
     /// The most clients a population may have whatever the memory: far past what one process holds.
     public static let maximumClients = 100_000_000
 
-    /// Memory a population client costs, rounded up from the measured 1.3–1.8 KB per client at a million
-    /// (BENCHMARKS.md, "Load tests"), with room for the event log's buffers and the oracle's tables.
+    /// Memory a ZEGO population client costs, rounded up from the measured ≈ 1.0 KB per client at a million
+    /// (BENCHMARKS.md, issue 31), with room for the event log's buffers, the oracle's tables and rooms larger than a
+    /// hundred.
     public static let estimatedBytesPerClient: UInt64 = 2_048
+
+    /// Memory a population client of `dialect` costs: Agora's and LiveKit's clients keep their peers' names (≈ 3.0 KB
+    /// a client at 300,000 in rooms of 100, BENCHMARKS.md, issue 31's seventh part), so twice a ZEGO client's.
+    public static func estimatedBytesPerClient(for dialect: Scenario.Dialect) -> UInt64 {
+        switch dialect {
+        case .zego: estimatedBytesPerClient
+        case .agora, .livekit: 2 * estimatedBytesPerClient
+        }
+    }
 
     /// The memory a run may plan to use by default: 90 % of this machine's physical memory.
     public static var defaultMemoryLimit: UInt64 { physicalMemoryBytes / 10 * 9 }
@@ -37,20 +47,26 @@ public enum ScenarioLimits {
         return pages > 0 && size > 0 ? UInt64(pages) * UInt64(size) : 8 << 30
     }
 
-    /// Refuses a population of `clients` whose estimated memory exceeds `limit` bytes, naming `field`.
+    /// Refuses a population of `clients` whose estimated memory, `bytesPerClient` each, exceeds `limit` bytes,
+    /// naming `field`.
     ///
     /// - Throws: `RoomLinkError.Code.invalidInput` with the estimate and the limit.
-    public static func checkMemory(clients: Int, limit: UInt64, field: String) throws(RoomLinkError) {
+    public static func checkMemory(
+        clients: Int,
+        limit: UInt64,
+        field: String,
+        bytesPerClient: UInt64 = estimatedBytesPerClient
+    ) throws(RoomLinkError) {
         guard clients <= maximumClients else {
             throw .invalidArgument(field, "at most \(maximumClients) clients", got: "\(clients)")
         }
-        let estimate = UInt64(max(0, clients)) * estimatedBytesPerClient
+        let estimate = UInt64(max(0, clients)) * bytesPerClient
         guard estimate <= limit else {
-            let fitting = limit / estimatedBytesPerClient
+            let fitting = limit / bytesPerClient
             throw .invalidArgument(
                 field,
                 "a population that fits in the memory limit of \(bytesText(limit)) (at most \(fitting) clients at "
-                    + "≈ \(estimatedBytesPerClient) B each; the limit can be raised)",
+                    + "≈ \(bytesPerClient) B each; the limit can be raised)",
                 got: "\(clients) clients (≈ \(bytesText(estimate)))"
             )
         }

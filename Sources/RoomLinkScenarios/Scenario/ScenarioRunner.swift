@@ -117,7 +117,12 @@ public struct ScenarioRunner: Sendable {
     /// - Throws: `RoomLinkError` naming `population.clients` when it would not fit.
     public func check() throws(RoomLinkError) {
         if let population = scenario.population {
-            try ScenarioLimits.checkMemory(clients: population.clients, limit: memoryLimit, field: "population.clients")
+            try ScenarioLimits.checkMemory(
+                clients: population.clients,
+                limit: memoryLimit,
+                field: "population.clients",
+                bytesPerClient: ScenarioLimits.estimatedBytesPerClient(for: scenario.dialect)
+            )
         }
     }
 
