@@ -800,8 +800,8 @@ public struct ServerRoomState {
         return queueOrUnqueue(memberAt: index, heardAt: now)
     }
 
-    /// Queues the deadline of the member at `index`, heard at `now` — or, when data flows (``ServerTimings/continuousData``),
-    /// takes the member out of the queue: it has no deadline until its data stops.
+    /// Queues the deadline of the member at `index`, heard at `now` — or, when data flows
+    /// (``ServerTimings/continuousData``), takes the member out of the queue: it has no deadline until its data stops.
     private mutating func queueOrUnqueue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
         guard timings.continuousData else { return queue(memberAt: index, heardAt: now) }
         supersedeQueued(members.values[index].queued)
