@@ -75,6 +75,35 @@ struct HeartbeatLaneTests {
         }
     }
 
+    /// A client is the handler of every timer it arms, and the handle says which one fired: a handle that is none of
+    /// its timers does nothing — not a heartbeat (which it was when a client's only timer of its own was its
+    /// heartbeat).
+    @Test
+    func aTimerHandleThatIsNoneOfTheClientsTimersIsIgnored() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
+            let server = RoomServer(group: simulation, transport: network)
+            let transport = CountingTransport(network)
+            let timings = ZegoTimings(heartbeatInterval: .seconds(1))
+            let environment = ZegoClient.Environment(transport: transport, timings: timings)
+            try await simulation.run {
+                let client = ZegoClient(id: "c", loop: simulation, environment: environment)
+                await client.loginRoom("r1")
+                for (index, raw) in [UInt64(0x7777_0000_0001), 1, UInt64.max].enumerated() {
+                    try simulation.schedule(at: .zero.advanced(by: .milliseconds(1_500 + 1_000 * index))) {
+                        client.timerFired(TimerHandle(rawValue: raw))
+                    }
+                }
+                try await simulation.sleep(until: .zero.advanced(by: .seconds(6)))
+                _ = server
+            }
+            // Joined at 100 ms: beats at 1.1 … 5.1 s, a second apart, and no other.
+            let beats = transport.beats.withLock { $0["c"] ?? [] }
+            #expect(beats.count == 5, "\(beats)")
+            #expect(zip(beats, beats.dropFirst()).allSatisfy { $0.duration(to: $1) == .seconds(1) })
+        }
+    }
+
     /// Clients of one environment on one simulation, then on another after the first has ended: each simulation
     /// gets a lane of its own (the first one's, handed out again, would belong to a simulation that is over).
     @Test func oneEnvironmentBeatsOnASimulationAfterAnotherEnded() async throws {

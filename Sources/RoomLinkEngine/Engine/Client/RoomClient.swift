@@ -316,8 +316,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         enter(.connection(event, room: room))
     }
 
+    /// Every timer the client arms on its loop has the client itself as its handler, and the handle says which
+    /// timer fired (``timer(firedAs:)``): a handler object per armed timer cost a 64-byte allocation on every attempt
+    /// of every client, half a million of them alive at the peak of a million-client storm. A handle that is none
+    /// of the client's armed timers is ignored.
     public nonisolated func timerFired(_ timer: TimerHandle) {
-        enter(.heartbeat)
+        enter(.timer(timer))
     }
 
     /// Hands `entry` to the dialect's compiled engine, from the loop's thread: ``LoopPinnedActor/onLoop(call:with:)``
@@ -328,23 +332,6 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         precondition(loop.isInServiceThread, "a RoomClient was called off its loop's thread")
         // Safe for the reasons `onLoop(_:)` gives: the client's executor is `loop`, and this is its thread.
         environment.engine(self, entry)
-    }
-
-    /// One of the client's timers as its loop keeps it: the client and what the timer is for, in one object — a closure
-    /// would take a context and a box around it, two allocations on every arm, with a timer armed for most attempts of
-    /// a million clients.
-    final class ArmedTimer: TimerHandler {
-        let client: RoomClient
-        let timer: RoomClientState.Timer
-
-        init(client: RoomClient, timer: RoomClientState.Timer) {
-            self.client = client
-            self.timer = timer
-        }
-
-        func timerFired(_ handle: TimerHandle) {
-            client.enter(.timer(timer))
-        }
     }
 
     /// A heartbeat a simulation's lane brings (``Environment/heartbeatLane(on:every:)``, on the client's own loop),
@@ -364,7 +351,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         case route(String, reachable: Bool)
         case connection(ConnectionEvent, room: String)
         case heartbeat
-        case timer(RoomClientState.Timer)
+        /// One of the client's timers on its loop (the heartbeat's, a room's, a notice's, the data silence's).
+        case timer(TimerHandle)
     }
 
     /// Hands an ``Entry`` to the client's state (``EnginePath`` calls it, compiled for the dialect).
@@ -388,9 +376,28 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             state.connectionChanged(event, room: roomID, at: now, rules: environment.rules) { perform($0, &$1) }
         case .heartbeat:
             state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
-        case .timer(let timer):
-            state.timerFired(timer, at: now, rules: environment.rules) { perform($0, &$1) }
+        case .timer(let handle):
+            if heartbeatBits == handle.rawValue {
+                state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
+            } else if let timer = timer(firedAs: handle) {
+                state.timerFired(timer, at: now, rules: environment.rules) { perform($0, &$1) }
+            }
         }
+    }
+
+    /// What the timer of `handle` was armed for: the one of the client's armed timers whose handle it is (a room's
+    /// one timer, named by the room's state as it stands — a room re-arms its timer whenever its attempt or session
+    /// changes — its notice, or the data silence); `nil` for none.
+    private func timer(firedAs handle: TimerHandle) -> RoomClientState.Timer? {
+        if dataSilenceBits == handle.rawValue { return .dataSilence }
+        let rooms = state.rooms
+        for index in rooms.indices {
+            if rooms[index].attachment.timer == handle {
+                return rooms[index].timer.map { .room(rooms[index].roomID, $0) }
+            }
+            if rooms[index].attachment.notice == handle { return .notice(room: rooms[index].roomID) }
+        }
+        return nil
     }
 
     // MARK: - Carrying out the state's actions
@@ -411,7 +418,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         case .report(let transition, let roomID):
             report(transition, room: roomID)
         case .arm(let timer, let deadline):
-            let handle = try? loop.schedule(at: deadline, handler: ArmedTimer(client: self, timer: timer))
+            let handle = try? loop.schedule(at: deadline, handler: self)
             replace(timer, with: handle, in: &attachment)
         case .cancel(let timer):
             replace(timer, with: nil, in: &attachment)
