@@ -1,3 +1,5 @@
+@_spi(RoomLinkInternals) import RoomLinkRuntime
+
 /// The server side of one room: an actor pinned to a loop of the server's group, driving a ``ServerRoomState``.
 ///
 /// Messages from clients arrive on its loop (its ``ServerTransport`` delivers them there, with the channel each came
@@ -90,7 +92,12 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 let done = now.advanced(by: state.timings.loginProcessing)
                 loginDone[request.session] = max(loginDone[request.session] ?? done, done)
                 let pending = PendingLogin(room: self, request: request, channel: channel, done: done)
-                _ = try? loop.schedule(at: done, handler: pending)
+                if let lane = server.loginLane(on: loop),
+                    lane.add(pending, prefetching: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+                {
+                    return
+                }
+                _ = try? loop.schedule(at: done, handler: PendingLoginTimer(pending))
             } else {
                 handle(message, on: channel, arrivedAt: now)
             }
@@ -203,10 +210,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// Whether the room holds members of its own (in a cluster, beside the other nodes').
     public var hasLocalMembers: Bool { state.hasLocalMembers }
 
-    /// A login waiting out the server's processing time: the timer's handler and the request in one object. A
-    /// closure for it took three allocations (its context, the hop onto the room, the timer's box around it), and
-    /// a storm's peak keeps tens of thousands of logins waiting at once.
-    private final class PendingLogin: TimerHandler {
+    /// A login waiting out the server's processing time, in its simulation's login lane
+    /// (``RoomServer/Shared/loginLane(on:)``) or in a timer's handler (``PendingLoginTimer``).
+    struct PendingLogin: Sendable {
         let room: ServerRoom
         /// When it is due: the clock may have moved past it when it fires (a real loop's timer runs late), and
         /// `loginDone` keeps deadlines.
@@ -221,8 +227,23 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             self.request = request
         }
 
-        func timerFired(_ timer: TimerHandle) {
+        /// Processes the login, on the room's loop.
+        func process() {
             room.onLoop(call: ServerRoom.processLoginOnLoop, with: self)
+        }
+    }
+
+    /// A waiting login as a timer's handler: the handler and the request in one object. A closure for it took three
+    /// allocations (its context, the hop onto the room, the timer's box around it).
+    private final class PendingLoginTimer: TimerHandler {
+        let pending: PendingLogin
+
+        init(_ pending: PendingLogin) {
+            self.pending = pending
+        }
+
+        func timerFired(_ timer: TimerHandle) {
+            pending.process()
         }
     }
 
