@@ -43,8 +43,8 @@ public final class RoomServer: RoomDirectory, ClusterNode {
 
         /// The lane that carries logins through the server's processing time on `loop`, when `loop` is a simulation
         /// (and the time at least a lane's minimum): every login there waits the same time, so one FIFO keeps them
-        /// all in the simulation's order — the half a million logins a million-client storm keeps waiting at its
-        /// peak, without a timer and a handler object each (216 bytes a login, where the lane takes 128).
+        /// all in the simulation's order — the hundreds of thousands of logins a million-client storm keeps waiting
+        /// at its peak, without a timer and a handler object each (216 bytes a login, where the lane takes 128).
         func loginLane(on loop: any RuntimeLoop) -> SimulationLane<ServerRoom.PendingLogin>? {
             guard let simulation = loop as? SimulationRuntime else { return nil }
             let key = ObjectIdentifier(simulation)
