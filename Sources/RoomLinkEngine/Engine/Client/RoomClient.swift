@@ -317,9 +317,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     }
 
     /// Every timer the client arms on its loop has the client itself as its handler, and the handle says which
-    /// timer fired (``timer(firedAs:)``): a handler object per armed timer cost a 64-byte allocation on every attempt
-    /// of every client, half a million of them alive at the peak of a million-client storm. A handle that is none
-    /// of the client's armed timers is ignored.
+    /// timer fired: a handler object per armed timer cost a 64-byte allocation on every attempt of every client,
+    /// half a million of them alive at the peak of a million-client storm. A handle that is none of the client's
+    /// armed timers is ignored.
     public nonisolated func timerFired(_ timer: TimerHandle) {
         enter(.timer(timer))
     }
