@@ -39,14 +39,22 @@ struct HeartbeatLaneTests {
         }
     }
 
+    /// A server on `simulation` behind a network of 50 ms each way, and an environment of ZEGO clients beating every
+    /// second, whose heartbeats the transport notes.
+    static func world(
+        on simulation: SimulationRuntime
+    ) -> (server: RoomServer, transport: CountingTransport, environment: ZegoClient.Environment) {
+        let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
+        let server = RoomServer(group: simulation, transport: network)
+        let transport = CountingTransport(network)
+        let timings = ZegoTimings(heartbeatInterval: .seconds(1))
+        return (server, transport, ZegoClient.Environment(transport: transport, timings: timings))
+    }
+
     @Test
     func aClientThatStopsBeatingAndStartsAgainBeatsOncePerPeriodFromItsNewStart() async throws {
         try await SimulationRuntime.withSimulation(seed: 1) { simulation in
-            let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
-            let server = RoomServer(group: simulation, transport: network)
-            let transport = CountingTransport(network)
-            let timings = ZegoTimings(heartbeatInterval: .seconds(1))
-            let environment = ZegoClient.Environment(transport: transport, timings: timings)
+            let (server, transport, environment) = Self.world(on: simulation)
             try await simulation.run {
                 let steady = ZegoClient(id: "steady", loop: simulation, environment: environment)
                 let back = ZegoClient(id: "back", loop: simulation, environment: environment)
@@ -81,11 +89,7 @@ struct HeartbeatLaneTests {
     @Test
     func aTimerHandleThatIsNoneOfTheClientsTimersIsIgnored() async throws {
         try await SimulationRuntime.withSimulation(seed: 1) { simulation in
-            let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
-            let server = RoomServer(group: simulation, transport: network)
-            let transport = CountingTransport(network)
-            let timings = ZegoTimings(heartbeatInterval: .seconds(1))
-            let environment = ZegoClient.Environment(transport: transport, timings: timings)
+            let (server, transport, environment) = Self.world(on: simulation)
             try await simulation.run {
                 let client = ZegoClient(id: "c", loop: simulation, environment: environment)
                 await client.loginRoom("r1")
