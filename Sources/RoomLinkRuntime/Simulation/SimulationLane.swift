@@ -22,7 +22,7 @@
     /// How long each item waits, in nanoseconds.
     @usableFromInline let delay: UInt64
     // Inlinable, with the methods that touch them, so that the module adding items specializes the lane for its
-    // item type (unspecialized, each item's trip through a deque looks up generic metadata at run time).
+    // item type (unspecialized, each item's trip through the queue looks up generic metadata at run time).
     @usableFromInline let deliver: (Item) -> Bool
     /// The items waiting, in their order, in chunks (a `Deque` each for deadlines, sequence numbers, items and hints
     /// grew by half again while copying, and kept its largest size resident: 130 MB at the peak of a million-client
