@@ -5,7 +5,7 @@ import RoomLink
 /// Reports `error` on standard error as `roomlink: <message>` and returns the exit status for its kind (docs/cli.md,
 /// "Exit status"), for a command to throw.
 func fail(_ error: RoomLinkError) -> ExitCode {
-    FileHandle.standardError.write(Data("roomlink: \(error.message)\n".utf8))
+    StandardStream.error.write("roomlink: \(error.message)\n")
     return ExitCode(error.code.exitStatus)
 }
 

@@ -58,11 +58,8 @@ struct Heartbeats: AsyncParsableCommand {
             throw fail(error)
         }
         if report.fires != report.expectedFires {
-            FileHandle.standardError.write(
-                Data(
-                    "roomlink: \(report.expectedFires - report.fires) heartbeats were skipped (the loops fell behind)\n"
-                        .utf8
-                )
+            StandardStream.error.write(
+                "roomlink: \(report.expectedFires - report.fires) heartbeats were skipped (the loops fell behind)\n"
             )
             throw ExitCode(2)
         }

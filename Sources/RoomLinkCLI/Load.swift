@@ -201,11 +201,11 @@ struct Load: AsyncParsableCommand {
             playback.progress = { sample in
                 // On a terminal, one status line rewritten in place; otherwise plain lines a log can keep.
                 let text = terminal ? "\r\u{1B}[2K" + sample.line : "progress: " + sample.line + "\n"
-                FileHandle.standardError.write(Data(text.utf8))
+                StandardStream.error.write(text)
             }
         }
         try await playback.play(scenario, name: "load")
-        if !quiet, isatty(STDERR_FILENO) != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        if !quiet, isatty(STDERR_FILENO) != 0 { StandardStream.error.write("\n") }
     }
 
     /// `--processes N`: N children each play a slice; their reports and logs are merged here.

@@ -37,9 +37,7 @@ struct LoadProcesses {
                 events: events == nil ? nil : directory.appendingPathComponent("\(index).jsonl").path
             )
         }
-        FileHandle.standardError.write(
-            Data("roomlink load: \(count) generator processes, one slice of the population each\n".utf8)
-        )
+        StandardStream.error.write("roomlink load: \(count) generator processes, one slice of the population each\n")
         let statuses = try await withThrowingTaskGroup(of: (Int, Int32).self) { group in
             for child in children {
                 var arguments = base + ["--shard", "\(child.index)/\(count)", "--quiet", "--report", child.report]
@@ -68,9 +66,7 @@ struct LoadProcesses {
         // 1 is a run with violations (its report says so); anything else is a generator that failed.
         // (It said why on standard error; its status is the load's.)
         if let (index, status) = statuses.sorted(by: { $0.key < $1.key }).first(where: { $0.value > 1 }) {
-            FileHandle.standardError.write(
-                Data("roomlink load: generator \(index)/\(count) failed (exit status \(status))\n".utf8)
-            )
+            StandardStream.error.write("roomlink load: generator \(index)/\(count) failed (exit status \(status))\n")
             throw ExitCode(status)
         }
         let reports = try children.map { try Playback.readReport($0.report, as: "generator \($0.index)'s report") }

@@ -158,7 +158,7 @@ struct Playback {
             return  // quietly: the lines written so far are what the reader took (`--events - | head`)
         case .signal(let number):
             // Interrupted runs judge a log cut short, so the verdict does not set the status: the signal does.
-            FileHandle.standardError.write(Data(Self.interruptionLine(result, events: events, report: report).utf8))
+            StandardStream.error.write(Self.interruptionLine(result, events: events, report: report))
             throw ExitCode(128 + number)
         case .requested:
             throw ExitCode(1)
@@ -166,7 +166,7 @@ struct Playback {
         if let tolerance = compareWithin, let virtualEvents, let realEvents {
             let comparison = RunComparison(virtual: virtualEvents, real: realEvents.all)
             let earliness = RunComparison.earliness(for: scenario.dialect)
-            FileHandle.standardError.write(Data(comparison.summary(tolerance: tolerance, earliness: earliness).utf8))
+            StandardStream.error.write(comparison.summary(tolerance: tolerance, earliness: earliness))
             guard comparison.agrees(tolerance: tolerance, earliness: earliness) else { throw ExitCode(1) }
         }
         Self.warnIfBehind(
@@ -176,7 +176,7 @@ struct Playback {
         )
         if let servers = result.servers, servers.sustainedOverload || servers.recovered == false {
             // Said even when the summary goes to a report file: the run's main finding.
-            FileHandle.standardError.write(Data(("roomlink: " + servers.summaryLine + "\n").utf8))
+            StandardStream.error.write("roomlink: " + servers.summaryLine + "\n")
         }
         try afterRun?(result)
         try Self.failOnViolations(result)
@@ -223,17 +223,14 @@ struct Playback {
                 "\(whose) fell behind the scenario (timers ran \(lateness.text) late in real time): its timing is "
                     + "this machine's, not the scenario's; \(advice)"
             }
-        FileHandle.standardError.write(Data("roomlink: warning: \(warning)\n".utf8))
+        StandardStream.error.write("roomlink: warning: \(warning)\n")
     }
 
     /// Says the run's spec violations (a sample of them) and ends with exit status 1, if it had any.
     static func failOnViolations(_ result: RunReport) throws {
         guard result.violations > 0 else { return }
-        FileHandle.standardError.write(
-            Data(
-                ("roomlink: \(result.violations) spec violations\n"
-                    + result.violationSample.map { "  \($0)\n" }.joined()).utf8
-            )
+        StandardStream.error.write(
+            "roomlink: \(result.violations) spec violations\n" + result.violationSample.map { "  \($0)\n" }.joined()
         )
         throw ExitCode(1)
     }
@@ -259,7 +256,7 @@ struct Playback {
     /// Writes `result` as JSON to `destination` (`-`: standard output), or its summary to standard error without one.
     static func write(_ result: RunReport, to destination: String?) throws {
         guard let destination else {
-            FileHandle.standardError.write(Data(result.summary.utf8))
+            StandardStream.error.write(result.summary)
             return
         }
         let encoder = JSONEncoder()

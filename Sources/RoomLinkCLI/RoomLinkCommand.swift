@@ -40,7 +40,7 @@ struct RoomLinkCommand: AsyncParsableCommand {
             guard code != .success, !(error is ExitCode) else { exit(withError: error) }
             var message = fullMessage(for: error)
             if message.hasPrefix("Error: ") { message = "roomlink: " + message.dropFirst("Error: ".count) }
-            FileHandle.standardError.write(Data((message + "\n").utf8))
+            StandardStream.error.write(message + "\n")
             Foundation.exit(code.rawValue)
         }
     }

@@ -223,7 +223,7 @@ struct Serve: AsyncParsableCommand {
 
     /// One line on standard output, written at once (a script waits for the first to learn the port).
     private func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        StandardStream.output.write(line + "\n")
     }
 }
 

@@ -27,11 +27,9 @@ final class SignalTrap: Sendable {
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
                 if count.value.wrappingAdd(1, ordering: .relaxed).oldValue > 0 { _exit(128 + number) }
-                FileHandle.standardError.write(
-                    Data(
-                        ("\nroomlink: \(number == SIGINT ? "SIGINT" : "SIGTERM"): stopping the run and writing what it "
-                            + "produced (a second signal exits at once)\n").utf8
-                    )
+                StandardStream.error.write(
+                    "\nroomlink: \(number == SIGINT ? "SIGINT" : "SIGTERM"): stopping the run and writing what it "
+                        + "produced (a second signal exits at once)\n"
                 )
                 interruption.interrupt(.signal(number))
             }
