@@ -48,6 +48,14 @@ struct Cluster: AsyncParsableCommand {
     @Option(help: "Each serve node's lease period (serve's --lease-period), e.g. 2s.") var leasePeriod: String?
     @Option(
         help: """
+            A timing every serve node overrides (serve's --timing NAME=DURATION, repeatable): e.g. \
+            participantUpdateDelay=3s, livekit-server's batching of the joins and leaves of participants that publish \
+            nothing.
+            """
+    )
+    var timing: [String] = []
+    @Option(
+        help: """
             How clients reach the nodes: shared (one port, SO_REUSEPORT: the kernel spreads connections), client or \
             room (a port per node, the generators given the list: load's --route).
             """
@@ -63,6 +71,7 @@ struct Cluster: AsyncParsableCommand {
         say(
             "cluster: \(clients) \(dialect) clients in \(rooms) rooms, \(nodeCount) serve nodes, \(generatorCount) "
                 + "generators, one Redis; routing \(route.rawValue)"
+                + (timing.isEmpty ? "" : "; serve timings \(timing.joined(separator: ", "))")
         )
         guard !roomlink.isEmpty, rounds >= 1 else {
             throw ValidationError("give a --roomlink and --rounds of 1 or more")
@@ -357,6 +366,7 @@ private final class World {
             ]
             if let admission { arguments += ["--admission", admission] }
             if let period = bench.leasePeriod { arguments += ["--lease-period", period] }
+            for timing in bench.timing { arguments += ["--timing", timing] }
             let node = try Child.start(executable, arguments, readyWhen: " loops ")
             if bench.route != .shared || ports.isEmpty {
                 ports.append(Int(try node.servedAddress(after: "\(bench.dialect) on ").port))
