@@ -344,6 +344,7 @@ final class Child: @unchecked Sendable {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
+        ChildRegistry.started(process.processIdentifier)
         let child = Child(process: process)
         let handle = pipe.fileHandleForReading
         var buffer = Data()
@@ -381,6 +382,7 @@ final class Child: @unchecked Sendable {
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        ChildRegistry.started(process.processIdentifier)
         return Child(process: process)
     }
 
@@ -402,6 +404,7 @@ final class Child: @unchecked Sendable {
         while process.isRunning && Date() < deadline { usleep(50_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        ChildRegistry.ended(process.processIdentifier)
     }
 
     /// Resident memory (VmRSS), in bytes.
