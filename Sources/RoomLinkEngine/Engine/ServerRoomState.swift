@@ -183,7 +183,16 @@ public struct ServerRoomState {
     public var memberIDs: [String] { Array(members.keys) }
 
     /// The channels of the room's own members (not the cluster's other nodes'), in the order they joined.
-    var memberChannels: [any ClientChannel] { members.values.filter { $0.node == nil }.map(\.channel) }
+    var memberChannels: [any ClientChannel] {
+        // By index, reading the two fields it needs: `filter` then `map` copied each member's whole record — its
+        // channel and node name retained and released — twice per fan-out.
+        var channels: [any ClientChannel] = []
+        channels.reserveCapacity(members.count)
+        for index in members.values.indices where members.values[index].node == nil {
+            channels.append(members.values[index].channel)
+        }
+        return channels
+    }
 
     /// Whether the room holds members of its own (in a cluster, beside the other nodes').
     public var hasLocalMembers: Bool { members.values.contains { $0.node == nil } }
@@ -199,7 +208,14 @@ public struct ServerRoomState {
 
     /// The room's own members, in the order they joined.
     public var localMembers: [Member] {
-        members.elements.filter { $0.value.node == nil }.map { Member(userID: $0.key, record: $0.value) }
+        // One copy of each record (the `Member`'s), not three (`filter`'s pair, then `map`'s): a node reads this for
+        // every room it holds at each lease renewal.
+        var local: [Member] = []
+        local.reserveCapacity(members.count)
+        for index in members.values.indices where members.values[index].node == nil {
+            local.append(Member(userID: members.keys[index], record: members.values[index]))
+        }
+        return local
     }
 
     /// The member with `userID`, if any.
@@ -734,14 +750,19 @@ public struct ServerRoomState {
         let changes = pending
         pending.removeAll()
         var effects: [Effect] = []
-        for (listenerID, listener) in members.elements where listener.userStatusNotify && listener.node == nil {
+        // By index, reading only the fields it needs: iterating `members.elements` copied every listener's whole
+        // record (its channel and node name retained and released) for each change a room announced.
+        for index in members.values.indices
+        where members.values[index].userStatusNotify && members.values[index].node == nil {
+            let listenerID = members.keys[index]
+            let joinedAtChange = members.values[index].joinedAtChange
             var batch: (change: PresenceChange, reason: DepartureReason?, users: [String])?
-            for change in changes where change.sequence >= listener.joinedAtChange && change.userID != listenerID {
+            for change in changes where change.sequence >= joinedAtChange && change.userID != listenerID {
                 if let current = batch, current.change != change.change || current.reason != change.reason {
                     effects.append(
                         .send(
                             .userUpdate(current.change, users: current.users, reason: current.reason),
-                            to: listener.channel
+                            to: members.values[index].channel
                         )
                     )
                     batch = nil
@@ -750,7 +771,10 @@ public struct ServerRoomState {
             }
             if let batch {
                 effects.append(
-                    .send(.userUpdate(batch.change, users: batch.users, reason: batch.reason), to: listener.channel)
+                    .send(
+                        .userUpdate(batch.change, users: batch.users, reason: batch.reason),
+                        to: members.values[index].channel
+                    )
                 )
             }
         }
