@@ -22,8 +22,8 @@ enum StandardStream {
 
     /// Writes `text` whole (a short write is continued, an interrupted one retried), or stops at the first error.
     func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
+        var text = text
+        text.withUTF8 { buffer in
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)

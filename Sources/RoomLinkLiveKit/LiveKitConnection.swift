@@ -62,10 +62,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         }
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bufferEvent, readCallback, writeCallback, eventCallback, context)
-        // Reading only: writing is enabled from the start (libevent's default), and the bufferevent watches for
-        // writability once bytes wait in its output. Enabling it here too armed that watch on an empty buffer — the
-        // socket is writable at once, so two `epoll_ctl` calls and a wake-up for nothing on every accepted connection.
-        bufferevent_enable(bufferEvent, Sockets.read)
+        Sockets.startReading(bufferEvent)
         // A connection whose request does not arrive within the login timeout is closed.
         timer = try? loop.schedule(after: server.configuration.loginTimeout) { [self] in
             guard phase == .request else { return }

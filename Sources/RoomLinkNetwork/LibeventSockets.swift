@@ -45,6 +45,14 @@ package enum Sockets {
         if sent < bytes.count { _ = bufferevent_write(bufferEvent, base + sent, bytes.count - sent) }
     }
 
+    /// Starts an accepted connection's bufferevent reading. Reading only: writing is enabled from the start
+    /// (libevent's default), and the bufferevent watches for writability once bytes wait in its output. Enabling
+    /// writing here too armed that watch on an empty buffer — the socket is writable at once, so two `epoll_ctl` calls
+    /// and a wake-up for nothing on every accepted connection.
+    package static func startReading(_ bufferEvent: OpaquePointer) {
+        bufferevent_enable(bufferEvent, read)
+    }
+
     /// Sets the kernel's send buffer of `fd` (`SO_SNDBUF`).
     package static func setSendBuffer(_ fd: Int32, bytes: Int) {
         var size = Int32(clamping: bytes)

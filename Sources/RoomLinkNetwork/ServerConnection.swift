@@ -51,10 +51,7 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bufferEvent, serverReadCallback, serverWriteCallback, serverEventCallback, context)
         bufferevent_setwatermark(bufferEvent, Sockets.read, 0, Sockets.inputHighWatermark)
-        // Reading only: writing is enabled from the start (libevent's default), and the bufferevent watches for
-        // writability once bytes wait in its output. Enabling it here too armed that watch on an empty buffer — the
-        // socket is writable at once, so two `epoll_ctl` calls and a wake-up for nothing on every accepted connection.
-        bufferevent_enable(bufferEvent, Sockets.read)
+        Sockets.startReading(bufferEvent)
         // A connection that never logs in is closed after the login timeout.
         timer = try? loop.schedule(after: server.configuration.loginTimeout) { [self] in
             loginTimedOut()
