@@ -46,10 +46,10 @@ struct ChunkedQueueTests {
             expected += 1
         }
         #expect(expected == next)
-        #expect(queue.peek { $0 } == nil)
+        #expect(queue.peek { $0.pointee } == nil)
         // Usable again once empty.
         queue.append(-1)
-        #expect(queue.peek { $0 } == -1)
+        #expect(queue.peek { $0.pointee } == -1)
         #expect(queue.removeFirst() == -1)
     }
 
@@ -60,12 +60,12 @@ struct ChunkedQueueTests {
         for value in 0..<(perChunk * 3) { queue.append(value) }
         for _ in 0..<(perChunk - 2) { _ = queue.removeFirst() }
         // The front is two places before the end of the first chunk.
-        #expect(queue.peek { $0 } == perChunk - 2)
+        #expect(queue.peek { $0.pointee } == perChunk - 2)
         for offset in [1, 2, 3, 4, perChunk, perChunk * 2 + 1] {
-            #expect(queue.peek(at: offset) { $0 } == perChunk - 2 + offset)
+            #expect(queue.peek(at: offset) { $0.pointee } == perChunk - 2 + offset)
         }
-        #expect(queue.peek(at: queue.count) { $0 } == nil)
-        #expect(queue.peek(at: -1) { $0 } == nil)
+        #expect(queue.peek(at: queue.count) { $0.pointee } == nil)
+        #expect(queue.peek(at: -1) { $0.pointee } == nil)
     }
 
     @Test
@@ -75,8 +75,8 @@ struct ChunkedQueueTests {
         for value in 0..<(perChunk * 2 + 5) { queue.append(value) }
         var seen: [Int] = []
         queue.scan { value in
-            guard value < perChunk + 3 else { return false }
-            seen.append(value)
+            guard value.pointee < perChunk + 3 else { return false }
+            seen.append(value.pointee)
             return true
         }
         #expect(seen == Array(0..<(perChunk + 3)))
@@ -103,7 +103,7 @@ struct ChunkedQueueTests {
             }
             // What left is released at once, not when its chunk goes.
             #expect(counter.alive == perChunk * 2)
-            #expect(queue.peek(at: 3) { $0.value } == perChunk + 4)
+            #expect(queue.peek(at: 3) { $0.pointee.value } == perChunk + 4)
             #expect(counter.alive == perChunk * 2)
         }
         // Dropping the queue releases what it still held.

@@ -31,39 +31,18 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         /// How many members each room makes room for when it is made, if the server was told.
         let expectedRoomSize: Int?
         private let tokens: LockedBox<TokenTable>
-        /// The lanes that carry logins through their processing time, one per simulation the rooms run on.
-        private let loginLanes = LockedBox<[ObjectIdentifier: LoginLane]>([:])
-
-        /// A lane and its simulation, held weakly: a lane does not keep its simulation alive, and a later simulation
-        /// may take a dead one's address (and so its key) — the lane is reused only while its own simulation lives.
-        private struct LoginLane {
-            weak var simulation: SimulationRuntime?
-            let lane: SimulationLane<ServerRoom.PendingLogin>
-        }
-
         /// The lane that carries logins through the server's processing time on `loop`, when `loop` is a simulation
         /// (and the time at least a lane's minimum): every login there waits the same time, so one FIFO keeps them
         /// all in the simulation's order — the hundreds of thousands of logins a million-client storm keeps waiting
         /// at its peak, without a timer and a handler object each (216 bytes a login, where the lane takes 128).
         func loginLane(on loop: any RuntimeLoop) -> SimulationLane<ServerRoom.PendingLogin>? {
             guard let simulation = loop as? SimulationRuntime else { return nil }
-            let key = ObjectIdentifier(simulation)
-            return loginLanes.withLock { lanes in
-                if let held = lanes[key], held.simulation === simulation { return held.lane }
-                guard
-                    let lane = SimulationLane<ServerRoom.PendingLogin>(
-                        on: simulation,
-                        delay: timings.loginProcessing,
-                        prefetches: true,
-                        deliver: { pending in
-                            pending.process()
-                            return false
-                        }
-                    )
-                else { return nil }
-                lanes = lanes.filter { $0.value.simulation != nil }
-                lanes[key] = LoginLane(simulation: simulation, lane: lane)
-                return lane
+            // Every server's logins come out the same way, so servers on one simulation share the lane.
+            return SimulationLane<ServerRoom.PendingLogin>.shared(on: simulation, delay: timings.loginProcessing) {
+                SimulationLane(on: simulation, delay: timings.loginProcessing, prefetches: true) { pending in
+                    pending.process()
+                    return false
+                }
             }
         }
 

@@ -75,13 +75,31 @@
         self.deliver = deliver
     }
 
+    /// The lane of this item type and `delay` on `simulation` that everyone asking for one shares, made by `make` on
+    /// the first call; `nil` when `make` gives none. Call on the simulation's thread.
+    ///
+    /// The simulation keeps the lane for its life: an owner that held lanes by simulation would have to hold the
+    /// simulation weakly (or keep it alive), and a weak reference sends every retain and release of the simulation
+    /// down the runtime's slow path. So what a shared lane's items do when they come out must depend on their type
+    /// alone, not on who asked first.
+    @inlinable
+    public static func shared(
+        on simulation: SimulationRuntime,
+        delay: Duration,
+        make: () -> SimulationLane?
+    ) -> SimulationLane? {
+        let key = SimulationRuntime.SharedLaneKey(item: ObjectIdentifier(Item.self), delay: delay)
+        // The key names the item type, so what is kept under it is a lane of this type.
+        return simulation.sharedLane(key, make: make).map { unsafeDowncast($0, to: SimulationLane.self) }
+    }
+
     /// How many items ahead of the one coming out a lane loads the hint of.
     @usableFromInline static var prefetchDistance: Int { 4 }
 
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
     @inlinable
     @discardableResult
-    public func add(_ item: Item, prefetching hint: UnsafeRawPointer? = nil) -> Bool {
+    public func add(_ item: consuming Item, prefetching hint: UnsafeRawPointer? = nil) -> Bool {
         guard simulation.isInServiceThread else { return false }
         if !isRegistered {
             register()
@@ -93,7 +111,7 @@
     }
 
     @inlinable
-    func append(_ item: Item, deadline: UInt64, hint: UInt) {
+    func append(_ item: consuming Item, deadline: UInt64, hint: UInt) {
         queue.append(Entry(deadline: deadline, sequence: simulation.takeSequence(), hint: hint, item: item))
     }
 
@@ -103,16 +121,16 @@
     func register() {
         simulation.register(
             SimulationRuntime.LaneHooks(
-                front: { [self] in queue.peek { $0.deadline } },
+                front: { [self] in queue.peek { $0.pointee.deadline } },
                 collect: { [self] time, lane, due in
                     queue.scan { entry in
-                        guard entry.deadline <= time else { return false }
-                        due.append(.init(deadline: entry.deadline, sequence: entry.sequence, id: lane))
+                        guard entry.pointee.deadline <= time else { return false }
+                        due.append(.init(deadline: entry.pointee.deadline, sequence: entry.pointee.sequence, id: lane))
                         return true
                     }
                 },
                 fireFront: { [self] in
-                    if prefetches, let ahead = queue.peek(at: Self.prefetchDistance, { $0.hint }),
+                    if prefetches, let ahead = queue.peek(at: Self.prefetchDistance, { $0.pointee.hint }),
                         let address = UnsafeRawPointer(bitPattern: ahead)
                     {
                         prefetchCacheLines(at: address, lines: 4)

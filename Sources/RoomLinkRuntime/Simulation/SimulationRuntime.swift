@@ -75,6 +75,11 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// expired timers whose ID is the lane's number with generation 0, which no wheel timer has.
     private var lanes: [LaneHooks] = []
     private var mergeBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    /// The lanes everyone who asks for one of an item type and a delay shares (``SimulationLane/shared(on:delay:make:)``):
+    /// the simulation holds them, so they live as long as it does, and nothing holds the simulation weakly to find
+    /// them — a weak reference gives an object a side table, and every retain and release of it then takes the
+    /// runtime's slow path (a third of a million-client run's CPU went to the simulation's reference count).
+    private var sharedLanes: [SharedLaneKey: AnyObject] = [:]
     /// Set when a tick's batch reached the running body's horizon: the timers past it were put back, and the run
     /// ends with its time limit.
     private var reachedHorizon = false
@@ -223,6 +228,27 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     @_spi(RoomLinkInternals) public func register(_ lane: LaneHooks) {
         precondition(isInServiceThread, "a lane registered off the simulation's thread")
         lanes.append(lane)
+    }
+
+    /// What names a shared lane: its items' type and its delay.
+    @_spi(RoomLinkInternals) public struct SharedLaneKey: Hashable {
+        let item: ObjectIdentifier
+        let delay: Duration
+
+        @_spi(RoomLinkInternals) public init(item: ObjectIdentifier, delay: Duration) {
+            self.item = item
+            self.delay = delay
+        }
+    }
+
+    /// The lane kept under `key`, made by `make` on first use (a `nil` from it is not kept). Call on the simulation's
+    /// thread.
+    @_spi(RoomLinkInternals) public func sharedLane(_ key: SharedLaneKey, make: () -> AnyObject?) -> AnyObject? {
+        precondition(isInServiceThread, "a shared lane asked for off the simulation's thread")
+        if let lane = sharedLanes[key] { return lane }
+        guard let lane = make() else { return nil }
+        sharedLanes[key] = lane
+        return lane
     }
 
     /// The sequence number a timer armed now would take: a lane's item takes it instead, and so comes out where
@@ -437,6 +463,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 dueBuffer.sort { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
             }
         }
+        // The lanes as they stand, held once for the batch: read from the stored array, each item's call retained and
+        // released the lane's three closures. A lane registered meanwhile has nothing due in this tick (an item waits
+        // at least two).
+        let lanes = self.lanes
         var index = 0
         while index < dueBuffer.count {
             let due = dueBuffer[index]
@@ -504,6 +534,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     private func shutDownOnThread() {
         isStopped = true
         lanes.removeAll()  // their items are dropped, as every timer is
+        sharedLanes.removeAll()
         for (handler, handle) in timers.removeAll() { handler.timerCancelled(handle) }
         // Jobs that arrived before shutdown still run, so no task awaiting the simulation hangs.
         repeat {

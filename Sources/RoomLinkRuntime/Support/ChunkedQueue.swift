@@ -52,22 +52,25 @@ public import DequeModule
     @inlinable
     @_spi(RoomLinkInternals) public var isEmpty: Bool { held == 0 }
 
-    /// What `body` reads of the item `offset` places behind the first (the first itself by default), read in place;
-    /// `nil` when there is no such item.
+    /// What `body` reads of the item `offset` places behind the first (the first itself by default), read in place
+    /// through its address; `nil` when there is no such item.
+    ///
+    /// An address, not a `borrowing` value: handed an item, the caller copied it whole — the retains of everything
+    /// it holds — to read one field.
     @inlinable
     @_spi(RoomLinkInternals) public func peek<Result>(
         at offset: Int = 0,
-        _ body: (borrowing Element) throws -> Result
+        _ body: (UnsafePointer<Element>) throws -> Result
     ) rethrows -> Result? {
         guard offset >= 0, offset < held else { return nil }
         let place = head + offset
         let capacity = Self.chunkCapacity
-        return try body(chunks[chunks.startIndex + place / capacity][place % capacity])
+        return try body(chunks[chunks.startIndex + place / capacity] + place % capacity)
     }
 
     /// Adds `element` at the back.
     @inlinable
-    @_spi(RoomLinkInternals) public mutating func append(_ element: Element) {
+    @_spi(RoomLinkInternals) public mutating func append(_ element: consuming Element) {
         if chunks.isEmpty || tail == Self.chunkCapacity {
             if chunks.isEmpty { head = 0 }
             chunks.append(takeChunk())
@@ -97,16 +100,17 @@ public import DequeModule
         return element
     }
 
-    /// Calls `body` with each item from the front, in order, until it returns `false` or the items run out.
+    /// Calls `body` with the address of each item from the front, in order, until it returns `false` or the items run
+    /// out (an address, for the reason ``peek(at:_:)`` gives).
     @inlinable
-    @_spi(RoomLinkInternals) public func scan(while body: (borrowing Element) throws -> Bool) rethrows {
+    @_spi(RoomLinkInternals) public func scan(while body: (UnsafePointer<Element>) throws -> Bool) rethrows {
         var index = chunks.startIndex
         while index < chunks.endIndex {
             let chunk = chunks[index]
             var place = index == chunks.startIndex ? head : 0
             let end = index == chunks.endIndex - 1 ? tail : Self.chunkCapacity
             while place < end {
-                guard try body(chunk[place]) else { return }
+                guard try body(chunk + place) else { return }
                 place += 1
             }
             index += 1

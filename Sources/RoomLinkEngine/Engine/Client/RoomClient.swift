@@ -36,8 +36,6 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         /// every client.
         let engine: @Sendable (RoomClient, Entry) -> Void
         let beat: @Sendable (RoomClient, UInt64) -> Bool
-        /// The clients' heartbeats on a simulation, a lane per interval (see ``heartbeatLane(on:every:)``).
-        private let heartbeatLanes = LockedBox<[LaneKey: HeartbeatLane]>([:])
         /// The last heartbeat token handed out (``RoomClient/laneTokenBits``).
         private let heartbeatTokens = Atomic<UInt64>(0)
 
@@ -69,19 +67,6 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.beat = Dialect.enginePath.beat
         }
 
-        /// A heartbeat lane's simulation and interval (clients of one environment may run on several simulations).
-        private struct LaneKey: Hashable {
-            let simulation: ObjectIdentifier
-            let interval: Duration
-        }
-
-        /// A lane and its simulation, held weakly: a lane does not keep its simulation alive, and a later simulation
-        /// may take a dead one's address (and so its key) — the lane is reused only while its own simulation lives.
-        private struct HeartbeatLane {
-            weak var simulation: SimulationRuntime?
-            let lane: SimulationLane<Beat>
-        }
-
         /// A heartbeat in a lane: its client, and the token it was started with (a client that stops beating or
         /// starts again has another, so the lane drops this one).
         struct Beat {
@@ -94,23 +79,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         /// all in the simulation's order — a million clients' periodic timers without a timer each.
         func heartbeatLane(on loop: any RuntimeLoop, every interval: Duration) -> SimulationLane<Beat>? {
             guard let simulation = loop as? SimulationRuntime else { return nil }
-            let key = LaneKey(simulation: ObjectIdentifier(simulation), interval: interval)
-            return heartbeatLanes.withLock { lanes in
-                if let held = lanes[key], held.simulation === simulation { return held.lane }
+            // Every environment of the dialect beats the same way (`beat` is the dialect's), so they share the lane.
+            return SimulationLane<Beat>.shared(on: simulation, delay: interval) {
                 let beat = self.beat
-                guard
-                    let lane = SimulationLane<Beat>(
-                        on: simulation,
-                        delay: interval,
-                        prefetches: true,
-                        deliver: {
-                            beat($0.client, $0.token)
-                        }
-                    )
-                else { return nil }
-                lanes = lanes.filter { $0.value.simulation != nil }
-                lanes[key] = HeartbeatLane(simulation: simulation, lane: lane)
-                return lane
+                return SimulationLane<Beat>(on: simulation, delay: interval, prefetches: true) {
+                    beat($0.client, $0.token)
+                }
             }
         }
 

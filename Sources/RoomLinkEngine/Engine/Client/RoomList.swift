@@ -17,15 +17,17 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
     public var startIndex: Int { 0 }
     public var endIndex: Int { tail.map { 1 + $0.count } ?? 0 }
 
+    // Inlined: called, the read accessor handed the caller a room it then copied whole (152 bytes, and the retains of
+    // its strings and channel) to read one field — several times on every message a client received.
     public subscript(position: Int) -> RoomConnection {
-        _read {
+        @inline(__always) _read {
             if position == 0, tail != nil {
                 yield head
             } else {
                 yield tail![position - 1]
             }
         }
-        _modify {
+        @inline(__always) _modify {
             if position == 0, tail != nil {
                 yield &head
             } else {
