@@ -12,14 +12,32 @@ public final class RoomServer: RoomDirectory, ClusterNode {
     let shared: Shared
     private let rooms = LockedBox<[String: ServerRoom]>([:])
 
-    /// How rooms reach clients. Held weakly: the transport keeps its server alive (``ServerTransport/serve(_:)``).
+    /// How rooms reach clients: the transport the server was made with, held weakly, since the transport keeps its
+    /// server alive (``ServerTransport/serve(_:)``) — `nil` once it is gone. For a ``SimulatedNetwork``, the part of it
+    /// that carries messages, which the rooms hold strongly (it keeps no server).
     public var transport: (any ServerTransport)? { shared.transport }
     public var timings: ServerTimings { shared.timings }
 
     /// The part of a server its rooms use: timings, the transport, the token table.
     final class Shared: Sendable {
         let timings: ServerTimings
-        weak let transport: (any ServerTransport)?
+        /// The transport the server was made with, unless it is a ``SimulatedNetwork`` (see ``transport``).
+        private weak let weakTransport: (any ServerTransport)?
+        /// A ``SimulatedNetwork``'s carrier: held strongly, where the network itself could only be held weakly — and a
+        /// weak reference sends every retain and release of its object down the runtime's slow path, a message's
+        /// worth each time (``SimulatedNetwork/Carrier``).
+        private let carrier: SimulatedNetwork.Carrier?
+        /// Where the rooms send what they send: the network's carrier, or the transport while it lives.
+        var transport: (any ServerTransport)? { carrier ?? weakTransport }
+
+        /// Sends `message` from `room` on `channel`: through the carrier with a direct call, or the transport.
+        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+            if let carrier {
+                carrier.send(message, on: channel, from: room)
+            } else {
+                weakTransport?.send(message, on: channel, from: room)
+            }
+        }
         /// The nodes, when their capacity is modelled.
         let nodes: ServerNodes?
         /// The cluster this server is a node of, if any.
@@ -84,7 +102,13 @@ public final class RoomServer: RoomDirectory, ClusterNode {
             self.epoch = epoch
             self.membershipObserver = membershipObserver
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
-            self.transport = transport
+            if let network = transport as? SimulatedNetwork {
+                self.carrier = network.carrier
+                self.weakTransport = nil
+            } else {
+                self.carrier = nil
+                self.weakTransport = transport
+            }
             self.tokens = LockedBox(TokenTable(auth: auth))
         }
 

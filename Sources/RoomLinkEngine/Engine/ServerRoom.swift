@@ -146,7 +146,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         case .busy(let retryAfter):
             guard case .login(let request) = message else { return }
             let answer = ServerMessage.busy(session: request.session, attempt: request.attempt, retryAfter: retryAfter)
-            server.transport?.send(answer, on: channel, from: self)
+            server.send(answer, on: channel, from: self)
         case .shed:
             return
         }
@@ -275,7 +275,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             )
             if slot >= 0 { channel.setMemberHint(slot) }
             if state.isLate(reply, session: session, arrivedAt: arrivedAt) { node?.withLock { $0.lateHeartbeat() } }
-            server.transport?.send(reply, on: channel, from: self)
+            server.send(reply, on: channel, from: self)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
@@ -286,7 +286,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             if case .heartbeatAck = reply {
                 state.rebind(userID: userID, session: session, to: channel)
             } else {
-                server.transport?.send(reply, on: channel, from: self)
+                server.send(reply, on: channel, from: self)
             }
             if let arm { apply([arm]) }
         case .setHidden(let userID, let session, let hidden):
@@ -331,7 +331,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                     for _ in 0..<count { node.falseDeparture(at: now) }
                 }
             case .send(let message, let channel):
-                server.transport?.send(message, on: channel, from: self)
+                server.send(message, on: channel, from: self)
             case .armDeadline(let deadline):
                 at(deadline) { room in room.deadlinePassed() }
             case .armTokenDeadline(let userID, let deadline):

@@ -18,7 +18,7 @@
     // immutable.
 
     /// The simulation the items come out on.
-    @usableFromInline unowned let simulation: SimulationRuntime
+    @usableFromInline let simulation: SimulationRuntime
     /// How long each item waits, in nanoseconds.
     @usableFromInline let delay: UInt64
     // Inlinable, with the methods that touch them, so that the module adding items specializes the lane for its

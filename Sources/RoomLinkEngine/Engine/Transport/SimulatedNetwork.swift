@@ -20,15 +20,9 @@ import Synchronization
 /// timer carry them all, with no allocation per message); in a simulation, a `SimulationLane`, whose messages
 /// arrive in exactly the order their timers would have — the same event log, without a timer each.
 public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFaults {
-    private let model: NetworkModel
-    /// Links not up and rooms cut off (read without a lock while there are none).
-    private let paths = PathStates()
-    private let delivered = StripedCounter()
+    /// What carries the messages, both ways; the server's rooms answer through it (``Carrier``).
+    let carrier: Carrier
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
-    /// One line per real loop given at creation (none with jitter): same-loop messages in flight.
-    private let lines: [DelayLine<InFlight>]
-    /// The lane of the simulation given at creation, if any (none with jitter): messages in flight there.
-    private let lane: SimulationLane<InFlight>?
 
     /// Creates a network with `conditions`, drawing every message's fate from `seed`.
     ///
@@ -38,27 +32,14 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     /// anyway; on a simulation (a `SimulationLane`, when the latency is at least its minimum) it is the timers'
     /// exactly, so a virtual-time run replays the same log either way.
     public init(conditions: NetworkConditions = .init(), seed: UInt64 = 0, batchingOn loops: [any RuntimeLoop] = []) {
-        model = NetworkModel(conditions: conditions, seed: seed)
-        let latency = conditions.latency
-        let batching = conditions.jitter == .zero ? loops : []
-        lines = batching.filter { !($0 is SimulationRuntime) }.map { loop in
-            DelayLine(loop: loop, delay: latency, prefetch: { prefetchCacheLines(at: $0, lines: 4) }) {
-                $0.deliver()
-            }
-        }
-        lane = batching.lazy.compactMap { $0 as? SimulationRuntime }.first.flatMap { simulation in
-            SimulationLane(on: simulation, delay: latency, prefetches: true) { message in
-                message.deliver()
-                return false
-            }
-        }
+        carrier = Carrier(conditions: conditions, seed: seed, batchingOn: loops)
     }
 
     /// The conditions every message meets.
-    public var conditions: NetworkConditions { model.conditions }
+    public var conditions: NetworkConditions { carrier.model.conditions }
 
     /// Messages sent into the network that it delivers (or will), both directions.
-    public var deliveredCount: Int { delivered.total }
+    public var deliveredCount: Int { carrier.delivered.total }
 
     /// Connects the network to the servers it carries messages to. A ``RoomServer`` does this when it is created
     /// with this network. The network keeps the server alive (clients hold the network, so a server nobody else
@@ -69,19 +50,19 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        paths.link(of: ObjectIdentifier(client))
+        carrier.paths.link(of: ObjectIdentifier(client))
     }
 
     /// Sets the link of `client` and tells the client (at once when called on its loop, otherwise as soon as its
     /// loop runs). Setting the state it already has does nothing.
     public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
-        guard paths.setLink(state, for: ObjectIdentifier(client)) else { return }
+        guard carrier.paths.setLink(state, for: ObjectIdentifier(client)) else { return }
         client.loop.runSoon { client.linkChanged(to: state) }
     }
 
     /// Whether `roomID` is cut off from its clients.
     public func isPartitioned(_ roomID: String) -> Bool {
-        paths.isPartitioned(roomID)
+        carrier.paths.isPartitioned(roomID)
     }
 
     /// Cuts `roomID` off from every client (`true`) or heals it (`false`): while cut off, every message between the
@@ -90,7 +71,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     /// stop or resume (``RouteObserver/routeChanged(toRoom:reachable:)``), which dialects that watch their media
     /// (Agora) notice after their detection time. Setting the state the room already has does nothing.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
-        guard paths.setPartitioned(cutOff, room: roomID), let room = directory.withLock({ $0 })?.room(roomID) else {
+        guard carrier.paths.setPartitioned(cutOff, room: roomID), let room = directory.withLock({ $0 })?.room(roomID) else {
             return
         }
         // The members' data stops or resumes; each client's own loop hears of it.
@@ -117,176 +98,241 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     )
         -> SendOutcome
     {
-        let room = Self.room(of: channel)
-        let transit: Transit
-        if case .connectionResumed = message {
-            // The data flows again: an edge of a continuous stream, not one packet that loss could take.
-            guard link(of: client) == .up else { return .refused }
-            guard !isPartitioned(room.roomID) else { return .sent }
-            transit = .delivered(after: model.conditions.latency)
-        } else {
-            transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
-            if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
-        }
-        switch transit {
-        case .refused: return .refused
-        case .lost: return .sent
-        case .delivered(let delay):
-            toRoom(.message(message), from: client, to: room, after: delay)
-            return .sent
-        }
+        carrier.send(message, on: channel, from: client)
     }
 
     public func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
-        // The server sees the socket close (or the data stop): nothing the dead link must carry.
-        toRoom(.closed(session), from: client, to: Self.room(of: channel), after: model.conditions.latency)
+        carrier.closed(channel, session: session, from: client)
     }
 
     public func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-        guard let client = channel.inProcessClient else {
-            preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
-        }
-        let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
-        guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
-        delivered.increment(by: client.loop)
-        if let lane, delay == lane.itemDelay, room.loop === client.loop, lane.loop === client.loop,
-            lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
-        {
-            return
-        }
-        if let line = line(from: room.loop, to: client.loop, after: delay),
-            line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
-        {
-            return
-        }
-        _ = try? client.loop.schedule(
-            after: delay,
-            handler: ToClient(message: message, roomID: room.roomID, client: client)
-        )
+        carrier.send(message, on: channel, from: room)
     }
+}
 
-    /// The room a channel this network opened leads to: the room itself.
-    private static func room(of channel: any RoomChannel) -> any RoomEndpoint {
-        guard let room = channel.inProcessRoom else {
-            preconditionFailure("a room channel this network did not open: \(type(of: channel))")
-        }
-        return room
-    }
+extension SimulatedNetwork {
+    /// The part of a network that carries messages, both ways: the model, the links and partitions, the lanes.
+    ///
+    /// A server's rooms answer through it, holding it strongly, where they held the network weakly: the network keeps
+    /// its server alive (``serve(_:)``), so the server must not keep the network, and a weak reference gives an object
+    /// a side table that sends every retain and release of it — once or twice a message — down the runtime's slow
+    /// path. The carrier keeps no server, so the rooms may keep it. As a ``ServerTransport`` it serves no rooms (the
+    /// network routes clients to them): ``serve(_:)`` does nothing.
+    final class Carrier: ServerTransport {
+        let model: NetworkModel
+        /// Links not up and rooms cut off (read without a lock while there are none).
+        let paths = PathStates()
+        let delivered = StripedCounter()
+        /// One line per real loop given at creation (none with jitter): same-loop messages in flight.
+        private let lines: [DelayLine<InFlight>]
+        /// The lane of the simulation given at creation, if any (none with jitter): messages in flight there.
+        private let lane: SimulationLane<InFlight>?
 
-    /// Carries `upstream` from `client` to `room`, arriving after `delay`.
-    private func toRoom(
-        _ upstream: Upstream,
-        from client: any ClientEndpoint,
-        to room: any RoomEndpoint,
-        after delay: Duration
-    ) {
-        delivered.increment(by: room.loop)
-        if let lane, delay == lane.itemDelay, client.loop === room.loop, lane.loop === room.loop,
-            lane.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
-        {
-            return
-        }
-        if let line = line(from: client.loop, to: room.loop, after: delay),
-            line.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
-        {
-            return
-        }
-        _ = try? room.loop.schedule(after: delay, handler: ToRoom(upstream: upstream, client: client, room: room))
-    }
-
-    /// The line that carries a message taking `delay` from `sender`'s loop to `receiver`'s, if they are one loop with
-    /// a line of that delay (the line itself checks that it is called on the loop).
-    private func line(
-        from sender: any RuntimeLoop,
-        to receiver: any RuntimeLoop,
-        after delay: Duration
-    )
-        -> DelayLine<InFlight>?
-    {
-        guard !lines.isEmpty, sender === receiver else { return nil }
-        for line in lines where line.loop === receiver {
-            return line.delay == delay ? line : nil
-        }
-        return nil
-    }
-
-    /// Where `object` lives, for its line to prefetch before delivering to it (read without retaining it: a
-    /// retain would itself wait for the cold object).
-    private static func address(of object: AnyObject) -> UnsafeRawPointer? {
-        UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
-    }
-
-    /// What crosses a channel towards its room: a message, or the server's view of the connection closing.
-    private enum Upstream {
-        case message(ClientMessage)
-        case closed(SessionID)
-
-        func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
-            switch self {
-            case .message(let message):
-                guard let channel = client.inProcessChannel else {
-                    preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
+        init(conditions: NetworkConditions, seed: UInt64, batchingOn loops: [any RuntimeLoop]) {
+            model = NetworkModel(conditions: conditions, seed: seed)
+            let latency = conditions.latency
+            let batching = conditions.jitter == .zero ? loops : []
+            lines = batching.filter { !($0 is SimulationRuntime) }.map { loop in
+                DelayLine(loop: loop, delay: latency, prefetch: { prefetchCacheLines(at: $0, lines: 4) }) {
+                    $0.deliver()
                 }
-                room.deliver(message, on: channel)
-            case .closed(let session): room.connectionClosed(userID: client.userID, session: session)
+            }
+            lane = batching.lazy.compactMap { $0 as? SimulationRuntime }.first.flatMap { simulation in
+                SimulationLane(on: simulation, delay: latency, prefetches: true) { message in
+                    message.deliver()
+                    return false
+                }
             }
         }
-    }
 
-    /// A message in a `DelayLine`.
-    private enum InFlight {
-        case toRoom(Upstream, client: any ClientEndpoint, room: any RoomEndpoint)
-        case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)
+        func serve(_ rooms: any RoomDirectory) {}
 
-        func deliver() {
-            switch self {
-            case .toRoom(let upstream, let client, let room): upstream.deliver(from: client, to: room)
-            case .toClient(let message, let roomID, let client): client.deliver(message, from: roomID)
+        func link(of client: any ClientEndpoint) -> LinkState {
+            paths.link(of: ObjectIdentifier(client))
+        }
+
+        func isPartitioned(_ roomID: String) -> Bool {
+            paths.isPartitioned(roomID)
+        }
+
+        func send(
+            _ message: ClientMessage,
+            on channel: any RoomChannel,
+            from client: any ClientEndpoint
+        )
+            -> SendOutcome
+        {
+            let room = Self.room(of: channel)
+            let transit: Transit
+            if case .connectionResumed = message {
+                // The data flows again: an edge of a continuous stream, not one packet that loss could take.
+                guard link(of: client) == .up else { return .refused }
+                guard !isPartitioned(room.roomID) else { return .sent }
+                transit = .delivered(after: model.conditions.latency)
+            } else {
+                transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
+                if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
+            }
+            switch transit {
+            case .refused: return .refused
+            case .lost: return .sent
+            case .delivered(let delay):
+                toRoom(.message(message), from: client, to: room, after: delay)
+                return .sent
             }
         }
-    }
 
-    /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
-    private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
-        let time = UInt64(bitPattern: (upstream ? client.loop : room.loop).now.nanoseconds)
-        return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
-            ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
-    }
-
-    /// A message on its way to a room: one allocation that is both the timer's handler and the message.
-    private final class ToRoom: TimerHandler {
-        let upstream: Upstream
-        let client: any ClientEndpoint
-        let room: any RoomEndpoint
-
-        init(upstream: Upstream, client: any ClientEndpoint, room: any RoomEndpoint) {
-            self.upstream = upstream
-            self.client = client
-            self.room = room
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
+            // The server sees the socket close (or the data stop): nothing the dead link must carry.
+            toRoom(.closed(session), from: client, to: Self.room(of: channel), after: model.conditions.latency)
         }
 
-        func timerFired(_ timer: TimerHandle) { upstream.deliver(from: client, to: room) }
-    }
-
-    /// A message on its way to a client.
-    private final class ToClient: TimerHandler {
-        let message: ServerMessage
-        let roomID: String
-        let client: any ClientEndpoint
-
-        init(message: ServerMessage, roomID: String, client: any ClientEndpoint) {
-            self.message = message
-            self.roomID = roomID
-            self.client = client
+        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+            guard let client = channel.inProcessClient else {
+                preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
+            }
+            let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
+            guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
+            delivered.increment(by: client.loop)
+            if let lane, delay == lane.itemDelay, room.loop === client.loop, lane.loop === client.loop,
+                lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
+            {
+                return
+            }
+            if let line = line(from: room.loop, to: client.loop, after: delay),
+                line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
+            {
+                return
+            }
+            _ = try? client.loop.schedule(
+                after: delay,
+                handler: ToClient(message: message, roomID: room.roomID, client: client)
+            )
         }
 
-        func timerFired(_ timer: TimerHandle) { client.deliver(message, from: roomID) }
+        /// The room a channel this network opened leads to: the room itself.
+        private static func room(of channel: any RoomChannel) -> any RoomEndpoint {
+            guard let room = channel.inProcessRoom else {
+                preconditionFailure("a room channel this network did not open: \(type(of: channel))")
+            }
+            return room
+        }
+
+        /// Carries `upstream` from `client` to `room`, arriving after `delay`.
+        private func toRoom(
+            _ upstream: Upstream,
+            from client: any ClientEndpoint,
+            to room: any RoomEndpoint,
+            after delay: Duration
+        ) {
+            delivered.increment(by: room.loop)
+            if let lane, delay == lane.itemDelay, client.loop === room.loop, lane.loop === room.loop,
+                lane.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
+            {
+                return
+            }
+            if let line = line(from: client.loop, to: room.loop, after: delay),
+                line.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
+            {
+                return
+            }
+            _ = try? room.loop.schedule(after: delay, handler: ToRoom(upstream: upstream, client: client, room: room))
+        }
+
+        /// The line that carries a message taking `delay` from `sender`'s loop to `receiver`'s, if they are one loop with
+        /// a line of that delay (the line itself checks that it is called on the loop).
+        private func line(
+            from sender: any RuntimeLoop,
+            to receiver: any RuntimeLoop,
+            after delay: Duration
+        )
+            -> DelayLine<InFlight>?
+        {
+            guard !lines.isEmpty, sender === receiver else { return nil }
+            for line in lines where line.loop === receiver {
+                return line.delay == delay ? line : nil
+            }
+            return nil
+        }
+
+        /// Where `object` lives, for its line to prefetch before delivering to it (read without retaining it: a
+        /// retain would itself wait for the cold object).
+        private static func address(of object: AnyObject) -> UnsafeRawPointer? {
+            UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
+        }
+
+        /// What crosses a channel towards its room: a message, or the server's view of the connection closing.
+        private enum Upstream {
+            case message(ClientMessage)
+            case closed(SessionID)
+
+            func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
+                switch self {
+                case .message(let message):
+                    guard let channel = client.inProcessChannel else {
+                        preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
+                    }
+                    room.deliver(message, on: channel)
+                case .closed(let session): room.connectionClosed(userID: client.userID, session: session)
+                }
+            }
+        }
+
+        /// A message in a `DelayLine`.
+        private enum InFlight {
+            case toRoom(Upstream, client: any ClientEndpoint, room: any RoomEndpoint)
+            case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)
+
+            func deliver() {
+                switch self {
+                case .toRoom(let upstream, let client, let room): upstream.deliver(from: client, to: room)
+                case .toClient(let message, let roomID, let client): client.deliver(message, from: roomID)
+                }
+            }
+        }
+
+        /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
+        private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
+            let time = UInt64(bitPattern: (upstream ? client.loop : room.loop).now.nanoseconds)
+            return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
+                ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
+        }
+
+        /// A message on its way to a room: one allocation that is both the timer's handler and the message.
+        private final class ToRoom: TimerHandler {
+            let upstream: Upstream
+            let client: any ClientEndpoint
+            let room: any RoomEndpoint
+
+            init(upstream: Upstream, client: any ClientEndpoint, room: any RoomEndpoint) {
+                self.upstream = upstream
+                self.client = client
+                self.room = room
+            }
+
+            func timerFired(_ timer: TimerHandle) { upstream.deliver(from: client, to: room) }
+        }
+
+        /// A message on its way to a client.
+        private final class ToClient: TimerHandler {
+            let message: ServerMessage
+            let roomID: String
+            let client: any ClientEndpoint
+
+            init(message: ServerMessage, roomID: String, client: any ClientEndpoint) {
+                self.message = message
+                self.roomID = roomID
+                self.client = client
+            }
+
+            func timerFired(_ timer: TimerHandle) { client.deliver(message, from: roomID) }
+        }
     }
 }
 
 /// A count that several loops add to at once: one atomic per stripe, each in its own allocation, picked by the
 /// adding loop, so that two loops counting every message do not pass one cache line back and forth.
-private final class StripedCounter: Sendable {
+final class StripedCounter: Sendable {
     private final class Stripe: Sendable {
         let value = Atomic<Int>(0)
         /// Pads the object past a 64-byte cache line, so that two stripes never share one.
