@@ -40,6 +40,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    public nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { state.memberIDs }
@@ -55,13 +56,19 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     public func tokenDeadline(of userID: String) -> RuntimeInstant? { state.member(userID)?.tokenDeadline }
 
     public nonisolated func deliver(_ message: ClientMessage, on channel: any ClientChannel) {
-        onLoop(call: Self.receiveOnLoop, with: (message, channel))
+        precondition(loop.isInServiceThread, "a ServerRoom was called off its loop's thread")
+        Self.receiveOnLoop(self, message, channel)
     }
 
-    /// `receive` as a function value made once, for ``LoopPinnedActor/onLoop(call:with:)``.
-    private static let receiveOnLoop: @Sendable (isolated ServerRoom, (ClientMessage, any ClientChannel)) -> Void = {
-        $0.receive($1.0, on: $1.1)
-    }
+    /// `receive`, callable from the room's loop with no hop: made once, as a dialect's `EnginePath` is. Safe as
+    /// ``LoopPinnedActor/onLoop(_:)`` is: `deliver` calls it only after checking it runs on the room's loop's thread.
+    /// (Through `onLoop(call:with:)`, the pair of arguments cost an allocation on every message.)
+    private static let receiveOnLoop: @Sendable (ServerRoom, ClientMessage, any ClientChannel) -> Void = {
+        let receive: @Sendable (isolated ServerRoom, ClientMessage, any ClientChannel) -> Void = {
+            $0.receive($1, on: $2)
+        }
+        return unsafeBitCast(receive, to: (@Sendable (ServerRoom, ClientMessage, any ClientChannel) -> Void).self)
+    }()
 
     public nonisolated func connectionClosed(userID: String, session: SessionID) {
         onLoop { room in

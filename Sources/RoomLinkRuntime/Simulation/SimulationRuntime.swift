@@ -202,7 +202,10 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     // MARK: - Lanes
 
     /// What the simulation calls of a ``SimulationLane``: closures the lane compiles for its items.
-    @_spi(RoomLinkInternals) public struct LaneHooks {
+    ///
+    /// A class, so that the simulation can call its closures through a reference it does not retain (a closure read
+    /// from an array of values is retained and released around every call: twice a message).
+    @_spi(RoomLinkInternals) public final class LaneHooks {
         /// The deadline of the lane's first item, if it has one.
         let front: () -> UInt64?
         /// Appends every item due by the time given (nanoseconds) as an expired timer with the ID given.
@@ -282,8 +285,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// up to its tick's end, as the wheel hands out a timer).
     private var nextDeadline: UInt64? {
         var next = timers.nextRealDeadline
-        for lane in lanes {
-            guard let front = lane.front() else { continue }
+        for index in lanes.indices {
+            guard let front = Self.withLane(lanes, index, { $0.front() }) else { continue }
             let (rounded, overflow) = front.addingReportingOverflow(Self.tickNanoseconds - 1)
             let end = overflow ? .max : (rounded >> Self.tickShift) << Self.tickShift
             next = min(next ?? end, end)
@@ -447,6 +450,13 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private static let tickNanoseconds: UInt64 = 1 << tickShift
 
+    /// Calls `body` with the lane at `index` of `lanes` (an array the caller holds), without retaining it or its
+    /// closures: the array holds them throughout.
+    @inline(__always)
+    private static func withLane<T>(_ lanes: [LaneHooks], _ index: Int, _ body: (LaneHooks) -> T) -> T {
+        lanes.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index])._withUnsafeGuaranteedRef(body) }
+    }
+
     /// Fires the timers of the tick ending at `time`, one by one in `(deadline, scheduling order)`, each at its own
     /// deadline; timers armed meanwhile for the same tick join the batch in order. Timers due after the running
     /// body's horizon are put back, and the run is marked as having reached it.
@@ -456,16 +466,15 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         timers.expire(at: time, into: &dueBuffer)
         if !lanes.isEmpty {
             let fromWheel = dueBuffer.count
-            for (number, lane) in lanes.enumerated() {
-                lane.collect(time, TimerQueueID(rawValue: UInt64(number)), &dueBuffer)
+            for number in lanes.indices {
+                Self.withLane(lanes, number) { $0.collect(time, TimerQueueID(rawValue: UInt64(number)), &dueBuffer) }
             }
             if dueBuffer.count > fromWheel, fromWheel > 0 || lanes.count > 1 {
                 dueBuffer.sort { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
             }
         }
-        // The lanes as they stand, held once for the batch: read from the stored array, each item's call retained and
-        // released the lane's three closures. A lane registered meanwhile has nothing due in this tick (an item waits
-        // at least two).
+        // The lanes as they stand, held once for the batch. A lane registered meanwhile has nothing due in this tick
+        // (an item waits at least two).
         let lanes = self.lanes
         var index = 0
         while index < dueBuffer.count {
@@ -481,7 +490,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             if due.id.generation == 0 {
                 // A lane's first item (the lane's items come in its order).
                 fired.wrappingAdd(1, ordering: .relaxed)
-                lanes[Int(due.id.rawValue)].fireFront()
+                Self.withLane(lanes, Int(due.id.rawValue)) { $0.fireFront() }
             } else {
                 guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
                 fired.wrappingAdd(1, ordering: .relaxed)
@@ -489,7 +498,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 if let (handler, handle) = timers.endFiring(due.id, now: now) { handler.timerCancelled(handle) }
             }
             // Run what this firing made runnable before the next timer, as a real loop would.
-            while let job = runQueue.popFirst() {
+            while !runQueue.isEmpty, let job = runQueue.popFirst() {
                 runSynchronously(job)
             }
             // The run ended (its body returned at this instant): the instant's other timers still fire, then time

@@ -172,6 +172,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+    public nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
     /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
     /// the client is its own channel there). One per client, not per room: a client in several rooms only costs

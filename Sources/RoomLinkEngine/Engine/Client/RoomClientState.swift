@@ -250,8 +250,9 @@ public struct RoomClientState: Sendable {
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
             close(at: index, { .rejected(reason, from: $0) }, perform: perform)
         case .heartbeatAck(let session):
-            guard rooms[index].session == session else { return }
-            rooms[index].heard(at: now)
+            rooms.withRoom(at: index) { room in
+                if room.session == session { room.heard(at: now) }
+            }
         case .sessionUnknown(let session):
             guard rooms[index].session == session else { return }
             switch rooms[index].phase {
@@ -428,19 +429,21 @@ public struct RoomClientState: Sendable {
         let timeout = rules.timings.silenceTimeout
         // By index, without copying the room list (this runs for every client every interval). Losing a
         // connection can end only the room at hand (a policy allowing a single attempt), so the index stays put then.
+        let userID = userID
         var index = 0
         while index < rooms.count {
             let count = rooms.count
-            if rooms[index].phase == .joined {
-                if rooms[index].isSilent(at: now, timeout: timeout) {
+            // In place: what decides is three fields of the room, and the heartbeat goes out on its attachment.
+            let beat = rooms.withRoom(at: index) { room -> Beat in
+                guard room.phase == .joined else { return .notJoined }
+                if room.isSilent(at: now, timeout: timeout) { return .silent }
+                let heartbeat = ClientMessage.heartbeat(userID: userID, session: room.session)
+                return perform(.send(heartbeat, room: room.roomID), &room.attachment) == .refused ? .refused : .sent
+            }
+            if beat != .notJoined {
+                if beat == .silent {
                     connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
-                } else if perform(
-                    .send(
-                        .heartbeat(userID: userID, session: rooms[index].session),
-                        room: rooms[index].roomID
-                    ),
-                    &rooms[index].attachment
-                ) == .refused, !isDataSilent {
+                } else if beat == .refused, !isDataSilent {
                     // A dialect that watches its data (Agora) notices a down link when its data-silence timer fires,
                     // 4 s after the data stopped, not at the first keep-alive ping that cannot leave.
                     connectionLost(at: index, closed: true, cause: .closed, now: now, rules: rules, perform: perform)
@@ -448,6 +451,17 @@ public struct RoomClientState: Sendable {
             }
             if rooms.count == count { index += 1 }
         }
+    }
+
+    /// What a joined room's heartbeat came to.
+    private enum Beat {
+        /// Not joined: no heartbeat.
+        case notJoined
+        /// Heard nothing for the silence timeout: the connection is lost.
+        case silent
+        case sent
+        /// The heartbeat could not leave (the link is down).
+        case refused
     }
 
     /// A timer the state asked for fired; one it no longer waits for is ignored.

@@ -17,15 +17,13 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
     public var startIndex: Int { 0 }
     public var endIndex: Int { tail.map { 1 + $0.count } ?? 0 }
 
-    // Inlined: called, the read accessor handed the caller a room it then copied whole (152 bytes, and the retains of
-    // its strings and channel) to read one field — several times on every message a client received.
+    // A plain getter, inlined, where a read coroutine was called out of line and handed back a room the caller then
+    // copied whole (152 bytes, and the retains of its strings and channel) to read one field — several times on every
+    // message a client received. Inlined, reading one field of the getter's result loads that field alone.
     public subscript(position: Int) -> RoomConnection {
-        @inline(__always) _read {
-            if position == 0, tail != nil {
-                yield head
-            } else {
-                yield tail![position - 1]
-            }
+        @inline(__always) get {
+            if position == 0, tail != nil { return head }
+            return tail![position - 1]
         }
         @inline(__always) _modify {
             if position == 0, tail != nil {
@@ -36,11 +34,19 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
         }
     }
 
+    /// Calls `body` with the room at `position`, in place: what every message and heartbeat of a client reads and
+    /// writes goes through here, where reading a field through the subscript's getter could copy the whole room.
+    @inline(__always)
+    mutating func withRoom<Result>(at position: Int, _ body: (inout RoomConnection) throws -> Result) rethrows -> Result {
+        if position == 0, tail != nil { return try body(&head) }
+        return try body(&tail![position - 1])
+    }
+
     /// The index of the room named `roomID`, if the list has it.
     func index(ofRoom roomID: String) -> Int? {
-        guard let tail else { return nil }
+        guard tail != nil else { return nil }
         if head.roomID == roomID { return 0 }
-        return tail.firstIndex { $0.roomID == roomID }.map { $0 + 1 }
+        return tail?.firstIndex { $0.roomID == roomID }.map { $0 + 1 }
     }
 
     /// Adds `room` after the others.

@@ -85,6 +85,9 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     var userID: String { get }
     /// The loop the client runs on; deliveries are made there.
     var loop: any RuntimeLoop { get }
+    /// The identity of ``loop``: what a transport compares to route a message, without a retain of the loop. The
+    /// default reads it from ``loop``.
+    var loopIdentity: ObjectIdentifier { get }
     /// Handles a message from the server of `room`. Called on ``loop``'s thread.
     func deliver(_ message: ServerMessage, from room: String)
     /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
@@ -101,6 +104,7 @@ public protocol ClientEndpoint: AnyObject, Sendable {
 
 extension ClientEndpoint {
     public var inProcessChannel: (any ClientChannel)? { nil }
+    public var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 }
 
 /// What a client's transport learns about the connection carrying one room's channel. A socket transport raises

@@ -47,6 +47,9 @@ public protocol RoomEndpoint: RoomChannel {
     var roomHash: UInt64 { get }
     /// The loop the room runs on; deliveries are made there.
     var loop: any RuntimeLoop { get }
+    /// The identity of ``loop``: what a transport compares to route a message, without a retain of the loop. The
+    /// default reads it from ``loop``.
+    var loopIdentity: ObjectIdentifier { get }
     /// Handles `message`, which arrived on `channel`. Called on ``loop``'s thread.
     func deliver(_ message: ClientMessage, on channel: any ClientChannel)
     /// The connection carrying `session` of `userID` closed (or, for a dialect whose media flows continuously, its
@@ -56,6 +59,10 @@ public protocol RoomEndpoint: RoomChannel {
     /// Calls `body` with the channels of the room's current members, in the order they joined, on ``loop``'s thread
     /// as soon as it runs (a network that cuts the room off tells their clients).
     func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void)
+}
+
+extension RoomEndpoint {
+    public var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 }
 
 /// Finds, or opens, the server side of a room by its ID.

@@ -125,8 +125,13 @@ extension SimulatedNetwork {
         let delivered = StripedCounter()
         /// One line per real loop given at creation (none with jitter): same-loop messages in flight.
         private let lines: [DelayLine<InFlight>]
-        /// The lane of the simulation given at creation, if any (none with jitter): messages in flight there.
+        /// The lane of the simulation given at creation, if any (none with jitter): messages in flight there. Every
+        /// message then takes the network's latency, the lane's delay.
         private let lane: SimulationLane<InFlight>?
+        /// The identity of the lane's simulation: a message rides the lane when both its ends run there (compared by
+        /// identity, read from each end without a retain of its loop — the loops were retained and released a dozen
+        /// times a message).
+        private let laneLoop: ObjectIdentifier?
 
         init(conditions: NetworkConditions, seed: UInt64, batchingOn loops: [any RuntimeLoop]) {
             model = NetworkModel(conditions: conditions, seed: seed)
@@ -143,6 +148,14 @@ extension SimulatedNetwork {
                     return false
                 }
             }
+            laneLoop = lane.map { ObjectIdentifier($0.loop) }
+        }
+
+        /// The lane, when a message between endpoints on these loops rides it.
+        @inline(__always)
+        private func lane(between first: ObjectIdentifier, and second: ObjectIdentifier) -> SimulationLane<InFlight>? {
+            guard let lane, first == laneLoop, second == first else { return nil }
+            return lane
         }
 
         func serve(_ rooms: any RoomDirectory) {}
@@ -193,13 +206,14 @@ extension SimulatedNetwork {
             }
             let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
             guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
-            delivered.increment(by: client.loop)
-            if let lane, delay == lane.itemDelay, room.loop === client.loop, lane.loop === client.loop,
+            let clientLoop = client.loopIdentity
+            delivered.increment(byLoop: clientLoop)
+            if let lane = lane(between: clientLoop, and: room.loopIdentity),
                 lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
             {
                 return
             }
-            if let line = line(from: room.loop, to: client.loop, after: delay),
+            if !lines.isEmpty, let line = line(from: room.loop, to: client.loop, after: delay),
                 line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
             {
                 return
@@ -225,13 +239,14 @@ extension SimulatedNetwork {
             to room: any RoomEndpoint,
             after delay: Duration
         ) {
-            delivered.increment(by: room.loop)
-            if let lane, delay == lane.itemDelay, client.loop === room.loop, lane.loop === room.loop,
+            let roomLoop = room.loopIdentity
+            delivered.increment(byLoop: roomLoop)
+            if let lane = lane(between: roomLoop, and: client.loopIdentity),
                 lane.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
             {
                 return
             }
-            if let line = line(from: client.loop, to: room.loop, after: delay),
+            if !lines.isEmpty, let line = line(from: client.loop, to: room.loop, after: delay),
                 line.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
             {
                 return
@@ -341,9 +356,9 @@ final class StripedCounter: Sendable {
 
     private let stripes = (0..<8).map { _ in Stripe() }
 
-    /// Adds one on behalf of `loop` (its address picks the stripe).
-    func increment(by loop: any RuntimeLoop) {
-        let stripe = Int(truncatingIfNeeded: UInt(bitPattern: ObjectIdentifier(loop)) >> 6) & 7
+    /// Adds one on behalf of the loop `loop` names (its address picks the stripe).
+    func increment(byLoop loop: ObjectIdentifier) {
+        let stripe = Int(truncatingIfNeeded: UInt(bitPattern: loop) >> 6) & 7
         stripes[stripe].value.wrappingAdd(1, ordering: .relaxed)
     }
 
