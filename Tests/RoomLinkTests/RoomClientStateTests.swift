@@ -145,6 +145,29 @@ struct RoomClientStateTests {
         }
     }
 
+    // MARK: - Rules
+
+    /// The rules are handed to a client's state on every message and heartbeat: they hold no counted reference (a
+    /// copy is a copy of bytes), and the policy they keep for the clients' iterators is one per policy, whatever rules
+    /// hold it.
+    @Test
+    func rulesAreBytesAndShareOnePolicyPerPolicy() throws {
+        #expect(_isPOD(RoomClientState.Rules.self))
+        var rules = RoomClientState.Rules(Zego.self, timings: ZegoTimings.default.engine, retryPolicy: Self.policy)
+        let again = RoomClientState.Rules(Agora.self, timings: AgoraTimings.default.engine, retryPolicy: Self.policy)
+        #expect(rules.sharedRetryPolicy === again.sharedRetryPolicy)
+        #expect(rules.retryPolicy == Self.policy)
+        // A new policy is the rules' own from then on; the copy made before keeps the old one.
+        let before = rules
+        let other = try RetryPolicy(schedule: .fixed([.seconds(3)]), maxAttempts: 2)
+        rules.retryPolicy = other
+        #expect(rules.retryPolicy == other && rules.sharedRetryPolicy.policy == other)
+        #expect(before.retryPolicy == Self.policy)
+        var shared = rules.sharedRetryPolicy.makeIterator(random: SeededRandom(seed: 1))
+        var own = other.makeIterator(random: SeededRandom(seed: 1))
+        for _ in 0..<3 { #expect(shared.next(elapsed: .zero) == own.next(elapsed: .zero)) }
+    }
+
     // MARK: - Joining
 
     @Test

@@ -13,7 +13,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     public nonisolated let roomHash: UInt64
     public nonisolated let loop: any RuntimeLoop
     private let server: RoomServer.Shared
-    private var state: ServerRoomState
+    /// Unchecked at run time (the static checks still hold): every message accesses it, and the room applies what
+    /// it decides only after each access has ended.
+    @exclusivity(unchecked) private var state: ServerRoomState
     /// The node whose workers serve this room, when capacity is modelled.
     private let node: LockedBox<ServerNode>?
     /// When the login being processed for each session is done: a connection's messages take effect in the order

@@ -68,6 +68,19 @@ public struct RetryPolicy: Sendable, Hashable {
         func makeIterator(random: SeededRandom) -> Iterator {
             Iterator(policy: self, random: random)
         }
+
+        /// The one `Shared` of `policy` for the life of the process: what ``RoomClientState/Rules`` keep without a
+        /// reference count (a process makes a handful — one per policy its environments use — and keeps them).
+        static func interned(_ policy: RetryPolicy) -> Shared {
+            internedPolicies.withLock { table in
+                if let shared = table[policy] { return shared }
+                let shared = Shared(policy)
+                table[policy] = shared
+                return shared
+            }
+        }
+
+        private static let internedPolicies = LockedBox<[RetryPolicy: Shared]>([:])
     }
 
     /// The delays of one reconnection episode.

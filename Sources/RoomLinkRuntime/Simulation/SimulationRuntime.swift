@@ -61,8 +61,12 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     private let hasMail = Atomic<Bool>(false)
     private let remoteIDs = RemoteTimerIDs()
     private var thread: ServiceThread!
-    private var runQueue = Deque<UnownedJob>()
-    private var timers = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: SimulationRuntime.tickShift))
+    // The state below is the simulation thread's alone, and `@exclusivity(unchecked)`: the runtime's check of each
+    // access (a `swift_beginAccess` and its end) came to a dozen a message. The static checks still hold, and no
+    // method here calls out — to a timer's handler, a lane, a job — while it holds an access to one of them (the
+    // handler and the job run after `beginFiring`, `collect` and `popFirst` have returned).
+    @exclusivity(unchecked) private var runQueue = Deque<UnownedJob>()
+    @exclusivity(unchecked) private var timers = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: SimulationRuntime.tickShift))
 
     /// log2 of the wheel's tick in nanoseconds: ≈ 1 ms. The wheel only buckets timers by tick; inside a tick the
     /// simulation fires them one by one in `(deadline, scheduling order)` with the clock set to each exact
@@ -70,24 +74,28 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// precision, while a heartbeat 30 s ahead is placed two wheel levels up instead of five (with 1 ns ticks) and
     /// a 50 ms message at level 0 — the cascades that dominated large simulations mostly disappear.
     static let tickShift: UInt64 = 20
-    private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    @exclusivity(unchecked) private var dueBuffer: [TimerWheel<TimerRecord>.Expired] = []
     /// The lanes items were added to (``SimulationLane``), by number: a lane's due items stand in the batch as
     /// expired timers whose ID is the lane's number with generation 0, which no wheel timer has.
-    private var lanes: [LaneHooks] = []
-    private var mergeBuffer: [TimerWheel<TimerRecord>.Expired] = []
+    @exclusivity(unchecked) private var lanes: [LaneHooks] = []
+    /// ``lanes``, unretained (`lanes` holds them): what the simulation calls a lane through. An element of an array of
+    /// references is retained to be called, and so is the array's buffer to be read in place (`withUnsafeBufferPointer`)
+    /// — six times a message; a trivial element is neither.
+    @exclusivity(unchecked) private var laneRefs: [Unmanaged<LaneHooks>] = []
+    @exclusivity(unchecked) private var mergeBuffer: [TimerWheel<TimerRecord>.Expired] = []
     /// The lanes everyone who asks for one of an item type and a delay shares (``SimulationLane/shared(on:delay:make:)``):
     /// the simulation holds them, so they live as long as it does, and nothing holds the simulation weakly to find
     /// them — a weak reference gives an object a side table, and every retain and release of it then takes the
     /// runtime's slow path (a third of a million-client run's CPU went to the simulation's reference count).
-    private var sharedLanes: [SharedLaneKey: AnyObject] = [:]
+    @exclusivity(unchecked) private var sharedLanes: [SharedLaneKey: AnyObject] = [:]
     /// Set when a tick's batch reached the running body's horizon: the timers past it were put back, and the run
     /// ends with its time limit.
-    private var reachedHorizon = false
+    @exclusivity(unchecked) private var reachedHorizon = false
     /// Set on the simulation thread when it stops; read only there, so arming on the thread takes no lock.
-    private var isStopped = false
-    private var runState = RunState.idle
+    @exclusivity(unchecked) private var isStopped = false
+    @exclusivity(unchecked) private var runState = RunState.idle
     /// A run whose body returned, resumed once the instant it ended at has been played out.
-    private var finishedRun: ActiveRun?
+    @exclusivity(unchecked) private var finishedRun: ActiveRun?
 
     /// Creates a simulation whose random streams derive from `seed`, and starts its thread.
     ///
@@ -231,6 +239,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     @_spi(RoomLinkInternals) public func register(_ lane: LaneHooks) {
         precondition(isInServiceThread, "a lane registered off the simulation's thread")
         lanes.append(lane)
+        laneRefs.append(Unmanaged.passUnretained(lane))
     }
 
     /// What names a shared lane: its items' type and its delay.
@@ -285,8 +294,8 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// up to its tick's end, as the wheel hands out a timer).
     private var nextDeadline: UInt64? {
         var next = timers.nextRealDeadline
-        for index in lanes.indices {
-            guard let front = Self.withLane(lanes, index, { $0.front() }) else { continue }
+        for index in laneRefs.indices {
+            guard let front = laneRefs[index]._withUnsafeGuaranteedRef({ $0.front() }) else { continue }
             let (rounded, overflow) = front.addingReportingOverflow(Self.tickNanoseconds - 1)
             let end = overflow ? .max : (rounded >> Self.tickShift) << Self.tickShift
             next = min(next ?? end, end)
@@ -450,13 +459,6 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private static let tickNanoseconds: UInt64 = 1 << tickShift
 
-    /// Calls `body` with the lane at `index` of `lanes` (an array the caller holds), without retaining it or its
-    /// closures: the array holds them throughout.
-    @inline(__always)
-    private static func withLane<T>(_ lanes: [LaneHooks], _ index: Int, _ body: (LaneHooks) -> T) -> T {
-        lanes.withUnsafeBufferPointer { Unmanaged.passUnretained($0[index])._withUnsafeGuaranteedRef(body) }
-    }
-
     /// Fires the timers of the tick ending at `time`, one by one in `(deadline, scheduling order)`, each at its own
     /// deadline; timers armed meanwhile for the same tick join the batch in order. Timers due after the running
     /// body's horizon are put back, and the run is marked as having reached it.
@@ -466,16 +468,15 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         timers.expire(at: time, into: &dueBuffer)
         if !lanes.isEmpty {
             let fromWheel = dueBuffer.count
-            for number in lanes.indices {
-                Self.withLane(lanes, number) { $0.collect(time, TimerQueueID(rawValue: UInt64(number)), &dueBuffer) }
+            for number in laneRefs.indices {
+                laneRefs[number]._withUnsafeGuaranteedRef {
+                    $0.collect(time, TimerQueueID(rawValue: UInt64(number)), &dueBuffer)
+                }
             }
             if dueBuffer.count > fromWheel, fromWheel > 0 || lanes.count > 1 {
                 dueBuffer.sort { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
             }
         }
-        // The lanes as they stand, held once for the batch. A lane registered meanwhile has nothing due in this tick
-        // (an item waits at least two).
-        let lanes = self.lanes
         var index = 0
         while index < dueBuffer.count {
             let due = dueBuffer[index]
@@ -490,7 +491,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             if due.id.generation == 0 {
                 // A lane's first item (the lane's items come in its order).
                 fired.wrappingAdd(1, ordering: .relaxed)
-                Self.withLane(lanes, Int(due.id.rawValue)) { $0.fireFront() }
+                laneRefs[Int(due.id.rawValue)]._withUnsafeGuaranteedRef { $0.fireFront() }
             } else {
                 guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
                 fired.wrappingAdd(1, ordering: .relaxed)
@@ -542,6 +543,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private func shutDownOnThread() {
         isStopped = true
+        laneRefs.removeAll()
         lanes.removeAll()  // their items are dropped, as every timer is
         sharedLanes.removeAll()
         for (handler, handle) in timers.removeAll() { handler.timerCancelled(handle) }

@@ -36,6 +36,21 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         /// every client.
         let engine: @Sendable (RoomClient, Entry) -> Void
         let beat: @Sendable (RoomClient, UInt64) -> Bool
+        /// ``engine`` and ``beat`` in an object of the environment's, called through a reference that is not retained
+        /// (the environment holds the object): a closure read from a stored property is retained around its call, and
+        /// these closures' context — the dialect's, one per process — was retained and released on every message by
+        /// both shards' threads at once.
+        let entries: Unmanaged<Entries>
+        private let entriesObject: Entries
+
+        /// The dialect's entry points (``EnginePath``), kept by an environment.
+        final class Entries: Sendable {
+            let engine: @Sendable (RoomClient, Entry) -> Void
+
+            init(engine: @escaping @Sendable (RoomClient, Entry) -> Void) {
+                self.engine = engine
+            }
+        }
         /// The last heartbeat token handed out (``RoomClient/laneTokenBits``).
         private let heartbeatTokens = Atomic<UInt64>(0)
 
@@ -65,6 +80,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
             self.engine = Dialect.enginePath.enter
             self.beat = Dialect.enginePath.beat
+            self.entriesObject = Entries(engine: Dialect.enginePath.enter)
+            self.entries = Unmanaged.passUnretained(entriesObject)
         }
 
         /// A heartbeat in a lane: its client, and the token it was started with (a client that stops beating or
@@ -104,8 +121,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     public nonisolated let userID: String
     public nonisolated let loop: any RuntimeLoop
     let environment: Environment
-    /// The client's decisions.
-    private(set) var state: RoomClientState
+    /// The client's decisions. Unchecked at run time (the static checks still hold): every message and heartbeat
+    /// accesses it once or more, and what the state calls back while it is accessed (``perform(_:_:)``) never
+    /// touches it.
+    @exclusivity(unchecked) private(set) var state: RoomClientState
     private var inStep = false
     var isShutDown = false
     private var publisher: EventPublisher<Dialect.Event>
@@ -179,6 +198,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// those rooms a lookup.
     /// In one process the client is its own channel as the server sees it.
     public nonisolated var inProcessChannel: (any ClientChannel)? { self }
+    /// In one process the channel the server answers on is the client itself. (Declared here, not taken from
+    /// `ClientChannel`'s extension for channels that are endpoints: that one, generic over the conforming type, looked
+    /// up the client's generic metadata on every reply.)
+    public nonisolated var inProcessClient: (any ClientEndpoint)? { self }
     public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
     public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
 
@@ -306,7 +329,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private nonisolated func enter(_ entry: Entry) {
         precondition(loop.isInServiceThread, "a RoomClient was called off its loop's thread")
         // Safe for the reasons `onLoop(_:)` gives: the client's executor is `loop`, and this is its thread.
-        environment.engine(self, entry)
+        environment.entries._withUnsafeGuaranteedRef { $0.engine(self, entry) }
     }
 
     /// A heartbeat a simulation's lane brings (``Environment/heartbeatLane(on:every:)``, on the client's own loop),
@@ -318,17 +341,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         return heartbeatBits == token
     }
 
-    /// What reaches the client from outside: a message, a change of its link or of its path to one room, its
-    /// heartbeat timer, another of its timers.
-    enum Entry {
-        case message(ServerMessage, from: String)
-        case link(LinkState)
-        case route(String, reachable: Bool)
-        case connection(ConnectionEvent, room: String)
-        case heartbeat
-        /// One of the client's timers on its loop (the heartbeat's, a room's, a notice's, the data silence's).
-        case timer(TimerHandle)
-    }
+    /// What reaches the client from outside (``ClientEntry``).
+    typealias Entry = ClientEntry
 
     /// Hands an ``Entry`` to the client's state (``EnginePath`` calls it, compiled for the dialect).
     func handle(entry: Entry) {
@@ -482,4 +496,20 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         // From the cause's deadline (a message's arrival, a timeout) to the callbacks handed to the app.
         if published, let latency = loop.firingLateness { observer.delivered(client: endpointID, latency: latency) }
     }
+}
+
+/// What reaches a client from outside: a message, a change of its link or of its path to one room, its heartbeat
+/// timer, another of its timers.
+///
+/// Not nested in the generic ``RoomClient``: a type nested there is generic itself, and the client's entry points,
+/// which run unspecialised (the transport and the runtime call them through protocols), looked up its metadata at
+/// run time on every message.
+enum ClientEntry {
+    case message(ServerMessage, from: String)
+    case link(LinkState)
+    case route(String, reachable: Bool)
+    case connection(ConnectionEvent, room: String)
+    case heartbeat
+    /// One of the client's timers on its loop (the heartbeat's, a room's, a notice's, the data silence's).
+    case timer(TimerHandle)
 }

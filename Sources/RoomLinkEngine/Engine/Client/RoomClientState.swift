@@ -62,10 +62,13 @@ public struct RoomClientState: Sendable {
     public struct Rules: Sendable {
         public var timings: EngineTimings
         public var retryPolicy: RetryPolicy {
-            didSet { sharedRetryPolicy = RetryPolicy.Shared(retryPolicy) }
+            get { sharedRetryPolicy.policy }
+            set { sharedRetryPolicy = .interned(newValue) }
         }
-        /// ``retryPolicy``, kept once for every iterator the clients make.
-        private(set) var sharedRetryPolicy: RetryPolicy.Shared
+        /// ``retryPolicy``, kept once for every iterator the clients make — interned, never freed, and so held
+        /// without a reference count: the rules are handed to a client's state on every message and heartbeat, and
+        /// with a counted reference each hand-over was a retain and a release (the rules hold nothing else counted).
+        private(set) unowned(unsafe) var sharedRetryPolicy: RetryPolicy.Shared
         /// Whether every client hears of peers joining and leaving, whatever its options
         /// (``RoomDialect/alwaysNotifiesPeers``).
         public var alwaysNotifiesPeers: Bool
@@ -89,8 +92,7 @@ public struct RoomClientState: Sendable {
             logsAttempts: Bool = false
         ) {
             self.timings = timings
-            self.retryPolicy = retryPolicy
-            self.sharedRetryPolicy = RetryPolicy.Shared(retryPolicy)
+            self.sharedRetryPolicy = .interned(retryPolicy)
             self.alwaysNotifiesPeers = Dialect.alwaysNotifiesPeers
             self.firstJoinAttempts = Dialect.firstJoinAttempts
             self.reconnectsInModes = Dialect.reconnectsInModes
