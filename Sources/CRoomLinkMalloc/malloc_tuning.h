@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <unistd.h>
 #endif
 
 // glibc's allocator set up for a simulation (RoomLinkCLI's MemoryTuning says why): one arena, and every block of
@@ -15,6 +16,26 @@ static inline int CRoomLinkMalloc_tuneForSimulation(int mmap_threshold) {
 #else
     (void)mmap_threshold;
     return 0;
+#endif
+}
+
+// Whether the C library is glibc, whose tunables (GLIBC_TUNABLES) a restart can set.
+static inline int CRoomLinkMalloc_isGlibc(void) {
+#if defined(__GLIBC__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+// Starts this program again, with the same arguments, in place of this process (`/proc/self/exe`: the program's own
+// file, wherever it was started from). Returns only if that fails, with -1.
+static inline int CRoomLinkMalloc_restart(char *const argv[]) {
+#if defined(__GLIBC__)
+    return execv("/proc/self/exe", argv);
+#else
+    (void)argv;
+    return -1;
 #endif
 }
 
