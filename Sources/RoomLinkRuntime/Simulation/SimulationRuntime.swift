@@ -66,7 +66,9 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     // method here calls out — to a timer's handler, a lane, a job — while it holds an access to one of them (the
     // handler and the job run after `beginFiring`, `collect` and `popFirst` have returned).
     @exclusivity(unchecked) private var runQueue = Deque<UnownedJob>()
-    @exclusivity(unchecked) private var timers = TimerTable(queue: TimerWheel<TimerRecord>(tickShift: SimulationRuntime.tickShift))
+    @exclusivity(unchecked) private var timers = TimerTable(
+        queue: TimerWheel<TimerRecord>(tickShift: SimulationRuntime.tickShift)
+    )
 
     /// log2 of the wheel's tick in nanoseconds: ≈ 1 ms. The wheel only buckets timers by tick; inside a tick the
     /// simulation fires them one by one in `(deadline, scheduling order)` with the clock set to each exact

@@ -37,7 +37,8 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
     /// Calls `body` with the room at `position`, in place: what every message and heartbeat of a client reads and
     /// writes goes through here, where reading a field through the subscript's getter could copy the whole room.
     @inline(__always)
-    mutating func withRoom<Result>(at position: Int, _ body: (inout RoomConnection) throws -> Result) rethrows -> Result {
+    mutating func withRoom<Result>(at position: Int, _ body: (inout RoomConnection) throws -> Result) rethrows -> Result
+    {
         if position == 0, tail != nil { return try body(&head) }
         return try body(&tail![position - 1])
     }

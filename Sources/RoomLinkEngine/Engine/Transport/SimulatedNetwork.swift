@@ -71,7 +71,8 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     /// stop or resume (``RouteObserver/routeChanged(toRoom:reachable:)``), which dialects that watch their media
     /// (Agora) notice after their detection time. Setting the state the room already has does nothing.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
-        guard carrier.paths.setPartitioned(cutOff, room: roomID), let room = directory.withLock({ $0 })?.room(roomID) else {
+        guard carrier.paths.setPartitioned(cutOff, room: roomID), let room = directory.withLock({ $0 })?.room(roomID)
+        else {
             return
         }
         // The members' data stops or resumes; each client's own loop hears of it.
