@@ -123,4 +123,33 @@ struct SimulationLaneTests {
             #expect(order.lines == ["50 first place", "50 second place", "50 armed at once, after the reservation"])
         }
     }
+
+    /// What keeps a lane and rides in it: a network's carrier and a message to one of its rooms, which holds the
+    /// carrier. Messages still in flight when the simulation shuts down are dropped out of the lane itself, so such
+    /// a cycle does not keep the whole simulated world alive after it.
+    final class Owner: @unchecked Sendable {
+        // Safe: `lane` is set once on the simulation's thread, before any item exists, and read nowhere else.
+        var lane: SimulationLane<Owner>?
+    }
+
+    @Test
+    func itemsInFlightAtShutdownAreReleased() async throws {
+        weak var released: Owner?
+        weak var simulation: SimulationRuntime?
+        do {
+            let sim = SimulationRuntime(seed: 1)
+            simulation = sim
+            released = try await sim.run {
+                let owner = Owner()
+                owner.lane = SimulationLane<Owner>(on: sim, delay: .seconds(10)) { _ in false }
+                #expect(owner.lane!.add(owner))  // due long after the run ends: still in flight at shutdown
+                try await sim.sleep(for: .seconds(1))
+                return owner
+            }
+            #expect(released != nil)
+            sim.shutdown()
+        }
+        #expect(released == nil)
+        #expect(simulation == nil)
+    }
 }

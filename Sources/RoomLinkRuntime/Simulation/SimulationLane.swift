@@ -137,7 +137,8 @@
                     }
                     let entry = queue.removeFirst()
                     if deliver(entry.item) { append(entry.item, deadline: entry.deadline &+ delay, hint: entry.hint) }
-                }
+                },
+                dropAll: { [self] in queue = ChunkedQueue() }
             )
         )
     }

@@ -222,15 +222,19 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         let collect: (UInt64, TimerQueueID, inout [TimerWheel<TimerRecord>.Expired]) -> Void
         /// Takes the first item out and hands it over.
         let fireFront: () -> Void
+        /// Drops every item (the simulation shuts down).
+        let dropAll: () -> Void
 
         @_spi(RoomLinkInternals) public init(
             front: @escaping () -> UInt64?,
             collect: @escaping (UInt64, TimerQueueID, inout [TimerWheel<TimerRecord>.Expired]) -> Void,
-            fireFront: @escaping () -> Void
+            fireFront: @escaping () -> Void,
+            dropAll: @escaping () -> Void
         ) {
             self.front = front
             self.collect = collect
             self.fireFront = fireFront
+            self.dropAll = dropAll
         }
     }
 
@@ -545,9 +549,14 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
 
     private func shutDownOnThread() {
         isStopped = true
+        // The lanes' items are dropped, as every timer is — out of the lanes themselves, not only out of this list:
+        // an item holds its receiver, which may hold the lane (a server room holds its network, which holds its
+        // lane), and a message still in flight would keep that whole world alive.
+        let stopped = lanes
         laneRefs.removeAll()
-        lanes.removeAll()  // their items are dropped, as every timer is
+        lanes.removeAll()
         sharedLanes.removeAll()
+        for lane in stopped { lane.dropAll() }
         for (handler, handle) in timers.removeAll() { handler.timerCancelled(handle) }
         // Jobs that arrived before shutdown still run, so no task awaiting the simulation hangs.
         repeat {
