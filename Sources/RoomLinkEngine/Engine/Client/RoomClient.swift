@@ -31,14 +31,13 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         public let rules: RoomClientState.Rules
         /// The sink and buffering every client's publisher shares.
         let publishing: EventPublisher<Dialect.Event>.Settings
-        /// The dialect's ``EnginePath``, kept as the bare closures: a function value copies without looking up any
-        /// generic metadata, where an `EnginePath<Dialect>` value would need it on every call. Here once, not in
-        /// every client.
-        let engine: @Sendable (RoomClient, Entry) -> Void
+        /// The dialect's ``EnginePath`` heartbeat, kept as the bare closure: a function value copies without looking
+        /// up any generic metadata, where an `EnginePath<Dialect>` value would need it on every call. Here once, not
+        /// in every client (the lane it is given to calls it).
         let beat: @Sendable (RoomClient, UInt64) -> Bool
-        /// ``engine`` and ``beat`` in an object of the environment's, called through a reference that is not retained
-        /// (the environment holds the object): a closure read from a stored property is retained around its call, and
-        /// these closures' context — the dialect's, one per process — was retained and released on every message by
+        /// The dialect's entry into the engine, in an object of the environment's, called through a reference that is
+        /// not retained (the environment holds the object): a closure read from a stored property is retained around
+        /// its call, and its context — the dialect's, one per process — was retained and released on every message by
         /// both shards' threads at once.
         let entries: Unmanaged<Entries>
         private let entriesObject: Entries
@@ -78,7 +77,6 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 logsAttempts: logsAttempts && sink != nil
             )
             self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
-            self.engine = Dialect.enginePath.enter
             self.beat = Dialect.enginePath.beat
             self.entriesObject = Entries(engine: Dialect.enginePath.enter)
             self.entries = Unmanaged.passUnretained(entriesObject)
