@@ -96,6 +96,12 @@
     /// How many items ahead of the one coming out a lane loads the hint of.
     @usableFromInline static var prefetchDistance: Int { 4 }
 
+    /// How many cache lines of the hint a lane loads: what a delivery touches runs past the fourth. A server room's
+    /// capacity node sits at byte 288 and a client's state runs to about byte 470 (`perf annotate` put most of a
+    /// room's receive on that first load). Eight lines measured best at a million clients: 0.85× the CPU of four,
+    /// where five gave 0.91× and twelve 1.04× of eight (BENCHMARKS.md, issue 31's twelfth part).
+    @usableFromInline static var prefetchLines: Int { 8 }
+
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
     @inlinable
     @discardableResult
@@ -133,7 +139,7 @@
                     if prefetches, let ahead = queue.peek(at: Self.prefetchDistance, { $0.pointee.hint }),
                         let address = UnsafeRawPointer(bitPattern: ahead)
                     {
-                        prefetchCacheLines(at: address, lines: 4)
+                        prefetchCacheLines(at: address, lines: Self.prefetchLines)
                     }
                     let entry = queue.removeFirst()
                     if deliver(entry.item) { append(entry.item, deadline: entry.deadline &+ delay, hint: entry.hint) }
