@@ -429,10 +429,10 @@ struct ServerRoomStateTests {
         #expect(MemoryLayout<ServerRoomState.Record>.stride <= 88)
     }
 
-    /// A deadline in the room's queue is its member's user ID alone (16 bytes; the time is the member's): a room keeps
-    /// about one per member.
+    /// An entry of the deadline timer's list is its member's place and user ID alone (24 bytes; the time is the
+    /// member's): a room keeps up to one per member.
     @Test func aQueuedDeadlineStaysPacked() {
-        #expect(ServerRoomState.heardEntryStride <= 16)
+        #expect(ServerRoomState.heardEntryStride <= 24)
     }
 
     /// With continuous data (Agora) a member's deadline runs only while its data has stopped: data that flows again

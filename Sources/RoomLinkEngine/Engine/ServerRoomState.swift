@@ -1,4 +1,3 @@
-internal import DequeModule
 internal import OrderedCollections
 
 /// The server side of one room as a plain value: members, their heartbeat deadlines, pending user updates, kicks.
@@ -10,10 +9,10 @@ internal import OrderedCollections
 /// Rules (contract §2, dialect-neutral):
 /// - A member is kept while heard from: a heartbeat, or its connection closing, restarts its heartbeat timeout; when
 ///   the timeout passes in silence the member is removed and the others are told `delete`. The room keeps one
-///   deadline timer, not one per member: every time a member is heard it joins the back of a queue, and the timer
-///   is armed for the front's deadline (entries superseded by a later heartbeat are dropped from the front as new
-///   ones arrive, and skipped when the timer fires), so a room of a hundred members wakes about once a minute instead
-///   of a hundred times per timeout.
+///   deadline timer, not one per member, armed for the deadline of the member heard longest ago, so a room of a
+///   hundred members wakes about once a minute instead of a hundred times per timeout. Being heard only numbers the
+///   member (its place in the order members were heard); the timer, when it fires, reads that order from a list of
+///   the members heard before it was made, made again from the members when its entries are all used up.
 /// - A login with the user ID of a member from another session replaces it: the older session is kicked
 ///   (``KickReason/duplicateLogin``) and the others see nothing, since the user never left.
 /// - A reconnection of a session the room still holds resumes it silently; of one it dropped, re-adds it. A
@@ -84,7 +83,7 @@ public struct ServerRoomState {
         /// The member's connection closed and nothing was heard since: its timeout runs from that close, and a
         /// second close (a client that changes networks while its link is down) does not move it.
         var connectionClosed = false
-        /// Where the member's latest deadline is in the room's queue (counted from the room's first), if queued.
+        /// The member's place in the order members were heard (counted from the room's first), if its deadline runs.
         var queued: UInt64? {
             get { queuedBits == 0 ? nil : queuedBits &- 1 }
             set { queuedBits = newValue.map { $0 &+ 1 } ?? 0 }
@@ -114,20 +113,11 @@ public struct ServerRoomState {
         case countFalseDepartures(Int)
     }
 
-    /// A member's heartbeat deadline in the room's queue: its user ID, `nil` once superseded — 16 bytes, where the
-    /// time it was heard beside it took 24 (a room keeps about one per member, and a million-client run a million).
-    /// The time is the member's: an entry is current while its member's ``Record/queued`` names its position, and
-    /// every change of a member's `lastHeard` queues a new entry or takes the member out of the queue.
+    /// A member in the order members were heard, as the deadline timer reads it: where it was (its ``Record/queued``
+    /// then) and its user ID. The entry is the member's deadline while the member is still queued at that place.
     private struct HeardEntry {
-        private(set) var userID: String?
-
-        init(userID: String) { self.userID = userID }
-
-        /// Whether a later entry of the member (or its leaving) replaced this one.
-        var superseded: Bool { userID == nil }
-
-        /// Marks the entry replaced by a later one of its member (or by its leaving, or by data that flows).
-        mutating func supersede() { userID = nil }
+        let position: UInt64
+        let userID: String
     }
 
     private struct PendingChange {
@@ -152,11 +142,18 @@ public struct ServerRoomState {
     public private(set) var roomSessionID: String
     private var lives: UInt64 = 0
     private var changeCount: UInt64 = 0
-    /// When members were heard, oldest first; an entry is marked superseded once its member is heard again (or
-    /// leaves), and superseded entries leave from the front.
-    private var heard: Deque<HeardEntry> = []
-    /// The position of `heard`'s first entry among all the room ever queued (entries know their members by it).
-    private var heardStart: UInt64 = 0
+    /// The members whose deadlines ran when the deadline timer last read them, in the order they were heard (from
+    /// `heardNext` on; entries before it are used up). An entry whose member was heard since, or left, is skipped.
+    ///
+    /// Why a list the timer makes, not a queue each heartbeat joins: a heartbeat then writes its member's record
+    /// alone. The queue it joined was three more cache misses a heartbeat — the entry it superseded, the queue's tail
+    /// and its front — the most of a room's time with ten million clients in no cache (BENCHMARKS.md, issue 31's
+    /// thirteenth part). A member heard after the list was made is heard later than everyone on it, so while the list
+    /// holds a current entry, its first one is the member heard longest ago — the queue's front.
+    private var heard: [HeardEntry] = []
+    private var heardNext = 0
+    /// How many times the room's members were heard: the next member heard takes this place.
+    private var heardCount: UInt64 = 0
     /// Whether the room's deadline timer is armed.
     private var deadlineArmed = false
     private var pending: [PendingChange] = []
@@ -170,10 +167,11 @@ public struct ServerRoomState {
     private var droppedAt: [SessionID: RuntimeInstant] = [:]
     private var queuedHeartbeats: [SessionID: Int] = [:]
 
-    /// The bytes a deadline takes in the room's queue (for tests: it stays packed).
+    /// The bytes an entry of the deadline timer's list takes (for tests: it stays packed).
     static var heardEntryStride: Int { MemoryLayout<HeardEntry>.stride }
 
-    /// How many deadlines the room's queue holds, superseded ones included (for tests: it stays near one per member).
+    /// How many entries the deadline timer's list holds, used-up ones included (for tests: it stays within one per
+    /// member).
     var queuedDeadlineCount: Int { heard.count }
 
     /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
@@ -500,24 +498,24 @@ public struct ServerRoomState {
         deadlineArmed = false
         var effects: [Effect] = []
         var falseDepartures = 0
-        while let front = heard.first {
-            guard let userID = front.userID, let index = currentMember(userID, queuedAt: heardStart) else {
-                dropFront()  // superseded by a later entry, or the member is gone
-                continue
-            }
+        while heardNext < heard.count || refillHeard() {
+            let front = heard[heardNext]
+            heardNext += 1
+            // Heard again since the list was made, or gone.
+            guard let index = currentMember(front.userID, queuedAt: front.position) else { continue }
             let due = members.values[index].lastHeard.advanced(by: timings.heartbeatTimeout)
             guard now >= due else {
+                heardNext -= 1  // still the member heard longest ago
                 deadlineArmed = true
                 effects.append(.armDeadline(at: due))
                 break
             }
-            dropFront()
             if modelsCapacity {
                 let session = members.values[index].session
                 droppedAt[session] = now
                 if queuedHeartbeats[session] != nil { falseDepartures += 1 }
             }
-            effects += remove(userID, reason: .dropped, now: now)
+            effects += remove(front.userID, reason: .dropped, now: now)
         }
         if falseDepartures > 0 { effects.insert(.countFalseDepartures(falseDepartures), at: 0) }
         return releasing(effects)
@@ -694,7 +692,6 @@ public struct ServerRoomState {
             if existing.session == joined.session {
                 // The same session on another node (or another node's listing of it): it moved, peers hear nothing.
                 var member = existing
-                supersedeQueued(member.queued)
                 member.queued = nil
                 member.orphaned = false
                 member.node = joined.node
@@ -710,7 +707,6 @@ public struct ServerRoomState {
                 effects += remove(joined.userID, reason: .dropped, announce: false, now: now)
             } else {
                 var member = existing
-                supersedeQueued(member.queued)
                 member.queued = nil
                 member.orphaned = false
                 member.session = joined.session
@@ -791,7 +787,6 @@ public struct ServerRoomState {
         now: RuntimeInstant
     ) -> [Effect] {
         guard let member = members.removeValue(forKey: userID) else { return [] }
-        supersedeQueued(member.queued)
         var announced: [Effect] =
             clustered && announce && member.node == nil
             ? [.announce(.left(userID: userID, session: member.session, reason: reason, kicked: kicked))] : []
@@ -828,36 +823,34 @@ public struct ServerRoomState {
     /// (``ServerTimings/continuousData``), takes the member out of the queue: it has no deadline until its data stops.
     private mutating func queueOrUnqueue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
         guard timings.continuousData else { return queue(memberAt: index, heardAt: now) }
-        supersedeQueued(members.values[index].queued)
         members.values[index].queued = nil
         return nil
     }
 
-    /// Queues the deadline of the member at `index` (its `lastHeard` is already `now`), superseding its previous one.
+    /// Queues the deadline of the member at `index` (its `lastHeard` is already `now`): it takes the next place in
+    /// the order members were heard, which makes any entry of it on the timer's list stale.
     private mutating func queue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
-        supersedeQueued(members.values[index].queued)
-        members.values[index].queued = heardStart &+ UInt64(heard.count)
-        heard.append(HeardEntry(userID: members.keys[index]))
-        // Superseded entries leave from the front as new ones arrive, so the queue stays near one entry per member
-        // while all of them beat (a silent member's entry holds the front until it leaves). Left to the deadline
-        // timer, a room whose members beat every 5 s against a 90 s timeout held 18 entries per member and looked
-        // each one up in one sweep — and rooms that filled together swept together, stalling a million-client loop
-        // for a tenth of a second every 85 s. Marking the entry it replaces costs no lookup.
-        while let front = heard.first, front.superseded { dropFront() }
+        members.values[index].queued = heardCount
+        heardCount &+= 1
         guard !deadlineArmed else { return nil }
         deadlineArmed = true
         return .armDeadline(at: now.advanced(by: timings.heartbeatTimeout))
     }
 
-    /// Marks the entry at `position` (a member's latest) superseded, if it is still queued.
-    private mutating func supersedeQueued(_ position: UInt64?) {
-        guard let position, position >= heardStart else { return }
-        heard[heard.startIndex + Int(position - heardStart)].supersede()
-    }
-
-    private mutating func dropFront() {
-        heard.removeFirst()
-        heardStart &+= 1
+    /// Makes the deadline timer's list again, from the members whose deadlines run, in the order they were heard;
+    /// returns whether it holds any. Called when every entry of the last list is used up.
+    private mutating func refillHeard() -> Bool {
+        heard.removeAll(keepingCapacity: true)
+        heardNext = 0
+        for index in members.values.indices {
+            // What `currentMember` takes, so that every entry of a new list is current.
+            guard let position = members.values[index].queued,
+                members.values[index].node == nil || members.values[index].orphaned
+            else { continue }
+            heard.append(HeardEntry(position: position, userID: members.keys[index]))
+        }
+        heard.sort { $0.position < $1.position }
+        return !heard.isEmpty
     }
 
     /// The index of `userID`'s record if the entry queued at `position` is its latest — not superseded by a later

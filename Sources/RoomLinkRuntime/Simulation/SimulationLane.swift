@@ -29,17 +29,19 @@
     /// storm).
     @exclusivity(unchecked) @usableFromInline var queue = ChunkedQueue<Entry>()
 
-    /// An item waiting, with its deadline, its sequence number and its hint (0 without one).
+    /// An item waiting, with its deadline, its sequence number and its hints (0 without one).
     @usableFromInline struct Entry {
         @usableFromInline let deadline: UInt64
         @usableFromInline let sequence: UInt64
         @usableFromInline let hint: UInt
+        @usableFromInline let secondHint: UInt
         @usableFromInline let item: Item
 
-        @inlinable init(deadline: UInt64, sequence: UInt64, hint: UInt, item: Item) {
+        @inlinable init(deadline: UInt64, sequence: UInt64, hint: UInt, secondHint: UInt, item: Item) {
             self.deadline = deadline
             self.sequence = sequence
             self.hint = hint
+            self.secondHint = secondHint
             self.item = item
         }
     }
@@ -60,7 +62,9 @@
     ///
     /// With `prefetches`, each item is added with a hint — an address its delivery touches first, its receiver
     /// object — and while an item comes out, the lane starts loading the hint of the one four places behind it: a
-    /// million clients' objects are in no cache, and their memory then arrives while the items before them run.
+    /// million clients' objects are in no cache, and their memory then arrives while the items before them run. A
+    /// second hint names the other object the delivery touches (the sender a reply goes back to, the room a
+    /// heartbeat goes to), whose first lines the lane loads too.
     @inlinable
     public init?(
         on simulation: SimulationRuntime,
@@ -102,23 +106,39 @@
     /// where five gave 0.91× and twelve 1.04× of eight (BENCHMARKS.md, issue 31's twelfth part).
     @usableFromInline static var prefetchLines: Int { 8 }
 
+    /// How many cache lines of the second hint a lane loads: an actor's header and the fields right after its 96
+    /// bytes of actor storage — what a delivery reads of the other end (its reference count, its name, its loop).
+    @usableFromInline static var secondHintLines: Int { 3 }
+
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
     @inlinable
     @discardableResult
-    public func add(_ item: consuming Item, prefetching hint: UnsafeRawPointer? = nil) -> Bool {
+    public func add(
+        _ item: consuming Item,
+        prefetching hint: UnsafeRawPointer? = nil,
+        and secondHint: UnsafeRawPointer? = nil
+    ) -> Bool {
         guard simulation.isInServiceThread else { return false }
         if !isRegistered {
             register()
             isRegistered = true
         }
         let now = UInt64(clamping: simulation.now.nanoseconds)
-        append(item, deadline: now &+ delay, hint: UInt(bitPattern: hint))
+        append(item, deadline: now &+ delay, hint: UInt(bitPattern: hint), secondHint: UInt(bitPattern: secondHint))
         return true
     }
 
     @inlinable
-    func append(_ item: consuming Item, deadline: UInt64, hint: UInt) {
-        queue.append(Entry(deadline: deadline, sequence: simulation.takeSequence(), hint: hint, item: item))
+    func append(_ item: consuming Item, deadline: UInt64, hint: UInt, secondHint: UInt) {
+        queue.append(
+            Entry(
+                deadline: deadline,
+                sequence: simulation.takeSequence(),
+                hint: hint,
+                secondHint: secondHint,
+                item: item
+            )
+        )
     }
 
     /// Hands the simulation what it needs of the lane, as closures written here in inlinable code, so that they are
@@ -136,13 +156,28 @@
                     }
                 },
                 fireFront: { [self] in
-                    if prefetches, let ahead = queue.peek(at: Self.prefetchDistance, { $0.pointee.hint }),
-                        let address = UnsafeRawPointer(bitPattern: ahead)
+                    if prefetches,
+                        let (hint, secondHint) = queue.peek(
+                            at: Self.prefetchDistance,
+                            { ($0.pointee.hint, $0.pointee.secondHint) }
+                        )
                     {
-                        prefetchCacheLines(at: address, lines: Self.prefetchLines)
+                        if let address = UnsafeRawPointer(bitPattern: hint) {
+                            prefetchCacheLines(at: address, lines: Self.prefetchLines)
+                        }
+                        if let address = UnsafeRawPointer(bitPattern: secondHint) {
+                            prefetchCacheLines(at: address, lines: Self.secondHintLines)
+                        }
                     }
                     let entry = queue.removeFirst()
-                    if deliver(entry.item) { append(entry.item, deadline: entry.deadline &+ delay, hint: entry.hint) }
+                    if deliver(entry.item) {
+                        append(
+                            entry.item,
+                            deadline: entry.deadline &+ delay,
+                            hint: entry.hint,
+                            secondHint: entry.secondHint
+                        )
+                    }
                 },
                 dropAll: { [self] in queue = ChunkedQueue() }
             )

@@ -109,9 +109,11 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         }
     }
 
-    // The fields are ordered so that the one-byte ones fill the bytes the state and the publisher leave before the
+    // The fields are ordered so that the small ones fill the bytes the publisher and the state leave before the
     // next word: 344 bytes an actor, a 352-byte block from the allocator where 360 took 368 (a million-client run
-    // keeps a million).
+    // keeps a million; `ClientSizeTests` holds it). The publisher, the room mode and the member hint come before the
+    // state, so that the hint is in the second cache line: with the names and the loop in the first, all a room reads
+    // of a client it answers is in the two lines a simulation's lane loads ahead.
 
     /// The device's name on the network and in the event log.
     public nonisolated let endpointID: String
@@ -119,17 +121,17 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     public nonisolated let userID: String
     public nonisolated let loop: any RuntimeLoop
     let environment: Environment
+    private var publisher: EventPublisher<Dialect.Event>
+    /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
+    public nonisolated let roomMode: RoomMode
+    /// See ``memberHint``.
+    private nonisolated let hint = Atomic<Int32>(-1)
     /// The client's decisions. Unchecked at run time (the static checks still hold): every message and heartbeat
     /// accesses it once or more, and what the state calls back while it is accessed (``perform(_:_:)``) never
     /// touches it.
     @exclusivity(unchecked) private(set) var state: RoomClientState
     private var inStep = false
     var isShutDown = false
-    private var publisher: EventPublisher<Dialect.Event>
-    /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
-    public nonisolated let roomMode: RoomMode
-    /// See ``memberHint``.
-    private nonisolated let hint = Atomic<Int32>(-1)
     /// The heartbeat: its timer (as `TimerHandle.packed`: a word, where an optional handle takes two), or, in a
     /// simulation's heartbeat lane, the token it beats with there (``laneTokenBits`` set); 0 when it does not beat.
     private var heartbeatBits: UInt64 = 0
@@ -414,7 +416,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             if let lane = environment.heartbeatLane(on: loop, every: interval) {
                 let token = environment.nextHeartbeatToken()
                 let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(self)))
-                if lane.add(Environment.Beat(client: self, token: token), prefetching: address) {
+                // The room too: the heartbeat retains it to send, and 100,000 rooms' headers are in no cache. Kept for
+                // the heartbeat's life; a room the client left since is only a wasted load (a prefetch never faults).
+                let room = attachment.channel.map { UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier($0))) }
+                if lane.add(Environment.Beat(client: self, token: token), prefetching: address, and: room ?? nil) {
                     heartbeatBits = token
                     break
                 }

@@ -242,8 +242,13 @@ extension SimulatedNetwork {
         ) {
             let roomLoop = room.loopIdentity
             delivered.increment(byLoop: roomLoop)
+            // The client too: the room reads its member hint and answers it.
             if let lane = lane(between: roomLoop, and: client.loopIdentity),
-                lane.add(.toRoom(upstream, client: client, room: room), prefetching: Self.address(of: room))
+                lane.add(
+                    .toRoom(upstream, client: client, room: room),
+                    prefetching: Self.address(of: room),
+                    and: Self.address(of: client)
+                )
             {
                 return
             }
