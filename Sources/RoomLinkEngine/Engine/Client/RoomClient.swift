@@ -379,12 +379,13 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// changes — its notice, or the data silence); `nil` for none.
     private func timer(firedAs handle: TimerHandle) -> RoomClientState.Timer? {
         if dataSilenceBits == handle.rawValue { return .dataSilence }
-        let rooms = state.rooms
-        for index in rooms.indices {
-            if rooms[index].attachment.timer == handle {
-                return rooms[index].timer.map { .room(rooms[index].roomID, $0) }
+        // Field by field through the list's inlined getter: a copy of the list copied its first room whole, with the
+        // retains of its strings and channel.
+        for index in state.rooms.indices {
+            if state.rooms[index].attachment.timer == handle {
+                return state.rooms[index].timer.map { .room(state.rooms[index].roomID, $0) }
             }
-            if rooms[index].attachment.notice == handle { return .notice(room: rooms[index].roomID) }
+            if state.rooms[index].attachment.notice == handle { return .notice(room: state.rooms[index].roomID) }
         }
         return nil
     }

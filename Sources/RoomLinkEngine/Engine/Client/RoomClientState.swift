@@ -206,7 +206,7 @@ public struct RoomClientState: Sendable {
     /// The client's connections move to a new path (a new IP address, a proxy): every joined room closes its
     /// connection and reconnects at once, reporting `cause`.
     public mutating func reconnectAll(cause: LossCause, at now: RuntimeInstant, rules: Rules, perform: Perform) {
-        for roomID in rooms.map(\.roomID) {
+        for roomID in rooms.roomIDs {
             guard let index = index(of: roomID) else { continue }
             connectionLost(at: index, closed: true, cause: cause, now: now, rules: rules, perform: perform)
         }
@@ -317,7 +317,7 @@ public struct RoomClientState: Sendable {
                 armDataSilence(at: now, rules: rules, perform: perform)
             }
             guard state == .down else { return }  // a blackhole looks like an up link: only silence reveals it
-            for roomID in rooms.map(\.roomID) {
+            for roomID in rooms.roomIDs {
                 guard let index = index(of: roomID) else { continue }
                 if watchesData, rooms[index].phase == .joined { continue }  // noticed after the detection time
                 connectionLost(
@@ -340,7 +340,7 @@ public struct RoomClientState: Sendable {
                 }
             }
             // The system reports the network back: every room still trying tries again at once.
-            for roomID in rooms.map(\.roomID) {
+            for roomID in rooms.roomIDs {
                 guard let index = index(of: roomID), rooms[index].phase != .joined else { continue }
                 cancelTimer(of: index, perform: perform)
                 attempt(roomID, at: now, rules: rules, perform: perform)
@@ -472,7 +472,7 @@ public struct RoomClientState: Sendable {
         case .dataSilence:
             guard isDataSilent else { return }
             isDataSilent = false
-            for roomID in rooms.map(\.roomID) {
+            for roomID in rooms.roomIDs {
                 guard let index = index(of: roomID), rooms[index].phase == .joined else { continue }
                 connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
             }
