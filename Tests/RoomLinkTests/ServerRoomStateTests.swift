@@ -85,9 +85,9 @@ struct ServerRoomStateTests {
     }
 
     /// A hundred members beating every 5 s against the 90 s timeout for 400 s: while all beat (one logging out on
-    /// the way), the room's deadline queue stays near one entry per member (it used to keep 18 per member and look
-    /// each one up in one sweep); the member that falls silent still leaves exactly 90 s after it was last heard,
-    /// and the others never.
+    /// the way), the deadline timer's list holds at most one entry per member (a queue once kept 18 per member and
+    /// looked each one up in one sweep); the member that falls silent still leaves exactly 90 s after it was last
+    /// heard, and the others never.
     @Test
     func theDeadlineQueueStaysNearOneEntryPerMemberAndASilentMemberLeavesOnTime() {
         Self.withLoop { loop in
@@ -144,8 +144,99 @@ struct ServerRoomStateTests {
             passTime(to: Self.at(400))
             #expect(departures == ["u7": Self.at(5 * 40 + 0.01 * 7).advanced(by: .seconds(90))])
             #expect(room.memberIDs.count == 98, "u7 timed out, u9 logged out")
-            #expect(peak <= 2 * users.count, "the queue held \(peak) entries for \(users.count) members")
-            #expect(room.queuedDeadlineCount <= 2 * users.count, "and again once the silent member left")
+            #expect(peak <= users.count, "the list held \(peak) entries for \(users.count) members")
+            #expect(room.queuedDeadlineCount <= users.count, "and again once the silent member left")
+        }
+    }
+
+    /// Forty members heard at random — heartbeats, closed connections (a second close does not count), silences,
+    /// logouts, and logins again under new sessions — with the deadline timer fired whenever it asks: every member
+    /// leaves exactly the timeout after it was last heard, members due at one instant leave in the order they were
+    /// heard, and none leaves earlier. Whichever list the timer read a deadline from (one made before the member was
+    /// heard again, or one made afresh), the answer is the one a queue of every hearing would give.
+    @Test(arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
+    func membersHeardAtRandomLeaveExactlyAtTheTimeoutInTheOrderHeard(seed: UInt64) {
+        Self.withLoop { loop in
+            var random = SeededRandom(seed: seed)
+            // Reporting membership, so that the effects say in what order members left.
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings, reportsMembership: true)
+            let timeout = Self.timings.heartbeatTimeout
+            // The model: each member's session, when it was last heard, the order of that hearing, and whether its
+            // connection is closed.
+            var model: [String: (session: UInt64, heard: RuntimeInstant, order: Int, closed: Bool)] = [:]
+            var hearings = 0
+            var sessions: UInt64 = 0
+            var deadline: RuntimeInstant?
+            var departures = 0
+            func take(_ effects: [ServerRoomState.Effect]) {
+                for case .armDeadline(let at) in effects { deadline = at }
+            }
+            func heard(_ user: String, at now: RuntimeInstant) {
+                hearings += 1
+                model[user]?.heard = now
+                model[user]?.order = hearings
+            }
+            func passTime(to time: RuntimeInstant) {
+                while let due = deadline, due <= time {
+                    deadline = nil
+                    let effects = room.deadlinePassed(now: due)
+                    take(effects)
+                    var gone: [String] = []
+                    for case .membership(.left(let user, _, .dropped, _)) in effects { gone.append(user) }
+                    let expected = model.filter { $0.value.heard.advanced(by: timeout) <= due }
+                        .sorted { ($0.value.heard, $0.value.order) < ($1.value.heard, $1.value.order) }
+                    #expect(gone == expected.map(\.key), "at \(due)")
+                    for user in gone {
+                        #expect(model[user].map { $0.heard.advanced(by: timeout) } == due, "\(user) left at \(due)")
+                        model[user] = nil
+                    }
+                    departures += gone.count
+                }
+                // The timer is armed whenever a member's deadline runs, and never later than the earliest.
+                if let earliest = model.values.map({ $0.heard.advanced(by: timeout) }).min() {
+                    #expect(deadline.map { $0 <= earliest } == true, "armed at \(String(describing: deadline))")
+                }
+            }
+            let users = (0..<40).map { "u\($0)" }
+            for step in 0..<2_400 {
+                let now = Self.at(0.5 * Double(step))
+                passTime(to: now)
+                for user in users where random.next() % 60 == 0 {
+                    guard let member = model[user] else {
+                        // Absent: logs in again (half of the absent ones, at random moments) under a new session.
+                        guard random.next() % 4 == 0 else { continue }
+                        sessions += 1
+                        let request = Self.login(user, session: sessions)
+                        take(room.login(request, from: Endpoint(user, loop: loop), tokenValid: true, now: now))
+                        model[user] = (sessions, now, 0, false)
+                        heard(user, at: now)
+                        continue
+                    }
+                    let session = SessionID(rawValue: member.session)
+                    switch random.next() % 10 {
+                    case 0..<6:
+                        let (reply, _, arm) = room.heartbeat(userID: user, session: session, now: now)
+                        #expect(reply == .heartbeatAck(session: session))
+                        take(arm.map { [$0] } ?? [])
+                        heard(user, at: now)
+                        model[user]?.closed = false
+                    case 6, 7:
+                        take(room.connectionClosed(userID: user, session: session, now: now).map { [$0] } ?? [])
+                        if !member.closed {
+                            heard(user, at: now)
+                            model[user]?.closed = true
+                        }
+                    case 8:
+                        take(room.logout(userID: user, session: session, now: now))
+                        model[user] = nil
+                    default:
+                        break  // falls silent, until chosen again
+                    }
+                }
+            }
+            passTime(to: Self.at(2_000))
+            #expect(room.memberIDs.isEmpty, "every member left by the end")
+            #expect(departures > 20, "the run made members leave for silence: \(departures)")
         }
     }
 

@@ -64,7 +64,8 @@
     /// object — and while an item comes out, the lane starts loading the hint of the one four places behind it: a
     /// million clients' objects are in no cache, and their memory then arrives while the items before them run. A
     /// second hint names the other object the delivery touches (the sender a reply goes back to, the room a
-    /// heartbeat goes to), whose first lines the lane loads too.
+    /// heartbeat goes to), whose first lines the lane loads too. Given how many bytes of each object the delivery
+    /// reads, the lane loads the lines those bytes span and no more.
     @inlinable
     public init?(
         on simulation: SimulationRuntime,
@@ -106,17 +107,46 @@
     /// where five gave 0.91× and twelve 1.04× of eight (BENCHMARKS.md, issue 31's twelfth part).
     @usableFromInline static var prefetchLines: Int { 8 }
 
-    /// How many cache lines of the second hint a lane loads: an actor's header and the fields right after its 96
-    /// bytes of actor storage — what a delivery reads of the other end (its reference count, its name, its loop).
+    /// How many cache lines of a second hint a lane loads when not told how many bytes: an actor's header and the
+    /// fields after it — what a delivery reads of the other end (its reference count, its name, its loop).
     @usableFromInline static var secondHintLines: Int { 3 }
+
+    /// `address` with the number of cache lines to load in its top byte (user-space addresses stay below 2^56): the
+    /// lines `bytes` bytes from `address` span, or `defaultLines` when `bytes` is 0. Where the memory bus is the
+    /// limit — ten million clients, whose prefetches wait for a free miss buffer — a line loaded past the end of what
+    /// a delivery reads costs as much as one it needs.
+    @inlinable
+    static func packedHint(_ address: UnsafeRawPointer?, bytes: Int, defaultLines: Int) -> UInt {
+        guard let address else { return 0 }
+        let raw = UInt(bitPattern: address)
+        let lines = bytes > 0 ? ((raw & 63) &+ UInt(bytes) &+ 63) >> 6 : UInt(defaultLines)
+        return raw & Self.hintAddressMask | min(lines, 255) << 56
+    }
+
+    @usableFromInline static var hintAddressMask: UInt { (1 << 56) - 1 }
+
+    /// Starts loading the lines a packed hint names.
+    @inlinable
+    static func prefetch(packed hint: UInt) {
+        guard let address = UnsafeRawPointer(bitPattern: hint & hintAddressMask) else { return }
+        prefetchCacheLines(at: address, lines: Int(truncatingIfNeeded: hint >> 56))
+    }
 
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
     @inlinable
     @discardableResult
+    ///
+    /// - Parameters:
+    ///   - hint: What the delivery touches first (its receiver), for a lane made with `prefetches`.
+    ///   - bytes: How many bytes from `hint` the delivery reads; 0 for ``prefetchLines`` lines.
+    ///   - secondHint: The other object the delivery touches, if any.
+    ///   - secondBytes: How many bytes from `secondHint` it reads; 0 for ``secondHintLines`` lines.
     public func add(
         _ item: consuming Item,
         prefetching hint: UnsafeRawPointer? = nil,
-        and secondHint: UnsafeRawPointer? = nil
+        bytes: Int = 0,
+        and secondHint: UnsafeRawPointer? = nil,
+        bytes secondBytes: Int = 0
     ) -> Bool {
         guard simulation.isInServiceThread else { return false }
         if !isRegistered {
@@ -124,7 +154,12 @@
             isRegistered = true
         }
         let now = UInt64(clamping: simulation.now.nanoseconds)
-        append(item, deadline: now &+ delay, hint: UInt(bitPattern: hint), secondHint: UInt(bitPattern: secondHint))
+        append(
+            item,
+            deadline: now &+ delay,
+            hint: Self.packedHint(hint, bytes: bytes, defaultLines: Self.prefetchLines),
+            secondHint: Self.packedHint(secondHint, bytes: secondBytes, defaultLines: Self.secondHintLines)
+        )
         return true
     }
 
@@ -162,12 +197,8 @@
                             { ($0.pointee.hint, $0.pointee.secondHint) }
                         )
                     {
-                        if let address = UnsafeRawPointer(bitPattern: hint) {
-                            prefetchCacheLines(at: address, lines: Self.prefetchLines)
-                        }
-                        if let address = UnsafeRawPointer(bitPattern: secondHint) {
-                            prefetchCacheLines(at: address, lines: Self.secondHintLines)
-                        }
+                        Self.prefetch(packed: hint)
+                        Self.prefetch(packed: secondHint)
                     }
                     let entry = queue.removeFirst()
                     if deliver(entry.item) {

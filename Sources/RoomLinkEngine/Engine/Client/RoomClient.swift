@@ -420,7 +420,13 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 // The room too: the heartbeat retains it to send, and 100,000 rooms' headers are in no cache. Kept for
                 // the heartbeat's life; a room the client left since is only a wasted load (a prefetch never faults).
                 let room = attachment.channel.map { UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier($0))) }
-                if lane.add(Environment.Beat(client: self, token: token), prefetching: address, and: room ?? nil) {
+                if lane.add(
+                    Environment.Beat(client: self, token: token),
+                    prefetching: address,
+                    bytes: LaneFootprint.client,
+                    and: room ?? nil,
+                    bytes: LaneFootprint.roomHeader
+                ) {
                     heartbeatBits = token
                     break
                 }

@@ -210,7 +210,11 @@ extension SimulatedNetwork {
             let clientLoop = client.loopIdentity
             delivered.increment(byLoop: clientLoop)
             if let lane = lane(between: clientLoop, and: room.loopIdentity),
-                lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
+                lane.add(
+                    .toClient(message, roomID: room.roomID, client: client),
+                    prefetching: Self.address(of: client),
+                    bytes: LaneFootprint.client
+                )
             {
                 return
             }
@@ -247,7 +251,9 @@ extension SimulatedNetwork {
                 lane.add(
                     .toRoom(upstream, client: client, room: room),
                     prefetching: Self.address(of: room),
-                    and: Self.address(of: client)
+                    bytes: LaneFootprint.room,
+                    and: Self.address(of: client),
+                    bytes: LaneFootprint.clientAnswered
                 )
             {
                 return
