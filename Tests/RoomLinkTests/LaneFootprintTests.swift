@@ -30,10 +30,10 @@ import Testing
         #expect(hintEnd + 4 <= LaneFootprint.clientAnswered)
     }
 
-    @Test func aRoomsFieldsAReceiveReadsFirstEndWithinWhatItLoads() throws {
+    @Test func aRoomsFieldsEndWithinWhatItsDeliveriesLoad() throws {
         let ends = Self.fieldEnds(of: ServerRoom.self)
-        #expect(try #require(ends["node"]) <= LaneFootprint.room)
-        #expect(try #require(ends["state"]) <= LaneFootprint.room)
+        #expect(ends.count >= 5, "the reflection saw the room's fields: \(ends)")
+        #expect(ends.values.max() ?? .max <= LaneFootprint.room)
         for field in ["roomID", "roomHash", "loop"] {
             #expect(try #require(ends[field]) <= LaneFootprint.roomHeader, "\(field)")
         }

@@ -280,13 +280,11 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         case .login(let request):
             login(request, on: channel)
         case .heartbeat(let userID, let session):
-            let (reply, slot, arm) = state.heartbeat(
-                userID: userID,
-                session: session,
-                slot: channel.memberHint,
-                now: now
-            )
-            if slot >= 0 { channel.setMemberHint(slot) }
+            let hint = channel.memberHint
+            let (reply, slot, arm) = state.heartbeat(userID: userID, session: session, slot: hint, now: now)
+            // Written only when it moved: a store to every answered client's line, each heartbeat, was a line made
+            // dirty to write back — at ten million clients the memory bus is the limit.
+            if slot >= 0, slot != hint { channel.setMemberHint(slot) }
             if state.isLate(reply, session: session, arrivedAt: arrivedAt) { node?.withLock { $0.lateHeartbeat() } }
             server.send(reply, on: channel, from: self)
             if let arm { apply([arm]) }

@@ -419,7 +419,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(self)))
                 // The room too: the heartbeat retains it to send, and 100,000 rooms' headers are in no cache. Kept for
                 // the heartbeat's life; a room the client left since is only a wasted load (a prefetch never faults).
-                let room = attachment.channel.map { UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier($0))) }
+                let room = attachment.channel.map {
+                    UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier($0)))
+                }
                 if lane.add(
                     Environment.Beat(client: self, token: token),
                     prefetching: address,

@@ -46,7 +46,9 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
     /// The rooms' IDs as they are now, in order: what a loop that may remove rooms goes by. One room's without an
     /// allocation, and each read in place (`map(\.roomID)` allocated an array, and its key path copied every room
     /// whole through the type's value witnesses — half a million clients at once when a storm takes their link).
-    var roomIDs: RoomIDs { RoomIDs(first: tail == nil ? nil : head.roomID, rest: tail.map { $0.map { $0.roomID } } ?? []) }
+    var roomIDs: RoomIDs {
+        RoomIDs(first: tail == nil ? nil : head.roomID, rest: tail.map { $0.map { $0.roomID } } ?? [])
+    }
 
     /// The IDs ``roomIDs`` lists.
     struct RoomIDs: Sequence, IteratorProtocol {

@@ -13,8 +13,9 @@ enum LaneFootprint {
     static let client = 344
     /// A client, as the room answering it reads it: its header, its names and loop, and its member hint (byte 104).
     static let clientAnswered = 104
-    /// A room, to the end of its capacity node (what its `receive` reads first, past its state).
-    static let room = 304
+    /// A room, all of it (its fields end at byte 312): a message's `receive` reads its state and its capacity node,
+    /// and a login its table of logins in processing, the last field.
+    static let room = 312
     /// A room, as a heartbeat sent to it reads it: its header, its ID, hash and loop (byte 56).
     static let roomHeader = 56
 }
