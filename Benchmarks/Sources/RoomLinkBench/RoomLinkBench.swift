@@ -305,7 +305,7 @@ struct Scale: AsyncParsableCommand {
                   client actor                     \(result.clientActorBytes) B
                   idle AsyncStream (events())      \(result.idleStreamBytes) B
                   consumer task in for-await       \(result.consumerTaskBytes) B
-                  logged in (session, heartbeat timer, server member, deadline queue, messages in flight)  \(result.loggedInBytes) B
+                  logged in (session, heartbeat timer, server member, deadline list, messages in flight)  \(result.loggedInBytes) B
                   peer list (notification on, \(clients / rooms) per room)  \(result.peerListBytes) B
                 """
             )

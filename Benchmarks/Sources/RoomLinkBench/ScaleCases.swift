@@ -31,7 +31,7 @@ struct MemoryBreakdown: Codable, Sendable {
     /// A consumer task waiting in `for await` on each stream.
     var consumerTaskBytes: Int
     /// Logged in (no stream): the client's room session, its heartbeat timer, the server's member record and
-    /// deadline queue entries, the messages in flight.
+    /// deadline list entries, the messages in flight.
     var loggedInBytes: Int
     /// Logged in with user-status notification in rooms of `clients / rooms` members: the peer list on each client.
     var peerListBytes: Int

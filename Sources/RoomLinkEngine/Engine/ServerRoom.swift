@@ -102,11 +102,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 loginDone[request.session] = max(loginDone[request.session] ?? done, done)
                 let pending = PendingLogin(room: self, request: request, channel: channel, done: done)
                 if let lane = server.loginLane(on: loop),
-                    lane.add(
-                        pending,
-                        prefetching: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()),
-                        bytes: LaneFootprint.room
-                    )
+                    lane.add(pending, prefetching: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
                 {
                     return
                 }

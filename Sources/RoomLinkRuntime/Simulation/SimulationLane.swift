@@ -146,7 +146,7 @@
         prefetching hint: UnsafeRawPointer? = nil,
         bytes: Int = 0,
         and secondHint: UnsafeRawPointer? = nil,
-        bytes secondBytes: Int = 0
+        secondBytes: Int = 0
     ) -> Bool {
         guard simulation.isInServiceThread else { return false }
         if !isRegistered {

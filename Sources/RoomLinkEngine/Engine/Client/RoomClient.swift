@@ -425,9 +425,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 if lane.add(
                     Environment.Beat(client: self, token: token),
                     prefetching: address,
-                    bytes: LaneFootprint.client,
                     and: room ?? nil,
-                    bytes: LaneFootprint.roomHeader
+                    secondBytes: LaneFootprint.roomHeader
                 ) {
                     heartbeatBits = token
                     break

@@ -210,11 +210,7 @@ extension SimulatedNetwork {
             let clientLoop = client.loopIdentity
             delivered.increment(byLoop: clientLoop)
             if let lane = lane(between: clientLoop, and: room.loopIdentity),
-                lane.add(
-                    .toClient(message, roomID: room.roomID, client: client),
-                    prefetching: Self.address(of: client),
-                    bytes: LaneFootprint.client
-                )
+                lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
             {
                 return
             }
@@ -251,9 +247,8 @@ extension SimulatedNetwork {
                 lane.add(
                     .toRoom(upstream, client: client, room: room),
                     prefetching: Self.address(of: room),
-                    bytes: LaneFootprint.room,
                     and: Self.address(of: client),
-                    bytes: LaneFootprint.clientAnswered
+                    secondBytes: LaneFootprint.clientAnswered
                 )
             {
                 return
