@@ -133,14 +133,15 @@
     }
 
     /// Adds `item`, to come out `delay` from now. Returns `false` (and adds nothing) off the simulation's thread.
-    @inlinable
-    @discardableResult
     ///
     /// - Parameters:
+    ///   - item: What `deliver` is given.
     ///   - hint: What the delivery touches first (its receiver), for a lane made with `prefetches`.
-    ///   - bytes: How many bytes from `hint` the delivery reads; 0 for ``prefetchLines`` lines.
+    ///   - bytes: How many bytes from `hint` the delivery reads; 0 for the lane's default, eight lines.
     ///   - secondHint: The other object the delivery touches, if any.
-    ///   - secondBytes: How many bytes from `secondHint` it reads; 0 for ``secondHintLines`` lines.
+    ///   - secondBytes: How many bytes from `secondHint` it reads; 0 for three lines.
+    @inlinable
+    @discardableResult
     public func add(
         _ item: consuming Item,
         prefetching hint: UnsafeRawPointer? = nil,
