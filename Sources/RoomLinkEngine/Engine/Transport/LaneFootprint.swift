@@ -4,9 +4,9 @@
 ///
 /// Why exact for the other end: its header is all a delivery reads of it, and at ten million clients the memory bus
 /// is the limit (a prefetch waits for a free miss buffer), where a line loaded for nothing costs as much as one
-/// needed. The receiver itself is loaded eight lines from its start, past its end: during a fill, clients made one
-/// after another log in one after another, and the lines past one client are the next one's — loading exactly a
-/// receiver's bytes made a ten-million-client fill 30 s slower (BENCHMARKS.md, issue 31's thirteenth part).
+/// needed. The receiver itself is loaded eight lines from its start, as before: loading exactly its bytes measured
+/// no faster at one or ten million clients (BENCHMARKS.md, issue 31's thirteenth part), and the lines past one
+/// client are often the next one's — made one after another, they log in one after another.
 ///
 /// These are layout facts: `LaneFootprintTests` reads the types' field offsets and fails when a field moves past
 /// them, so that whoever moves it updates the figure here.
