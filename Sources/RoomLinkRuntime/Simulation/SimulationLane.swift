@@ -64,8 +64,8 @@
     /// object — and while an item comes out, the lane starts loading the hint of the one four places behind it: a
     /// million clients' objects are in no cache, and their memory then arrives while the items before them run. A
     /// second hint names the other object the delivery touches (the sender a reply goes back to, the room a
-    /// heartbeat goes to), whose first lines the lane loads too. Given how many bytes of each object the delivery
-    /// reads, the lane loads the lines those bytes span and no more.
+    /// heartbeat goes to), whose first lines the lane loads too — given how many bytes of it the delivery reads, the
+    /// lines those bytes span and no more.
     @inlinable
     public init?(
         on simulation: SimulationRuntime,
@@ -137,7 +137,6 @@
     /// - Parameters:
     ///   - item: What `deliver` is given.
     ///   - hint: What the delivery touches first (its receiver), for a lane made with `prefetches`.
-    ///   - bytes: How many bytes from `hint` the delivery reads; 0 for the lane's default, eight lines.
     ///   - secondHint: The other object the delivery touches, if any.
     ///   - secondBytes: How many bytes from `secondHint` it reads; 0 for three lines.
     @inlinable
@@ -145,7 +144,6 @@
     public func add(
         _ item: consuming Item,
         prefetching hint: UnsafeRawPointer? = nil,
-        bytes: Int = 0,
         and secondHint: UnsafeRawPointer? = nil,
         secondBytes: Int = 0
     ) -> Bool {
@@ -158,7 +156,7 @@
         append(
             item,
             deadline: now &+ delay,
-            hint: Self.packedHint(hint, bytes: bytes, defaultLines: Self.prefetchLines),
+            hint: Self.packedHint(hint, bytes: 0, defaultLines: Self.prefetchLines),
             secondHint: Self.packedHint(secondHint, bytes: secondBytes, defaultLines: Self.secondHintLines)
         )
         return true

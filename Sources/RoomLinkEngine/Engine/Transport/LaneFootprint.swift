@@ -1,5 +1,5 @@
 /// How many bytes of the other end a delivery on a simulation's lane reads, counted from the object's start — the
-/// second hint of `SimulationLane.add(_:prefetching:bytes:and:secondBytes:)`: the lane loads the cache lines those bytes
+/// second hint of `SimulationLane.add(_:prefetching:and:secondBytes:)`: the lane loads the cache lines those bytes
 /// span, and no line past them.
 ///
 /// Why exact for the other end: its header is all a delivery reads of it, and at ten million clients the memory bus
