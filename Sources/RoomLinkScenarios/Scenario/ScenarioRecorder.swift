@@ -34,6 +34,9 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
         state.withLock { $0.isOpen = false }
     }
 
+    @_specialize(where Event == ZegoEvent)
+    @_specialize(where Event == AgoraEvent)
+    @_specialize(where Event == LiveKitEvent)
     func record(_ event: Stamped<Event>, from client: String) {
         let line = event.event.eventLogLine
         state.withLock { state in

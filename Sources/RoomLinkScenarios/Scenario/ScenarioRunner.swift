@@ -146,12 +146,14 @@ public struct ScenarioRunner: Sendable {
         if remote != nil, group is SimulationRuntime {
             throw RoomLinkError(code: .invalidInput, message: "a run against a remote server needs the real clock")
         }
-        return try await run(
-            scenario.dialect.engine,
-            on: group,
-            events: events,
-            progress: progress.map { Progress(report: $0, interval: progressInterval) }
-        )
+        let progress = progress.map { Progress(report: $0, interval: progressInterval) }
+        // Each dialect named, not `scenario.dialect.engine` opened: through an opened existential type the compiler
+        // knows no dialect, and specialises none of the run's generic code for one.
+        switch scenario.dialect {
+        case .zego: return try await run(Zego.self, on: group, events: events, progress: progress)
+        case .agora: return try await run(Agora.self, on: group, events: events, progress: progress)
+        case .livekit: return try await run(LiveKit.self, on: group, events: events, progress: progress)
+        }
     }
 
     /// Where and how often a run reports its progress.

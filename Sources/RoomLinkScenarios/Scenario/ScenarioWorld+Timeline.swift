@@ -111,6 +111,9 @@ extension ScenarioWorld {
             self.participant = participant
         }
 
+        @_specialize(where Dialect == Zego)
+        @_specialize(where Dialect == Agora)
+        @_specialize(where Dialect == LiveKit)
         func timerFired(_ timer: TimerHandle) {
             guard let client = world.clients[participant] else { return }
             let world = world

@@ -50,6 +50,12 @@ final class TimelineCursor<Dialect: RoomDialect>: TimerHandler, @unchecked Senda
     }
 
     /// Arms the timer of the next participant this shard runs, if one is left.
+    // Specialised for each dialect: the simulation calls a generic class's handler through its protocol witness,
+    // which is the unspecialised method, and that ran every `targets.count` and `world.clients[i]` through value
+    // witnesses and metadata lookups — 7.8 % of a million-client fill in this function, 3.0 % specialised.
+    @_specialize(where Dialect == Zego)
+    @_specialize(where Dialect == Agora)
+    @_specialize(where Dialect == LiveKit)
     private func armNext() throws(RuntimeError) {
         while position < targets.count {
             let (participant, offset) = targets[position]
@@ -63,6 +69,9 @@ final class TimelineCursor<Dialect: RoomDialect>: TimerHandler, @unchecked Senda
         }
     }
 
+    @_specialize(where Dialect == Zego)
+    @_specialize(where Dialect == Agora)
+    @_specialize(where Dialect == LiveKit)
     func timerFired(_ timer: TimerHandle) {
         let (participant, offset) = targets[position]
         let deadline = origin.advanced(by: entry.at + offset)
