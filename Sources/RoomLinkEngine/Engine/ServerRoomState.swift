@@ -294,7 +294,7 @@ public struct ServerRoomState {
         if request.kind == .resume, members[request.userID]?.session != request.session {
             return [.send(.sessionUnknown(session: request.session), to: channel)]
         }
-        if members[request.userID] == nil, !members.isEmpty, let cap = maxMemberCount, members.count >= cap {
+        if let cap = maxMemberCount, !members.isEmpty, members.count >= cap, members[request.userID] == nil {
             return [
                 .send(
                     .loginRejected(session: request.session, attempt: request.attempt, reason: .memberCapReached),
@@ -326,7 +326,11 @@ public struct ServerRoomState {
         now: RuntimeInstant
     ) -> [Effect] {
         var effects: [Effect] = []
-        if let existing = members[request.userID], existing.session != request.session, timings.duplicateLoginVisible {
+        // The user's place is looked up once and kept: each lookup hashes the user's name again, and a login made
+        // five of them.
+        var place = members.index(forKey: request.userID)
+        if let found = place, members.values[found].session != request.session, timings.duplicateLoginVisible {
+            let existing = members.values[found]
             // A new participant with the same identity: the old one leaves (its client, if it still listens, is
             // told — by its own node when it is another's), and the new one joins below.
             if existing.node == nil {
@@ -340,8 +344,10 @@ public struct ServerRoomState {
                 announce: false,
                 now: now
             )
+            place = members.index(forKey: request.userID)
         }
-        if let existing = members[request.userID] {
+        if let place {
+            let existing = members.values[place]
             if existing.session != request.session, existing.node == nil {
                 // The newer login wins; the user stays present, so peers hear nothing.
                 kickedSessions[existing.session] = .duplicateLogin
@@ -363,8 +369,8 @@ public struct ServerRoomState {
                     now: now
                 )
             }
-            members[request.userID] = member
-            if let arm = heard(request.userID, at: now) { effects.append(arm) }
+            members.values[place] = member
+            if let arm = heard(memberAt: place, at: now) { effects.append(arm) }
             if reportsMembership, existing.session != request.session || existing.node != nil {
                 // A new session of the user (or one another node held) is a new participant of this node's.
                 if existing.node == nil {
@@ -387,7 +393,7 @@ public struct ServerRoomState {
                 roomSessionID = Self.sessionID(roomID, life: lives)
                 maxMemberCount = request.maxMemberCount
             }
-            members[request.userID] = Record(
+            let record = Record(
                 session: request.session,
                 channel: channel,
                 lastHeard: now,
@@ -397,7 +403,8 @@ public struct ServerRoomState {
                 userStatusNotify: request.userStatusNotify,
                 hidden: request.hidden
             )
-            if let arm = heard(request.userID, at: now) { effects.append(arm) }
+            let (_, place) = members.updateValue(record, forKey: request.userID, insertingAt: members.count)
+            if let arm = heard(memberAt: place, at: now) { effects.append(arm) }
             if reportsMembership {
                 effects.append(.membership(.joined(userID: request.userID, session: request.session)))
             }
@@ -814,6 +821,11 @@ public struct ServerRoomState {
     /// Records that `userID` (a member) was heard at `now`; returns the deadline timer to arm if none is.
     private mutating func heard(_ userID: String, at now: RuntimeInstant) -> Effect? {
         guard let index = members.index(forKey: userID) else { return nil }
+        return heard(memberAt: index, at: now)
+    }
+
+    /// ``heard(_:at:)`` for the member at `index`.
+    private mutating func heard(memberAt index: Int, at now: RuntimeInstant) -> Effect? {
         members.values[index].lastHeard = now
         members.values[index].connectionClosed = false
         return queueOrUnqueue(memberAt: index, heardAt: now)

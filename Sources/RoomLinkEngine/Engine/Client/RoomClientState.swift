@@ -238,7 +238,7 @@ public struct RoomClientState: Sendable {
             guard rooms[index].session == session else { return }
             rooms[index].heard(at: now)
             // A late answer to an earlier attempt: the client gave up on it (and closed its connection).
-            guard rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt) else { return }
+            guard awaitsAnswer(at: index, to: attempt) else { return }
             attemptEnded(at: index, .ok, rules: rules, perform: perform)
             cancelTimer(of: index, perform: perform)
             cancelNotice(of: index, perform: perform)
@@ -247,8 +247,7 @@ public struct RoomClientState: Sendable {
             }
             startHeartbeat(rules: rules, perform: perform)
         case .loginRejected(let session, let attempt, let reason):
-            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
-            else { return }
+            guard rooms[index].session == session, awaitsAnswer(at: index, to: attempt) else { return }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
             close(at: index, { .rejected(reason, from: $0) }, perform: perform)
         case .heartbeatAck(let session):
@@ -284,8 +283,7 @@ public struct RoomClientState: Sendable {
             act(.report(.tokenWillExpire(remaining: remaining), room: roomID), perform)
         case .busy(let session, let attempt, let retryAfter):
             // Admission control: a failed attempt whose next one waits at least as long as the server asked.
-            guard rooms[index].session == session, rooms[index].phase != .joined, rooms[index].isAnswer(to: attempt)
-            else { return }
+            guard rooms[index].session == session, awaitsAnswer(at: index, to: attempt) else { return }
             cancelTimer(of: index, perform: perform)
             attemptFailed(roomID, .busy, notBefore: retryAfter, at: now, rules: rules, perform: perform)
         case .reconnectRequested(let session):
@@ -560,25 +558,27 @@ public struct RoomClientState: Sendable {
             act(.report(.reconnectMode(.full), room: roomID), perform)
             if !forgotten.isEmpty { act(.report(.peersCleared(forgotten), room: roomID), perform) }
         }
-        let room = rooms[index]
-        let kind: LoginRequest.Kind =
-            switch room.phase {
-            case .joining, .joined: .join
-            case .reconnecting where !rules.reconnectsInModes: .reconnect
-            case .reconnecting: room.mode == .full ? .join : .resume
-            }
-        let request = LoginRequest(
-            userID: userID,
-            session: room.session,
-            token: room.options.token,
-            userStatusNotify: room.options.notifiesPeers,
-            maxMemberCount: room.options.maxMemberCount,
-            kind: kind,
-            hidden: room.options.hidden,
-            attempt: room.attempt,
-            answerBy: now.advanced(by: rules.timings.attemptTimeout),
-            sentAt: now
-        )
+        let userID = userID
+        let request = rooms.readRoom(at: index) { room in
+            let kind: LoginRequest.Kind =
+                switch room.phase {
+                case .joining, .joined: .join
+                case .reconnecting where !rules.reconnectsInModes: .reconnect
+                case .reconnecting: room.mode == .full ? .join : .resume
+                }
+            return LoginRequest(
+                userID: userID,
+                session: room.session,
+                token: room.options.token,
+                userStatusNotify: room.options.notifiesPeers,
+                maxMemberCount: room.options.maxMemberCount,
+                kind: kind,
+                hidden: room.options.hidden,
+                attempt: room.attempt,
+                answerBy: now.advanced(by: rules.timings.attemptTimeout),
+                sentAt: now
+            )
+        }
         rooms[index].attemptSentAt = now
         rooms[index].attemptInFlight = true
         guard perform(.send(.login(request), room: roomID), &rooms[index].attachment) == .sent else {
@@ -672,16 +672,17 @@ public struct RoomClientState: Sendable {
         perform: Perform
     ) {
         guard rules.logsAttempts, rooms[index].attemptInFlight else { return }
-        let room = rooms[index]
-        let record = AttemptRecord(
-            room: room.roomID,
-            number: room.attemptsMade,
-            reconnecting: room.phase == .reconnecting,
-            after: room.episodeStart.duration(to: room.attemptSentAt),
-            outcome: outcome,
-            retryAfter: outcome == .busy ? retryAfter : nil,
-            busyCode: rules.busyCode
-        )
+        let record = rooms.readRoom(at: index) { room in
+            AttemptRecord(
+                room: room.roomID,
+                number: room.attemptsMade,
+                reconnecting: room.phase == .reconnecting,
+                after: room.episodeStart.duration(to: room.attemptSentAt),
+                outcome: outcome,
+                retryAfter: outcome == .busy ? retryAfter : nil,
+                busyCode: rules.busyCode
+            )
+        }
         act(.attemptEnded(record), perform)
     }
 
@@ -720,15 +721,24 @@ public struct RoomClientState: Sendable {
     }
 
     private mutating func cancelTimer(of index: Int, perform: Perform) {
-        guard let purpose = rooms[index].timer else { return }
-        _ = perform(.cancel(.room(rooms[index].roomID, purpose)), &rooms[index].attachment)
-        rooms[index].timer = nil
+        rooms.withRoom(at: index) { room in
+            guard let purpose = room.timer else { return }
+            _ = perform(.cancel(.room(room.roomID, purpose)), &room.attachment)
+            room.timer = nil
+        }
     }
 
     /// Disarms the room's ``RoomTransition/stillLost`` notice, which belongs to its episode, not to an attempt.
     private mutating func cancelNotice(of index: Int, perform: Perform) {
-        guard rooms[index].noticeArmed else { return }
-        _ = perform(.cancel(.notice(room: rooms[index].roomID)), &rooms[index].attachment)
-        rooms[index].noticeArmed = false
+        rooms.withRoom(at: index) { room in
+            guard room.noticeArmed else { return }
+            _ = perform(.cancel(.notice(room: room.roomID)), &room.attachment)
+            room.noticeArmed = false
+        }
+    }
+
+    /// Whether room `index` is still waiting for the answer to its attempt `attempt` (read in place, not copied).
+    private func awaitsAnswer(at index: Int, to attempt: UInt32) -> Bool {
+        rooms.readRoom(at: index) { $0.phase != .joined && $0.isAnswer(to: attempt) }
     }
 }

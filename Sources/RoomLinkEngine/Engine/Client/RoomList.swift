@@ -43,6 +43,16 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
         return try body(&tail![position - 1])
     }
 
+    /// Calls `body` with the room at `position`, borrowed in place: what a non-mutating read of several fields goes
+    /// through. A room read through the subscript's getter into a local, or handed to one of its methods, was a copy
+    /// of the whole room (an outlined value-witness copy, with the retains of its strings, peers and channel) — on
+    /// every login a client sent and every answer it took.
+    @inline(__always)
+    func readRoom<Result>(at position: Int, _ body: (borrowing RoomConnection) throws -> Result) rethrows -> Result {
+        if position == 0, tail != nil { return try body(head) }
+        return try body(tail![position - 1])
+    }
+
     /// The rooms' IDs as they are now, in order: what a loop that may remove rooms goes by. One room's without an
     /// allocation, and each read in place (`map(\.roomID)` allocated an array, and its key path copied every room
     /// whole through the type's value witnesses — half a million clients at once when a storm takes their link).
