@@ -818,13 +818,7 @@ public struct ServerRoomState {
         return pending.count == 1 ? [.armFlush(at: now.advanced(by: timings.userUpdateDelay))] : []
     }
 
-    /// Records that `userID` (a member) was heard at `now`; returns the deadline timer to arm if none is.
-    private mutating func heard(_ userID: String, at now: RuntimeInstant) -> Effect? {
-        guard let index = members.index(forKey: userID) else { return nil }
-        return heard(memberAt: index, at: now)
-    }
-
-    /// ``heard(_:at:)`` for the member at `index`.
+    /// Records that the member at `index` was heard at `now`; returns the deadline timer to arm if none is.
     private mutating func heard(memberAt index: Int, at now: RuntimeInstant) -> Effect? {
         members.values[index].lastHeard = now
         members.values[index].connectionClosed = false

@@ -34,6 +34,8 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
         state.withLock { $0.isOpen = false }
     }
 
+    // Specialised for each dialect's events: the clients call it through `EventSink`, which reaches the
+    // unspecialised method (see `TimelineCursor.armNext`).
     @_specialize(where Event == ZegoEvent)
     @_specialize(where Event == AgoraEvent)
     @_specialize(where Event == LiveKitEvent)

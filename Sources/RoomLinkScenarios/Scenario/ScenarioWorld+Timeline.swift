@@ -111,6 +111,7 @@ extension ScenarioWorld {
             self.participant = participant
         }
 
+        // Specialised for each dialect, as `TimelineCursor`'s handler is, for the same reason.
         @_specialize(where Dialect == Zego)
         @_specialize(where Dialect == Agora)
         @_specialize(where Dialect == LiveKit)
