@@ -193,15 +193,15 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
     public nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
-    /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
-    /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
-    /// those rooms a lookup.
     /// In one process the client is its own channel as the server sees it.
     public nonisolated var inProcessChannel: (any ClientChannel)? { self }
     /// In one process the channel the server answers on is the client itself. (Declared here, not taken from
     /// `ClientChannel`'s extension for channels that are endpoints: that one, generic over the conforming type, looked
     /// up the client's generic metadata on every reply.)
     public nonisolated var inProcessClient: (any ClientEndpoint)? { self }
+    /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
+    /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
+    /// those rooms a lookup.
     public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
     public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
 
@@ -352,24 +352,36 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             stepTime = nil
         }
         let now = loop.now
+        // The state's actions come back through closures that hold the client unowned(unsafe): it is this method's
+        // receiver, which its caller keeps alive until it returns, and the closures do not escape. Held strongly,
+        // the client was retained and released half a dozen times a heartbeat (0.94× the CPU of a million-client run).
         switch entry {
         case .message(let message, let roomID):
-            state.receive(message, from: roomID, at: now, rules: environment.rules) { perform($0, &$1) }
+            state.receive(message, from: roomID, at: now, rules: environment.rules) { [unowned(unsafe) self] in
+                self.perform($0, &$1)
+            }
         case .link(let link):
-            state.linkChanged(to: link, at: now, rules: environment.rules) { perform($0, &$1) }
+            state.linkChanged(to: link, at: now, rules: environment.rules) { [unowned(unsafe) self] in
+                self.perform($0, &$1)
+            }
         case .route(let roomID, let reachable):
             state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) {
-                perform($0, &$1)
+                [unowned(unsafe) self] in self.perform($0, &$1)
             }
         case .connection(let event, let roomID):
-            state.connectionChanged(event, room: roomID, at: now, rules: environment.rules) { perform($0, &$1) }
+            state.connectionChanged(event, room: roomID, at: now, rules: environment.rules) { [unowned(unsafe) self] in
+                self.perform($0, &$1)
+            }
         case .heartbeat:
-            state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
+            state.heartbeatDue(at: now, rules: environment.rules) { [unowned(unsafe) self] in self.perform($0, &$1) }
         case .timer(let handle):
             if heartbeatBits == handle.rawValue {
-                state.heartbeatDue(at: now, rules: environment.rules) { perform($0, &$1) }
+                state.heartbeatDue(at: now, rules: environment.rules) { [unowned(unsafe) self] in self.perform($0, &$1)
+                }
             } else if let timer = timer(firedAs: handle) {
-                state.timerFired(timer, at: now, rules: environment.rules) { perform($0, &$1) }
+                state.timerFired(timer, at: now, rules: environment.rules) { [unowned(unsafe) self] in
+                    self.perform($0, &$1)
+                }
             }
         }
     }

@@ -133,6 +133,9 @@ extension SimulatedNetwork {
         /// identity, read from each end without a retain of its loop — the loops were retained and released a dozen
         /// times a message).
         private let laneLoop: ObjectIdentifier?
+        /// The lane's simulation, whose clock a message sent from it is keyed on (``key(_:_:upstream:)``): read through
+        /// the sender's `loop`, the simulation was retained and released on every message.
+        private let laneSimulation: SimulationRuntime?
 
         init(conditions: NetworkConditions, seed: UInt64, batchingOn loops: [any RuntimeLoop]) {
             model = NetworkModel(conditions: conditions, seed: seed)
@@ -150,6 +153,7 @@ extension SimulatedNetwork {
                 }
             }
             laneLoop = lane.map { ObjectIdentifier($0.loop) }
+            laneSimulation = lane == nil ? nil : batching.lazy.compactMap { $0 as? SimulationRuntime }.first
         }
 
         /// The lane, when a message between endpoints on these loops rides it.
@@ -315,7 +319,14 @@ extension SimulatedNetwork {
 
         /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
         private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
-            let time = UInt64(bitPattern: (upstream ? client.loop : room.loop).now.nanoseconds)
+            let sender = upstream ? client.loopIdentity : room.loopIdentity
+            let nanoseconds =
+                if let laneSimulation, sender == laneLoop {
+                    laneSimulation.now.nanoseconds
+                } else {
+                    (upstream ? client.loop : room.loop).now.nanoseconds
+                }
+            let time = UInt64(bitPattern: nanoseconds)
             return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
                 ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
         }
