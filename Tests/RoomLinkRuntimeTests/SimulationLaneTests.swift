@@ -152,4 +152,72 @@ struct SimulationLaneTests {
         #expect(released == nil)
         #expect(simulation == nil)
     }
+
+    /// A lane made with `prefetchAhead` hands it, as each item comes out, the first hint and the word of the item two
+    /// places behind — only for items added with a word, and only the hint's address (its line count stripped).
+    @Test
+    func prefetchAheadGetsTheHintAndWordOfTheItemTwoPlacesBehind() async throws {
+        final class Calls: @unchecked Sendable {
+            // Safe: appended to on the simulation's thread only, read after the run returned.
+            var seen: [(delivering: Int, hint: UInt, word: UInt)] = []
+            var delivering = -1
+        }
+        let calls = Calls()
+        let memory = (0..<6).map { _ in UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 64) }
+        defer { for block in memory { block.deallocate() } }
+        let hints = memory.map { UInt(bitPattern: $0) }
+        try await SimulationRuntime.withSimulation(seed: 1) { sim in
+            try await sim.run {
+                let lane = SimulationLane<Int>(
+                    on: sim,
+                    delay: .milliseconds(10),
+                    prefetches: true,
+                    prefetchAhead: { address, word in
+                        calls.seen.append((calls.delivering, UInt(bitPattern: address), word))
+                    }
+                ) { item in
+                    calls.delivering = item
+                    return false
+                }
+                // Items 0…5 at once; item 3 without a word.
+                for item in 0..<6 {
+                    #expect(
+                        lane!.add(
+                            item,
+                            prefetching: UnsafeRawPointer(bitPattern: hints[item]),
+                            ahead: item == 3 ? 0 : UInt(item) + 100
+                        )
+                    )
+                }
+                try await sim.sleep(for: .seconds(1))
+            }
+        }
+        // Handed before the delivery of the item two places ahead of it: items 2, 4 and 5 (3 has no word); 0 and 1
+        // were at the front from the start.
+        #expect(calls.seen.map(\.word) == [102, 104, 105])
+        #expect(calls.seen.map(\.hint) == [2, 4, 5].map { hints[$0] })
+        #expect(calls.seen.map(\.delivering) == [-1, 1, 2])
+    }
+
+    /// Without `prefetches`, a lane never calls `prefetchAhead`: it loads nothing ahead.
+    @Test
+    func aLaneThatDoesNotPrefetchNeverCallsPrefetchAhead() async throws {
+        final class Count: @unchecked Sendable {
+            // Safe: touched on the simulation's thread only, read after the run returned.
+            var calls = 0
+        }
+        let count = Count()
+        try await SimulationRuntime.withSimulation(seed: 1) { sim in
+            try await sim.run {
+                let lane = SimulationLane<Int>(
+                    on: sim,
+                    delay: .milliseconds(10),
+                    prefetchAhead: { _, _ in count.calls += 1 }
+                ) { _ in false }
+                for item in 0..<6 { #expect(lane!.add(item, ahead: 1)) }
+                try await sim.sleep(for: .seconds(1))
+            }
+        }
+        #expect(count.calls == 0)
+    }
 }

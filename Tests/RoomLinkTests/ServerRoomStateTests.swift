@@ -580,6 +580,43 @@ struct ServerRoomStateTests {
         }
     }
 
+    /// Where the room notes its member table to be, for a simulation's lanes to load a member's record ahead of its
+    /// heartbeat, is where the table is, as members come and go and the table grows: a stale note would only waste
+    /// the loads, but then every heartbeat would wait for its record again.
+    @Test func theNotedMemberTableFollowsTheTable() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r", timings: Self.timings)
+            #expect(room.memberTableAddresses.noted == [0, 0])
+            room.prefetchMember(at: 0)  // nothing noted: loads nothing, and changes nothing
+            var checks = 0
+            func expectNoted() {
+                let addresses = room.memberTableAddresses
+                #expect(addresses.noted == addresses.actual)
+                #expect(!addresses.noted.contains(0))
+                checks += 1
+            }
+            // Growing one login at a time (the table moves as it doubles), then made room for, then shrinking.
+            for index in 0..<40 {
+                let login = Self.login("u\(index)", session: UInt64(index + 1))
+                _ = room.login(login, from: Endpoint("u\(index)", loop: loop), tokenValid: true, now: Self.at(0))
+                expectNoted()
+                room.prefetchMember(at: Int32(index))
+            }
+            room.reserveMembers(500)
+            expectNoted()
+            for index in stride(from: 0, to: 40, by: 3) {
+                _ = room.logout(userID: "u\(index)", session: SessionID(rawValue: UInt64(index + 1)), now: Self.at(1))
+                expectNoted()
+            }
+            // A heartbeat at a slot the note covers still finds its member: the prefetch changed nothing.
+            #expect(
+                Self.answer(room.heartbeat(userID: "u1", session: SessionID(rawValue: 2), slot: 0, now: Self.at(2)))
+                    == "ack 2 at 0"
+            )
+            #expect(checks == 55)
+        }
+    }
+
     /// What a member reads as is what the room keeps under its user ID: the view names the user, and the record's
     /// fields come through.
     @Test func aMemberReadsAsTheRoomKeepsIt() {

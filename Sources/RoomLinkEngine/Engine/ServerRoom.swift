@@ -72,6 +72,21 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         return unsafeBitCast(receive, to: (@Sendable (ServerRoom, ClientMessage, any ClientChannel) -> Void).self)
     }()
 
+    /// Starts loading, without waiting for it, what a heartbeat of the member the room last found at `slot`
+    /// (``ClientChannel/memberHint``) will read of the room's tables: a simulation's network lane calls it two
+    /// messages before the heartbeat arrives, when a million members' records are in no cache. Changes nothing.
+    /// Call on the room's loop.
+    nonisolated func prefetchMember(atSlot slot: Int32) {
+        precondition(loop.isInServiceThread, "a ServerRoom was called off its loop's thread")
+        Self.prefetchMemberOnLoop(self, slot)
+    }
+
+    /// The state's `prefetchMember(at:)`, callable from the room's loop with no hop, as ``receiveOnLoop`` is.
+    private static let prefetchMemberOnLoop: @Sendable (ServerRoom, Int32) -> Void = {
+        let prefetch: @Sendable (isolated ServerRoom, Int32) -> Void = { $0.state.prefetchMember(at: $1) }
+        return unsafeBitCast(prefetch, to: (@Sendable (ServerRoom, Int32) -> Void).self)
+    }()
+
     public nonisolated func connectionClosed(userID: String, session: SessionID) {
         onLoop { room in
             // An edge of the connection, which the server's network stack notices, not a worker.

@@ -136,6 +136,11 @@ public struct ServerRoomState {
     public let reportsMembership: Bool
     /// Members by user ID, in the order they joined (so every run sends in the same order).
     private var members: OrderedDictionary<String, Record> = [:]
+    /// Where the member table's user IDs and records start (0: not noted), for ``prefetchMember(at:)``, noted
+    /// whenever the table grows or shrinks: reading them from the table would wait for the very lines a prefetch is
+    /// meant to load. An address gone stale (a copy made the table move) only wastes the loads.
+    private var memberKeysAddress: UInt = 0
+    private var memberRecordsAddress: UInt = 0
     /// The member cap set by the first member of the room's current life.
     public private(set) var maxMemberCount: Int?
     /// Identifies the room's current life (from its first member to its last); changes when it empties and refills.
@@ -173,6 +178,16 @@ public struct ServerRoomState {
     /// How many entries the deadline timer's list holds, used-up ones included (for tests: it stays within one per
     /// member).
     var queuedDeadlineCount: Int { heard.count }
+
+    /// Where the member table's user IDs and records start, as noted for ``prefetchMember(at:)`` and as they are (for
+    /// tests: the notes follow the table as it grows and shrinks).
+    var memberTableAddresses: (noted: [UInt], actual: [UInt]) {
+        let actual = [
+            members.keys.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0,
+            members.values.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
+        ]
+        return ([memberKeysAddress, memberRecordsAddress], actual)
+    }
 
     /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
     var memberCapacity: Int { members.values.elements.capacity }
@@ -253,6 +268,35 @@ public struct ServerRoomState {
     /// grow by doubling, and a room of a hundred keeps space for 128. Memory only.
     public mutating func reserveMembers(_ count: Int) {
         members.reserveCapacity(count)
+        noteMemberTables()
+    }
+
+    /// Notes where the member table's buffers are now (``memberKeysAddress``).
+    private mutating func noteMemberTables() {
+        memberKeysAddress = members.keys.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0
+        memberRecordsAddress = members.values.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+
+    /// Starts loading, without waiting for it, what ``heartbeat(userID:session:slot:now:)`` reads of the member at
+    /// `slot`: the record and the user ID, and the counts of both tables (their bounds checks). A slot past the end
+    /// loads lines nobody reads, and nothing faults. (Mutating though it writes nothing: called on a room's stored
+    /// state, a non-mutating method was given a copy of the whole state, every table in it retained.)
+    mutating func prefetchMember(at slot: Int32) {
+        guard slot >= 0, memberRecordsAddress != 0, memberKeysAddress != 0 else { return }
+        // A contiguous array's elements follow its 32-byte header (object header, count, capacity).
+        let header = 32
+        let record = memberRecordsAddress &+ UInt(slot) &* UInt(MemoryLayout<Record>.stride)
+        let key = memberKeysAddress &+ UInt(slot) &* UInt(MemoryLayout<String>.stride)
+        Self.prefetch(memberRecordsAddress &- UInt(header), bytes: 1)
+        Self.prefetch(record, bytes: MemoryLayout<Record>.size)
+        Self.prefetch(memberKeysAddress &- UInt(header), bytes: 1)
+        Self.prefetch(key, bytes: MemoryLayout<String>.size)
+    }
+
+    /// Starts loading the cache lines `bytes` bytes from `address` span.
+    private static func prefetch(_ address: UInt, bytes: Int) {
+        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
+        prefetchCacheLines(at: pointer, lines: Int((address & 63 &+ UInt(bytes) &+ 63) >> 6))
     }
 
     /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the
@@ -404,6 +448,7 @@ public struct ServerRoomState {
                 hidden: request.hidden
             )
             let (_, place) = members.updateValue(record, forKey: request.userID, insertingAt: members.count)
+            noteMemberTables()
             if let arm = heard(memberAt: place, at: now) { effects.append(arm) }
             if reportsMembership {
                 effects.append(.membership(.joined(userID: request.userID, session: request.session)))
@@ -704,6 +749,7 @@ public struct ServerRoomState {
                 member.node = joined.node
                 member.clusterSequence = sequence
                 members[joined.userID] = member
+                noteMemberTables()
                 return remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
             if existing.node == nil {
@@ -722,6 +768,7 @@ public struct ServerRoomState {
                 member.tokenDeadline = nil
                 member.clusterSequence = sequence
                 members[joined.userID] = member
+                noteMemberTables()
                 return effects + remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
         }
@@ -736,6 +783,7 @@ public struct ServerRoomState {
             userStatusNotify: false,
             hidden: joined.hidden
         )
+        noteMemberTables()
         if !joined.hidden { effects += recordChange(.add, of: joined.userID, now: now) }
         return effects
     }
@@ -794,6 +842,7 @@ public struct ServerRoomState {
         now: RuntimeInstant
     ) -> [Effect] {
         guard let member = members.removeValue(forKey: userID) else { return [] }
+        noteMemberTables()
         var announced: [Effect] =
             clustered && announce && member.node == nil
             ? [.announce(.left(userID: userID, session: member.session, reason: reason, kicked: kicked))] : []

@@ -29,23 +29,32 @@
     /// storm).
     @exclusivity(unchecked) @usableFromInline var queue = ChunkedQueue<Entry>()
 
-    /// An item waiting, with its deadline, its sequence number and its hints (0 without one).
+    /// An item waiting, with its deadline, its sequence number, its hints (0 without one) and the word its adder gave
+    /// for ``prefetchAhead`` (0: none).
     @usableFromInline struct Entry {
         @usableFromInline let deadline: UInt64
         @usableFromInline let sequence: UInt64
         @usableFromInline let hint: UInt
         @usableFromInline let secondHint: UInt
+        @usableFromInline let ahead: UInt
         @usableFromInline let item: Item
 
-        @inlinable init(deadline: UInt64, sequence: UInt64, hint: UInt, secondHint: UInt, item: Item) {
+        @inlinable init(deadline: UInt64, sequence: UInt64, hint: UInt, secondHint: UInt, ahead: UInt, item: Item) {
             self.deadline = deadline
             self.sequence = sequence
             self.hint = hint
             self.secondHint = secondHint
+            self.ahead = ahead
             self.item = item
         }
     }
     @usableFromInline let prefetches: Bool
+    /// What the lane does for the item ``prefetchAheadDistance`` places behind the one coming out, whose first hint's
+    /// lines it started loading two items before: given that hint's address and the word the item was added with
+    /// (when not 0), it starts loading what the delivery reaches through the hinted object (a server room's member
+    /// record, whose address the room holds). From the entry's words, not the item: reading an item in place still
+    /// copied it, retaining what it holds.
+    @usableFromInline let prefetchAhead: ((UnsafeRawPointer, UInt) -> Void)?
     @exclusivity(unchecked) @usableFromInline var isRegistered = false
 
     /// The loop the items come out on.
@@ -65,18 +74,22 @@
     /// million clients' objects are in no cache, and their memory then arrives while the items before them run. A
     /// second hint names the other object the delivery touches (the sender a reply goes back to, the room a
     /// heartbeat goes to), whose first lines the lane loads too — given how many bytes of it the delivery reads, the
-    /// lines those bytes span and no more.
+    /// lines those bytes span and no more. Then, two places behind, `prefetchAhead` (if any) is given the first hint
+    /// and the word the item was added with (``add(_:prefetching:and:secondBytes:ahead:)``), to start loading what
+    /// the delivery reaches through the hinted object, whose lines have arrived by then.
     @inlinable
     public init?(
         on simulation: SimulationRuntime,
         delay: Duration,
         prefetches: Bool = false,
+        prefetchAhead: ((UnsafeRawPointer, UInt) -> Void)? = nil,
         deliver: @escaping (Item) -> Bool
     ) {
         guard delay >= Self.minimumDelay else { return nil }
         self.simulation = simulation
         self.delay = UInt64(delay.nanosecondsClamped)
         self.prefetches = prefetches
+        self.prefetchAhead = prefetches ? prefetchAhead : nil
         self.deliver = deliver
     }
 
@@ -100,6 +113,10 @@
 
     /// How many items ahead of the one coming out a lane loads the hint of.
     @usableFromInline static var prefetchDistance: Int { 4 }
+
+    /// How many items ahead of the one coming out a lane hands to `prefetchAhead`: half the hint's distance, so that
+    /// the hinted lines have had two deliveries' time to arrive, and what it starts loading has two more.
+    @usableFromInline static var prefetchAheadDistance: Int { 2 }
 
     /// How many cache lines of the hint a lane loads: what a delivery touches runs past the fourth. A server room's
     /// capacity node sits at byte 288 and a client's state runs to about byte 470 (`perf annotate` put most of a
@@ -139,13 +156,16 @@
     ///   - hint: What the delivery touches first (its receiver), for a lane made with `prefetches`.
     ///   - secondHint: The other object the delivery touches, if any.
     ///   - secondBytes: How many bytes from `secondHint` it reads; 0 for three lines.
+    ///   - ahead: For the lane's `prefetchAhead`, with `hint`: what it needs to find what the delivery reaches through
+    ///     the hinted object; 0 for nothing.
     @inlinable
     @discardableResult
     public func add(
         _ item: consuming Item,
         prefetching hint: UnsafeRawPointer? = nil,
         and secondHint: UnsafeRawPointer? = nil,
-        secondBytes: Int = 0
+        secondBytes: Int = 0,
+        ahead: UInt = 0
     ) -> Bool {
         guard simulation.isInServiceThread else { return false }
         if !isRegistered {
@@ -157,19 +177,21 @@
             item,
             deadline: now &+ delay,
             hint: Self.packedHint(hint, bytes: 0, defaultLines: Self.prefetchLines),
-            secondHint: Self.packedHint(secondHint, bytes: secondBytes, defaultLines: Self.secondHintLines)
+            secondHint: Self.packedHint(secondHint, bytes: secondBytes, defaultLines: Self.secondHintLines),
+            ahead: ahead
         )
         return true
     }
 
     @inlinable
-    func append(_ item: consuming Item, deadline: UInt64, hint: UInt, secondHint: UInt) {
+    func append(_ item: consuming Item, deadline: UInt64, hint: UInt, secondHint: UInt, ahead: UInt) {
         queue.append(
             Entry(
                 deadline: deadline,
                 sequence: simulation.takeSequence(),
                 hint: hint,
                 secondHint: secondHint,
+                ahead: ahead,
                 item: item
             )
         )
@@ -199,13 +221,23 @@
                         Self.prefetch(packed: hint)
                         Self.prefetch(packed: secondHint)
                     }
+                    if let prefetchAhead,
+                        let (hint, ahead) = queue.peek(
+                            at: Self.prefetchAheadDistance,
+                            { ($0.pointee.hint, $0.pointee.ahead) }
+                        ),
+                        ahead != 0, let address = UnsafeRawPointer(bitPattern: hint & Self.hintAddressMask)
+                    {
+                        prefetchAhead(address, ahead)
+                    }
                     let entry = queue.removeFirst()
                     if deliver(entry.item) {
                         append(
                             entry.item,
                             deadline: entry.deadline &+ delay,
                             hint: entry.hint,
-                            secondHint: entry.secondHint
+                            secondHint: entry.secondHint,
+                            ahead: entry.ahead
                         )
                     }
                 },
