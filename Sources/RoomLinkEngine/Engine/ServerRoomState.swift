@@ -182,11 +182,16 @@ public struct ServerRoomState {
     /// Where the member table's user IDs and records start, as noted for ``prefetchMember(at:)`` and as they are (for
     /// tests: the notes follow the table as it grows and shrinks).
     var memberTableAddresses: (noted: [UInt], actual: [UInt]) {
-        let actual = [
+        let actual = currentMemberTableAddresses
+        return ([memberKeysAddress, memberRecordsAddress], [actual.keys, actual.records])
+    }
+
+    /// Where the member table's user IDs and records start now.
+    private var currentMemberTableAddresses: (keys: UInt, records: UInt) {
+        (
             members.keys.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0,
-            members.values.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) },
-        ]
-        return ([memberKeysAddress, memberRecordsAddress], actual)
+            members.values.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        )
     }
 
     /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
@@ -273,8 +278,7 @@ public struct ServerRoomState {
 
     /// Notes where the member table's buffers are now (``memberKeysAddress``).
     private mutating func noteMemberTables() {
-        memberKeysAddress = members.keys.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0
-        memberRecordsAddress = members.values.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        (memberKeysAddress, memberRecordsAddress) = currentMemberTableAddresses
     }
 
     /// Starts loading, without waiting for it, what ``heartbeat(userID:session:slot:now:)`` reads of the member at
@@ -749,7 +753,6 @@ public struct ServerRoomState {
                 member.node = joined.node
                 member.clusterSequence = sequence
                 members[joined.userID] = member
-                noteMemberTables()
                 return remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
             if existing.node == nil {
@@ -768,7 +771,6 @@ public struct ServerRoomState {
                 member.tokenDeadline = nil
                 member.clusterSequence = sequence
                 members[joined.userID] = member
-                noteMemberTables()
                 return effects + remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
         }
