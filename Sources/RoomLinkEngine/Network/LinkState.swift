@@ -7,6 +7,24 @@ public enum LinkState: Sendable, Hashable, CustomStringConvertible {
     /// Messages are silently lost in both directions; the client learns only from missed heartbeats.
     case blackhole
 
+    /// The state as a byte, for a client to keep in an atomic (``ClientEndpoint/keptLinkState``): `up` is 0.
+    var byte: UInt8 {
+        switch self {
+        case .up: 0
+        case .down: 1
+        case .blackhole: 2
+        }
+    }
+
+    /// The state ``byte`` gave.
+    init(byte: UInt8) {
+        switch byte {
+        case 1: self = .down
+        case 2: self = .blackhole
+        default: self = .up
+        }
+    }
+
     public var description: String {
         switch self {
         case .up: "up"

@@ -124,6 +124,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private var publisher: EventPublisher<Dialect.Event>
     /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
     public nonisolated let roomMode: RoomMode
+    /// ``keptLinkState`` as its byte (`LinkState.byte`), in the padding before the hint.
+    private nonisolated let link = Atomic<UInt8>(0)
     /// See ``memberHint``.
     private nonisolated let hint = Atomic<Int32>(-1)
     /// The client's decisions. Unchecked at run time (the static checks still hold): every message and heartbeat
@@ -204,6 +206,11 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// those rooms a lookup.
     public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
     public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
+    /// The client keeps its link state for its transport, beside the hint that a room answering it reads.
+    public nonisolated var keptLinkState: LinkState? { LinkState(byte: link.load(ordering: .acquiring)) }
+    public nonisolated func exchangeKeptLinkState(_ state: LinkState) -> LinkState? {
+        LinkState(byte: link.exchange(state.byte, ordering: .acquiringAndReleasing))
+    }
 
     // MARK: - Public API common to every dialect
 
@@ -391,13 +398,16 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// changes — its notice, or the data silence); `nil` for none.
     private func timer(firedAs handle: TimerHandle) -> RoomClientState.Timer? {
         if dataSilenceBits == handle.rawValue { return .dataSilence }
-        // Field by field through the list's inlined getter: a copy of the list copied its first room whole, with the
-        // retains of its strings and channel.
+        // Each room borrowed in place: a copy of the list copied its first room whole, with the retains of its
+        // strings and channel, and so did reading its timer through the list's getter — on every retry of half a
+        // million clients in a storm.
         for index in state.rooms.indices {
-            if state.rooms[index].attachment.timer == handle {
-                return state.rooms[index].timer.map { .room(state.rooms[index].roomID, $0) }
+            let found = state.rooms.readRoom(at: index) { room -> RoomClientState.Timer?? in
+                if room.attachment.timer == handle { return .some(room.timer.map { .room(room.roomID, $0) }) }
+                if room.attachment.notice == handle { return .some(.notice(room: room.roomID)) }
+                return .none
             }
-            if state.rooms[index].attachment.notice == handle { return .notice(room: state.rooms[index].roomID) }
+            if let found { return found }
         }
         return nil
     }

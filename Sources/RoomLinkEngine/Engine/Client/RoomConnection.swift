@@ -45,21 +45,31 @@ public struct RoomConnection: Sendable {
     /// ``peers`` as the room keeps them: a word a name while every name is short (`PeerNames`).
     private var peerNames = PeerNames()
     /// The retry iterator of the current episode, boxed: 120 bytes that a joined room does not need inline.
-    private var episodeRetry: Boxed<RetryPolicy.Iterator>?
+    private var episodeRetry: RetryBox?
 
-    /// A value on the heap, so that an optional one costs a pointer when absent.
-    private indirect enum Boxed<Value: Sendable>: Sendable {
-        case value(Value)
+    /// The retry iterator on the heap, so that an absent one costs a pointer; changed in place while one room
+    /// holds it, copied first when a copy of the room shares it. (An indirect enum, immutable, took a new allocation
+    /// of 136 bytes on every attempt that failed: five a client as a storm's clients retry into a dead link.)
+    private final class RetryBox: @unchecked Sendable {
+        // Safe: `value` is written only by `RoomConnection.modifyRetry`, after `isKnownUniquelyReferenced` showed that
+        // no other room value — on this thread or another — holds the box, and otherwise into a fresh copy: the
+        // copy-on-write that makes the standard library's collections Sendable. Reads of a shared box never race
+        // with a write, since a shared box is never written.
+        var value: RetryPolicy.Iterator
 
-        var value: Value {
-            get {
-                switch self {
-                case .value(let value): value
-                }
-            }
-            set { self = .value(newValue) }
+        init(_ value: RetryPolicy.Iterator) {
+            self.value = value
         }
     }
+
+    /// Runs `body` on the episode's retry iterator in place (copied first if another room value shares it); `nil`
+    /// without an episode.
+    private mutating func modifyRetry<Result>(_ body: (inout RetryPolicy.Iterator) -> Result) -> Result? {
+        guard episodeRetry != nil else { return nil }
+        if !isKnownUniquelyReferenced(&episodeRetry!) { episodeRetry = RetryBox(episodeRetry!.value) }
+        return body(&episodeRetry!.value)
+    }
+
     /// When the latest attempt was sent.
     var attemptSentAt = RuntimeInstant.zero
     /// What the client driving the room keeps with it; the room's decisions never read it.
@@ -151,7 +161,7 @@ public struct RoomConnection: Sendable {
         self.lastHeard = now
         var retry = retry
         _ = retry.next(elapsed: .zero)
-        self.episodeRetry = .value(retry)
+        self.episodeRetry = RetryBox(retry)
     }
 
     /// The connection was lost. A joined room starts reconnecting — its first attempt goes out at once — and
@@ -164,7 +174,7 @@ public struct RoomConnection: Sendable {
         fullOnNext = false
         var retry = newRetry
         _ = retry.next(elapsed: .zero)
-        episodeRetry = .value(retry)
+        episodeRetry = RetryBox(retry)
         return true
     }
 
@@ -201,14 +211,16 @@ public struct RoomConnection: Sendable {
         notBefore: Duration? = nil
     ) -> NextAttempt {
         attemptInFlight = false
-        guard var retry = episodeRetry?.value else { return .awaitDeadline }  // no episode: nothing to retry
-        defer { episodeRetry = .value(retry) }
-        // `maxAttempts` may be tighter than the policy's own limit (a dialect's first join).
-        if let maxAttempts, retry.attempts >= maxAttempts { return .giveUp }
-        if let delay = retry.next(elapsed: episodeStart.duration(to: now)) {
-            return .retry(after: notBefore.map { max($0, delay) } ?? delay)
+        let elapsed = episodeStart.duration(to: now)
+        let next = modifyRetry { retry -> NextAttempt in
+            // `maxAttempts` may be tighter than the policy's own limit (a dialect's first join).
+            if let maxAttempts, retry.attempts >= maxAttempts { return .giveUp }
+            if let delay = retry.next(elapsed: elapsed) {
+                return .retry(after: notBefore.map { max($0, delay) } ?? delay)
+            }
+            return .awaitDeadline
         }
-        return .awaitDeadline
+        return next ?? .awaitDeadline  // no episode: nothing to retry
     }
 
     /// The server accepted the join or reconnection: the transitions to report, the peers last.

@@ -100,11 +100,22 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     /// a room the client itself, without a dynamic cast on every message. `nil`, the default, for a client reached
     /// over a socket (the server's channel is its connection).
     var inProcessChannel: (any ClientChannel)? { get }
+    /// The link state the client's transport keeps in the client itself, when the client has room for it: what a
+    /// simulated network reads on every message to or from a client while any link is not up — in a storm, for
+    /// millions of messages — where a table keyed by client took a lock both shards share and a cache miss into a
+    /// table of millions. `nil`, the default, when the client keeps none (the transport keeps a table). A client
+    /// keeps the state of one transport: its own.
+    var keptLinkState: LinkState? { get }
+    /// Sets ``keptLinkState`` and returns the state it replaced, atomically (any thread may set it); `nil`, the
+    /// default, when the client keeps none (and nothing is set).
+    func exchangeKeptLinkState(_ state: LinkState) -> LinkState?
 }
 
 extension ClientEndpoint {
     public var inProcessChannel: (any ClientChannel)? { nil }
     public var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+    public var keptLinkState: LinkState? { nil }
+    public func exchangeKeptLinkState(_ state: LinkState) -> LinkState? { nil }
 }
 
 /// What a client's transport learns about the connection carrying one room's channel. A socket transport raises

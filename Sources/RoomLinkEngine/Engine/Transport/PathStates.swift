@@ -4,7 +4,8 @@ import Synchronization
 /// Shared by the simulated network and the TCP client transport, which differ only in what a fault does.
 ///
 /// Reading is the hot path (every message asks): while every link is up and no room is cut off — the common case —
-/// a read is one atomic load and takes no lock.
+/// a read is one atomic load and takes no lock; while some link is not up, a client that keeps its own state
+/// (``ClientEndpoint/keptLinkState``, as every ``RoomClient`` does) is read in place, and only others take the lock.
 package final class PathStates: Sendable {
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up.
@@ -14,19 +15,47 @@ package final class PathStates: Sendable {
 
     package init() {}
 
-    /// The link of the client `key` names.
+    /// The link of the client `key` names, in the table.
     package func link(of key: ObjectIdentifier) -> LinkState {
         guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
         return links.withLock { $0[key] ?? .up }
     }
 
-    /// Sets the link of the client `key` names; `false` when it already had that state.
+    /// Sets the link of the client `key` names, in the table; `false` when it already had that state.
     package func setLink(_ state: LinkState, for key: ObjectIdentifier) -> Bool {
         links.withLock { links -> Bool in
-            guard (links[key] ?? .up) != state else { return false }
+            let old = links[key] ?? .up
+            guard old != state else { return false }
             links[key] = state == .up ? nil : state
-            linksNotUp.store(links.count, ordering: .releasing)
+            countChange(from: old, to: state)
             return true
+        }
+    }
+
+    /// The link of `client`: kept in the client where it keeps one (``ClientEndpoint/keptLinkState``), otherwise in
+    /// the table. Use either these two methods for a transport's clients or the two that take a key, not both.
+    package func link(of client: any ClientEndpoint) -> LinkState {
+        guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
+        return client.keptLinkState ?? links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+    }
+
+    /// Sets the link of `client`, in the client where it keeps one; `false` when it already had that state.
+    package func setLink(_ state: LinkState, for client: any ClientEndpoint) -> Bool {
+        guard let old = client.exchangeKeptLinkState(state) else {
+            return setLink(state, for: ObjectIdentifier(client))
+        }
+        guard old != state else { return false }
+        countChange(from: old, to: state)
+        return true
+    }
+
+    /// Counts a link leaving `up` or coming back to it. After the state is stored, so that a reader that sees the
+    /// count sees the state.
+    private func countChange(from old: LinkState, to new: LinkState) {
+        if old == .up {
+            linksNotUp.wrappingAdd(1, ordering: .releasing)
+        } else if new == .up {
+            linksNotUp.wrappingSubtract(1, ordering: .releasing)
         }
     }
 

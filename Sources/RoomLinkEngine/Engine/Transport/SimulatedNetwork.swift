@@ -11,8 +11,9 @@ import Synchronization
 /// time.
 ///
 /// A message's fate is drawn from the seed, its two endpoints, its direction and its send time, with no state per
-/// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop; a lock guards
-/// only the link states that are not `up`.
+/// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop: a client's link
+/// state is kept in the client (``ClientEndpoint/keptLinkState``, an atomic byte of every ``RoomClient``), and a lock
+/// guards only those of clients that keep none.
 ///
 /// Given the loops it serves (``init(conditions:seed:batchingOn:)``), a network with no jitter carries the messages
 /// between a client and a room on the same loop in one FIFO per loop instead of a timer each: every such message
@@ -50,14 +51,21 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        carrier.paths.link(of: ObjectIdentifier(client))
+        carrier.paths.link(of: client)
     }
 
     /// Sets the link of `client` and tells the client (at once when called on its loop, otherwise as soon as its
     /// loop runs). Setting the state it already has does nothing.
     public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
-        guard carrier.paths.setLink(state, for: ObjectIdentifier(client)) else { return }
-        client.loop.runSoon { client.linkChanged(to: state) }
+        guard carrier.paths.setLink(state, for: client) else { return }
+        // Directly on the client's loop, without the closure `runSoon` would allocate: a storm takes millions of
+        // links at one instant, from the simulation's own thread.
+        let loop = client.loop
+        if loop.isInServiceThread {
+            client.linkChanged(to: state)
+        } else {
+            loop.runSoon { client.linkChanged(to: state) }
+        }
     }
 
     /// Whether `roomID` is cut off from its clients.
@@ -171,7 +179,7 @@ extension SimulatedNetwork {
         func serve(_ rooms: any RoomDirectory) {}
 
         func link(of client: any ClientEndpoint) -> LinkState {
-            paths.link(of: ObjectIdentifier(client))
+            paths.link(of: client)
         }
 
         func isPartitioned(_ roomID: String) -> Bool {

@@ -1,0 +1,122 @@
+import RoomLink
+import RoomLinkEngine
+import RoomLinkRuntime
+import Testing
+
+/// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (``ClientEndpoint/keptLinkState``),
+/// read without a lock, and in a table for a client that keeps none — with the same answers either way.
+@Suite(.timeLimit(.minutes(10)))
+struct PathStatesTests {
+    /// A client as a transport sees it, keeping no link state of its own.
+    final class Bare: ClientEndpoint {
+        let endpointID: String
+        let loop: any RuntimeLoop
+        var endpointHash: UInt64 { 0 }
+        var userID: String { endpointID }
+
+        init(_ id: String, loop: any RuntimeLoop) {
+            endpointID = id
+            self.loop = loop
+        }
+
+        func deliver(_ message: ServerMessage, from room: String) {}
+        func linkChanged(to state: LinkState) {}
+        func connectionChanged(_ event: ConnectionEvent, room: String) {}
+    }
+
+    @Test func aRoomClientKeepsItsOwnLinkAndOtherClientsAreUnaffected() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let network = SimulatedNetwork()
+            let environment = ZegoClient.Environment(transport: network)
+            let a = ZegoClient(id: "A", loop: simulation, environment: environment)
+            let b = ZegoClient(id: "B", loop: simulation, environment: environment)
+            let states = PathStates()
+            #expect(a.keptLinkState == .up)
+
+            #expect(states.setLink(.down, for: a))
+            #expect(!states.setLink(.down, for: a), "setting the state it has changes nothing")
+            #expect(a.keptLinkState == .down)
+            #expect(states.link(of: a) == .down)
+            #expect(states.link(of: b) == .up)
+            #expect(states.setLink(.blackhole, for: a))
+            #expect(states.link(of: a) == .blackhole)
+            #expect(states.setLink(.up, for: a))
+            #expect(states.link(of: a) == .up)
+            #expect(a.keptLinkState == .up)
+            #expect(b.keptLinkState == .up)
+        }
+    }
+
+    @Test func aClientThatKeepsNoLinkIsInTheTableBesideOnesThatDo() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let environment = ZegoClient.Environment(transport: SimulatedNetwork())
+            let kept = ZegoClient(id: "A", loop: simulation, environment: environment)
+            let bare = Bare("B", loop: simulation)
+            let states = PathStates()
+            #expect(bare.keptLinkState == nil)
+            #expect(bare.exchangeKeptLinkState(.down) == nil)
+
+            #expect(states.setLink(.blackhole, for: bare))
+            #expect(states.setLink(.down, for: kept))
+            #expect(states.link(of: bare) == .blackhole)
+            #expect(states.link(of: ObjectIdentifier(bare)) == .blackhole, "the table, by key")
+            #expect(states.link(of: kept) == .down)
+            // One back up: the other still reads as it was (the count of links not up is not a flag).
+            #expect(states.setLink(.up, for: kept))
+            #expect(states.link(of: bare) == .blackhole)
+            #expect(states.setLink(.up, for: bare))
+            #expect(states.link(of: bare) == .up)
+        }
+    }
+
+    @Test func whileEveryLinkIsUpNothingIsReadFromTheClients() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let environment = ZegoClient.Environment(transport: SimulatedNetwork())
+            let a = ZegoClient(id: "A", loop: simulation, environment: environment)
+            let b = ZegoClient(id: "B", loop: simulation, environment: environment)
+            let states = PathStates()
+            // A state written behind the paths' back is not read while they count no link down…
+            #expect(a.exchangeKeptLinkState(.down) == .up)
+            #expect(states.link(of: a) == .up)
+            // …and is once another link goes down.
+            #expect(states.setLink(.blackhole, for: b))
+            #expect(states.link(of: a) == .down)
+            #expect(states.setLink(.up, for: b))
+            #expect(states.link(of: a) == .up)
+        }
+    }
+
+    @Test func aSimulatedNetworkKeepsTheLinkInTheClientAndTellsIt() async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
+            let server = RoomServer(group: simulation, transport: network)
+            let events = EventCollector()
+            let environment = ZegoClient.Environment(transport: network, sink: events.typed())
+            try await simulation.run {
+                let a = ZegoClient(id: "A", loop: simulation, environment: environment)
+                let b = ZegoClient(id: "B", loop: simulation, environment: environment)
+                await a.loginRoom("r")
+                await b.loginRoom("r")
+                try await simulation.sleep(for: .seconds(1))
+                network.setLink(.down, for: a)
+                #expect(a.keptLinkState == .down)
+                #expect(network.link(of: a) == .down)
+                #expect(network.link(of: b) == .up)
+                try await simulation.sleep(for: .seconds(1))
+                network.setLink(.up, for: a)
+                #expect(a.keptLinkState == .up)
+                try await simulation.sleep(for: .seconds(5))
+                #expect(
+                    events.lines(of: "A") == [
+                        "0 A r logining 0", "120 A r logined 0", "1000 A r reconnecting 1002051",
+                        "2120 A r reconnected 0",
+                    ]
+                )
+                #expect(events.lines(of: "B") == ["0 B r logining 0", "120 B r logined 0"])
+                await a.shutdown()
+                await b.shutdown()
+                _ = server
+            }
+        }
+    }
+}
