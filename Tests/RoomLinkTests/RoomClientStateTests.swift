@@ -218,6 +218,44 @@ struct RoomClientStateTests {
         #expect(client.state.isBeating)
     }
 
+    /// The heartbeat starts with the attachment of the room whose join started it — its channel is what a
+    /// simulation's heartbeat lane loads ahead of each beat — not with an empty one.
+    @Test
+    func theHeartbeatStartsWithTheJoinedRoomsAttachment() {
+        var state = RoomClientState(clientID: "A", userID: "A", seed: 7)
+        let rules = RoomClientState.Rules(Zego.self, timings: Zego.Timings.default.engine, retryPolicy: Self.policy)
+        let marker = TimerHandle(packed: 0x42)
+        var login: LoginRequest?
+        var startedWith: [TimerHandle?] = []
+        // Marks the room's attachment when its login goes out (as a client notes the channel it opened), and notes
+        // which attachment the heartbeat starts with.
+        let perform: RoomClientState.Perform = { action, attachment in
+            switch action {
+            case .send(.login(let request), _):
+                login = request
+                attachment.notice = marker
+            case .startHeartbeat:
+                startedWith.append(attachment.notice)
+            default:
+                break
+            }
+            return .sent
+        }
+        state.join("r", options: JoinOptions(), at: Self.at(0), rules: rules, perform: perform)
+        guard let request = login else {
+            Issue.record("the join sent no login")
+            return
+        }
+        state.receive(
+            .loginAccepted(session: request.session, attempt: 1, roomSessionID: "s1", present: []),
+            from: "r",
+            at: Self.at(0.12),
+            rules: rules,
+            perform: perform
+        )
+        #expect(marker != nil && startedWith == [marker])
+    }
+
     @Test
     func unansweredAttemptsFollowThePolicyAndAFirstJoinGivesUpAtTheLoginTimeout() {
         var client = Driver<Zego>()
