@@ -32,6 +32,10 @@ import Testing
         // The hint is an `Atomic<Int32>`, whose layout the reflection reports without a size: four bytes.
         let hintEnd = try #require(ends["hint"])
         #expect(hintEnd + 4 <= LaneFootprint.clientAnswered)
+        // So is the link state a network keeps in the client (an `Atomic<UInt8>`), which a room's answer reads while
+        // any link is not up.
+        let linkEnd = try #require(ends["link"])
+        #expect(linkEnd + 1 <= LaneFootprint.clientAnswered)
     }
 
     @Test func aHeartbeatSentToARoomReadsItsFirstBytes() throws {

@@ -24,13 +24,18 @@ struct PathStatesTests {
         func connectionChanged(_ event: ConnectionEvent, room: String) {}
     }
 
-    @Test func aRoomClientKeepsItsOwnLinkAndOtherClientsAreUnaffected() async throws {
-        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
-            let network = SimulatedNetwork()
-            let environment = ZegoClient.Environment(transport: network)
+    /// Runs `body` on a fresh simulation with ZEGO clients A and B (never logged in) and fresh path states.
+    static func withTwoClients(_ body: (ZegoClient, ZegoClient, PathStates) -> Void) async {
+        await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let environment = ZegoClient.Environment(transport: SimulatedNetwork())
             let a = ZegoClient(id: "A", loop: simulation, environment: environment)
             let b = ZegoClient(id: "B", loop: simulation, environment: environment)
-            let states = PathStates()
+            body(a, b, PathStates())
+        }
+    }
+
+    @Test func aRoomClientKeepsItsOwnLinkAndOtherClientsAreUnaffected() async {
+        await Self.withTwoClients { a, b, states in
             #expect(a.keptLinkState == .up)
 
             #expect(states.setLink(.down, for: a))
@@ -47,8 +52,8 @@ struct PathStatesTests {
         }
     }
 
-    @Test func aClientThatKeepsNoLinkIsInTheTableBesideOnesThatDo() async throws {
-        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+    @Test func aClientThatKeepsNoLinkIsInTheTableBesideOnesThatDo() async {
+        await SimulationRuntime.withSimulation(seed: 1) { simulation in
             let environment = ZegoClient.Environment(transport: SimulatedNetwork())
             let kept = ZegoClient(id: "A", loop: simulation, environment: environment)
             let bare = Bare("B", loop: simulation)
@@ -69,12 +74,8 @@ struct PathStatesTests {
         }
     }
 
-    @Test func whileEveryLinkIsUpNothingIsReadFromTheClients() async throws {
-        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
-            let environment = ZegoClient.Environment(transport: SimulatedNetwork())
-            let a = ZegoClient(id: "A", loop: simulation, environment: environment)
-            let b = ZegoClient(id: "B", loop: simulation, environment: environment)
-            let states = PathStates()
+    @Test func whileEveryLinkIsUpNothingIsReadFromTheClients() async {
+        await Self.withTwoClients { a, b, states in
             // A state written behind the paths' back is not read while they count no link down…
             #expect(a.exchangeKeptLinkState(.down) == .up)
             #expect(states.link(of: a) == .up)
