@@ -88,36 +88,27 @@ struct PathStatesTests {
     }
 
     @Test func aSimulatedNetworkKeepsTheLinkInTheClientAndTellsIt() async throws {
-        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
-            let network = SimulatedNetwork(conditions: .init(latency: .milliseconds(50)), seed: 1)
-            let server = RoomServer(group: simulation, transport: network)
-            let events = EventCollector()
-            let environment = ZegoClient.Environment(transport: network, sink: events.typed())
-            try await simulation.run {
-                let a = ZegoClient(id: "A", loop: simulation, environment: environment)
-                let b = ZegoClient(id: "B", loop: simulation, environment: environment)
-                await a.loginRoom("r")
-                await b.loginRoom("r")
-                try await simulation.sleep(for: .seconds(1))
-                network.setLink(.down, for: a)
-                #expect(a.keptLinkState == .down)
-                #expect(network.link(of: a) == .down)
-                #expect(network.link(of: b) == .up)
-                try await simulation.sleep(for: .seconds(1))
-                network.setLink(.up, for: a)
-                #expect(a.keptLinkState == .up)
-                try await simulation.sleep(for: .seconds(5))
-                #expect(
-                    events.lines(of: "A") == [
-                        "0 A r logining 0", "120 A r logined 0", "1000 A r reconnecting 1002051",
-                        "2120 A r reconnected 0",
-                    ]
-                )
-                #expect(events.lines(of: "B") == ["0 B r logining 0", "120 B r logined 0"])
-                await a.shutdown()
-                await b.shutdown()
-                _ = server
-            }
+        try await ZegoClientTests.withWorld { world in
+            let a = world.client("A")
+            let b = world.client("B")
+            await a.loginRoom("r")
+            await b.loginRoom("r")
+            try await world.simulation.sleep(for: .seconds(1))
+            world.network.setLink(.down, for: a)
+            #expect(a.keptLinkState == .down)
+            #expect(world.network.link(of: a) == .down)
+            #expect(world.network.link(of: b) == .up)
+            try await world.simulation.sleep(for: .seconds(1))
+            world.network.setLink(.up, for: a)
+            #expect(a.keptLinkState == .up)
+            try await world.simulation.sleep(for: .seconds(5))
+            #expect(
+                world.events.lines(of: "A") == [
+                    "0 A r logining 0", "120 A r logined 0", "1000 A r reconnecting 1002051",
+                    "2120 A r reconnected 0",
+                ]
+            )
+            #expect(world.events.lines(of: "B") == ["0 B r logining 0", "120 B r logined 0"])
         }
     }
 }
