@@ -485,6 +485,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         }
         var index = 0
         while index < dueBuffer.count {
+            prefetchAhead(of: index)
             let due = dueBuffer[index]
             if due.deadline > horizon {
                 for rest in dueBuffer[index...] { timers.putBack(rest.id) }
@@ -522,6 +523,30 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
                 dueBuffer.append(contentsOf: mergeBuffer)
                 dueBuffer[index...].sort { ($0.deadline, $0.sequence) < ($1.deadline, $1.sequence) }
             }
+        }
+    }
+
+    /// How many timers ahead of the one firing the simulation starts loading a wheel timer's entry, and how many
+    /// ahead it starts loading its handler (read from the entry, whose lines have had that many firings' time to
+    /// arrive). A lane's items load their own receivers (``SimulationLane``).
+    private static let entryPrefetchDistance = 8
+    private static let handlerPrefetchDistance = 4
+    /// How many cache lines of a handler: what a client's timer reads of it (its state, as a lane's delivery does).
+    private static let handlerPrefetchLines = 8
+
+    /// Starts loading what the wheel timers a few places down the batch will touch when they fire: the storm's
+    /// retries of millions of clients, each a timer whose entry and client are in no cache.
+    @inline(__always)
+    private func prefetchAhead(of index: Int) {
+        let entry = index + Self.entryPrefetchDistance
+        if entry < dueBuffer.count, dueBuffer[entry].id.generation != 0 {
+            timers.queue.prefetchEntry(dueBuffer[entry].id)
+        }
+        let handler = index + Self.handlerPrefetchDistance
+        if handler < dueBuffer.count, dueBuffer[handler].id.generation != 0,
+            let address = UnsafeRawPointer(bitPattern: timers.handlerWord(dueBuffer[handler].id))
+        {
+            prefetchCacheLines(at: address, lines: Self.handlerPrefetchLines)
         }
     }
 

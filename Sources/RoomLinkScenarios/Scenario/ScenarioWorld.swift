@@ -118,27 +118,29 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
         }
         let populationStart = clients.count
         population = scenario.population.flatMap { $0.clients > 0 ? $0 : nil }
+        var random = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("population"))
+        // The same order as shuffling `Int`s: a shuffle's draws depend on the count alone.
+        shuffled = Array(UInt32(populationStart)..<UInt32(populationStart + (population?.clients ?? 0)))
+            .shuffled(using: &random)
         if let population {
-            clients.reserveCapacity(clients.count + population.clients)
-            for index in 0..<population.clients {
+            clients.append(contentsOf: repeatElement(nil, count: population.clients))
+            // Made in the shuffle's order, the order they log in, so their heartbeats (and a storm's slice of them)
+            // come round in the order of their addresses: a run's clients are gigabytes, and in the order of their
+            // indices each beat touched memory far from the last one's.
+            for participant in shuffled {
+                let index = Int(participant) - populationStart
                 let room = index % population.rooms
                 guard ScenarioRunner.shard(ofRoom: room, server: scenario.server, shards: shards) == shard else {
-                    clients.append(nil)
                     continue
                 }
-                clients.append(
-                    RoomClient(
-                        id: Scenario.Population.userName(index),
-                        loop: group.loop(for: population.room(ofUser: index)),
-                        environment: environment,
-                        seed: scenario.seed
-                    )
+                clients[Int(participant)] = RoomClient(
+                    id: Scenario.Population.userName(index),
+                    loop: group.loop(for: population.room(ofUser: index)),
+                    environment: environment,
+                    seed: scenario.seed
                 )
             }
         }
-        var random = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("population"))
-        // The same order as shuffling `Int`s: a shuffle's draws depend on the count alone.
-        shuffled = Array(UInt32(populationStart)..<UInt32(clients.count)).shuffled(using: &random)
         var roomRandom = SeededRandom(seed: scenario.seed, stream: StableHash.fnv1a("rooms"))
         shuffledRooms = Array(0..<(population?.rooms ?? 0)).shuffled(using: &roomRandom)
         seed = scenario.seed
