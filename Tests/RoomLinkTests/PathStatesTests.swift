@@ -1,6 +1,7 @@
 import RoomLink
 import RoomLinkEngine
 import RoomLinkRuntime
+import Synchronization
 import Testing
 
 /// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (``ClientEndpoint/keptLinkState``),
@@ -84,6 +85,39 @@ struct PathStatesTests {
             #expect(states.link(of: a) == .down)
             #expect(states.setLink(.up, for: b))
             #expect(states.link(of: a) == .up)
+        }
+    }
+
+    /// A room's channel that counts how often a transport asks it for its room.
+    final class WatchedChannel: RoomChannel {
+        let room: any RoomEndpoint
+        let reads = Atomic<Int>(0)
+
+        init(_ room: any RoomEndpoint) { self.room = room }
+
+        var inProcessRoom: (any RoomEndpoint)? {
+            reads.add(1, ordering: .relaxed)
+            return room
+        }
+    }
+
+    @Test func aDownLinkRefusesAMessageWithoutLookingAtItsRoom() async throws {
+        try await ZegoClientTests.withWorld { world in
+            let a = world.client("A")
+            await a.loginRoom("r")
+            try await world.simulation.sleep(for: .seconds(1))
+            let room = try #require(world.network.open(toRoom: "r", for: a)?.inProcessRoom)
+            let channel = WatchedChannel(room)
+            let heartbeat = ClientMessage.heartbeat(userID: "A", session: SessionID(rawValue: 1))
+
+            world.network.setLink(.down, for: a)
+            // A storm's retries: at scale the room is in no cache, and refusing needs nothing of it.
+            #expect(world.network.send(heartbeat, on: channel, from: a) == .refused)
+            #expect(channel.reads.load(ordering: .relaxed) == 0)
+
+            world.network.setLink(.up, for: a)
+            #expect(world.network.send(heartbeat, on: channel, from: a) == .sent)
+            #expect(channel.reads.load(ordering: .relaxed) == 1, "a message that leaves goes to the channel's room")
         }
     }
 

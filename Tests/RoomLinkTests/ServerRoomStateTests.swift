@@ -339,6 +339,51 @@ struct ServerRoomStateTests {
         }
     }
 
+    /// A member logging in again while the room still holds it (a storm's comeback) keeps its place and its heard-from
+    /// order, and takes what the new login says: its channel, its notify flag, and — hidden now — a leave for peers.
+    @Test
+    func aLoginOfAMemberTheRoomStillHoldsUpdatesItsRecordInPlace() throws {
+        try Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: Self.timings)
+            let peer = Endpoint("peer", loop: loop)
+            let before = Endpoint("before", loop: loop)
+            let after = Endpoint("after", loop: loop)
+            _ = room.login(Self.login("B", session: 9, notify: true), from: peer, tokenValid: true, now: Self.at(0))
+            _ = room.login(Self.login("A", session: 1), from: before, tokenValid: true, now: Self.at(0))
+            _ = room.flushUpdates(now: Self.at(0.1))
+
+            let again = Self.messages(
+                room.login(
+                    LoginRequest(
+                        userID: "A",
+                        session: SessionID(rawValue: 1),
+                        userStatusNotify: true,
+                        kind: .reconnect,
+                        hidden: true
+                    ),
+                    from: after,
+                    tokenValid: true,
+                    now: Self.at(5)
+                )
+            )
+            #expect(!again.contains { $0.contains("kicked") }, "the same session is not a duplicate")
+            let flush = Self.at(5).advanced(by: Self.timings.userUpdateDelay)
+            #expect(again.contains("flush \(flush.milliseconds)"), "peers hear of the change at a flush: \(again)")
+            let member = try #require(room.member("A") as ServerRoomState.Member?)
+            #expect(member.session == SessionID(rawValue: 1))
+            #expect((member.channel as? Endpoint) === after, "its messages go to the channel it logged in on last")
+            #expect(member.userStatusNotify == true)
+            #expect(member.hidden == true)
+            #expect(member.lastHeard == Self.at(5))
+            #expect(room.memberIDs == ["B", "A"], "it keeps its place")
+            #expect(
+                Self.messages(room.flushUpdates(now: flush)) == [
+                    #"peer ← userUpdate(RoomLinkEngine.PresenceChange.delete, users: ["A"], reason: Optional(RoomLinkEngine.DepartureReason.becomeAudience))"#
+                ]
+            )
+        }
+    }
+
     @Test
     func aSecondSessionOfAUserReplacesTheFirstSilentlyForPeers() {
         Self.withLoop { loop in

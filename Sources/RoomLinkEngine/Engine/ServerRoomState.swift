@@ -395,21 +395,29 @@ public struct ServerRoomState {
             place = members.index(forKey: request.userID)
         }
         if let place {
-            let existing = members.values[place]
-            if existing.session != request.session, existing.node == nil {
+            // The record changed in place, reading only what decides: a copy of it (and the copy written back)
+            // retained its channel and node, and a storm's comeback logs millions of members in again while the
+            // room still holds them.
+            let existingSession = members.values[place].session
+            let wasRemote = members.values[place].node != nil
+            if existingSession != request.session, !wasRemote {
                 // The newer login wins; the user stays present, so peers hear nothing.
-                kickedSessions[existing.session] = .duplicateLogin
-                effects.append(.send(.kicked(session: existing.session, reason: .duplicateLogin), to: existing.channel))
+                kickedSessions[existingSession] = .duplicateLogin
+                effects.append(
+                    .send(.kicked(session: existingSession, reason: .duplicateLogin), to: members.values[place].channel)
+                )
             }
-            var member = existing
-            member.session = request.session
-            member.channel = channel
-            member.node = nil
-            member.clusterSequence = sequence
-            member.userStatusNotify = request.userStatusNotify
-            if existing.session != request.session { member.tokenDeadline = nil }
-            if member.hidden != request.hidden {
-                member.hidden = request.hidden
+            let changesHidden = members.values[place].hidden != request.hidden
+            members.values.withUnsafeMutableBufferPointer { records in
+                records[place].session = request.session
+                records[place].channel = channel
+                records[place].node = nil
+                records[place].clusterSequence = sequence
+                records[place].userStatusNotify = request.userStatusNotify
+                if existingSession != request.session { records[place].tokenDeadline = nil }
+                if changesHidden { records[place].hidden = request.hidden }
+            }
+            if changesHidden {
                 effects += recordChange(
                     request.hidden ? .delete : .add,
                     reason: .becomeAudience,
@@ -417,16 +425,15 @@ public struct ServerRoomState {
                     now: now
                 )
             }
-            members.values[place] = member
             if let arm = heard(memberAt: place, at: now) { effects.append(arm) }
-            if reportsMembership, existing.session != request.session || existing.node != nil {
+            if reportsMembership, existingSession != request.session || wasRemote {
                 // A new session of the user (or one another node held) is a new participant of this node's.
-                if existing.node == nil {
+                if !wasRemote {
                     effects.append(
                         .membership(
                             .left(
                                 userID: request.userID,
-                                session: existing.session,
+                                session: existingSession,
                                 reason: .dropped,
                                 kicked: .duplicateLogin
                             )

@@ -414,6 +414,14 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
 
     // MARK: - Carrying out the state's actions
 
+    /// Sends `message` on the attachment's channel, borrowed: bound to a local, the channel was retained — a write
+    /// to the room's first line, which at scale is in no cache — on every attempt of a storm's retries, whose link
+    /// refuses them without looking at the room.
+    private func send(_ message: ClientMessage, over attachment: borrowing RoomConnection.Attachment) -> SendOutcome {
+        guard attachment.channel != nil else { return .refused }
+        return environment.transport.send(message, on: attachment.channel.unsafelyUnwrapped, from: self)
+    }
+
     /// Carries out one action of the client's state, with the attachment of the room it concerns; for a send, says
     /// whether the message left.
     private func perform(_ action: RoomClientState.Action, _ attachment: inout RoomConnection.Attachment) -> SendOutcome
@@ -423,8 +431,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             if attachment.channel == nil, case .login = message {
                 attachment.channel = environment.transport.open(toRoom: roomID, for: self)
             }
-            guard let channel = attachment.channel else { return .refused }
-            return environment.transport.send(message, on: channel, from: self)
+            return send(message, over: attachment)
         case .closed(_, let session):
             if let channel = attachment.channel { environment.transport.closed(channel, session: session, from: self) }
         case .report(let transition, let roomID):

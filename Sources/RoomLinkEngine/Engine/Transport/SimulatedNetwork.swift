@@ -193,15 +193,19 @@ extension SimulatedNetwork {
         )
             -> SendOutcome
         {
+            let link = link(of: client)
+            // A link that is down refuses every message before the room is touched: a storm's retries go nowhere,
+            // and their rooms (at scale, in no cache) are not loaded for them.
+            if link == .down { return .refused }
             let room = Self.room(of: channel)
             let transit: Transit
             if case .connectionResumed = message {
                 // The data flows again: an edge of a continuous stream, not one packet that loss could take.
-                guard link(of: client) == .up else { return .refused }
+                guard link == .up else { return .refused }
                 guard !isPartitioned(room.roomID) else { return .sent }
                 transit = .delivered(after: model.conditions.latency)
             } else {
-                transit = model.transit(link: link(of: client), key: key(client, room, upstream: true))
+                transit = model.transit(link: link, key: key(client, room, upstream: true))
                 if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
             }
             switch transit {
