@@ -59,7 +59,7 @@ final class TimelineCursor<Dialect: RoomDialect>: TimerHandler, @unchecked Senda
     private func armNext() throws(RuntimeError) {
         while position < targets.count {
             let (participant, offset) = targets[position]
-            guard world.clients[participant] != nil else {
+            guard world.runs(participant) else {
                 position += 1
                 continue
             }

@@ -236,7 +236,7 @@ public struct RoomClientState: Sendable {
         guard let index = index(of: roomID) else { return }
         switch message {
         case .loginAccepted(let session, let attempt, let roomSessionID, let present):
-            guard rooms[index].session == session else { return }
+            guard sessionOfRoom(at: index) == session else { return }
             rooms[index].heard(at: now)
             // A late answer to an earlier attempt: the client gave up on it (and closed its connection).
             guard awaitsAnswer(at: index, to: attempt) else { return }
@@ -248,7 +248,7 @@ public struct RoomClientState: Sendable {
             }
             startHeartbeat(at: index, rules: rules, perform: perform)
         case .loginRejected(let session, let attempt, let reason):
-            guard rooms[index].session == session, awaitsAnswer(at: index, to: attempt) else { return }
+            guard sessionOfRoom(at: index) == session, awaitsAnswer(at: index, to: attempt) else { return }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
             close(at: index, { .rejected(reason, from: $0) }, perform: perform)
         case .heartbeatAck(let session):
@@ -256,8 +256,8 @@ public struct RoomClientState: Sendable {
                 if room.session == session { room.heard(at: now) }
             }
         case .sessionUnknown(let session):
-            guard rooms[index].session == session else { return }
-            switch rooms[index].phase {
+            guard sessionOfRoom(at: index) == session else { return }
+            switch phaseOfRoom(at: index) {
             case .joined:
                 connectionLost(at: index, closed: false, cause: .sessionGone, now: now, rules: rules, perform: perform)
             case .reconnecting where rooms[index].attemptInFlight:
@@ -271,24 +271,24 @@ public struct RoomClientState: Sendable {
         case .userUpdate(let change, let users, let reason):
             rooms[index].heard(at: now)
             // Peer updates do not reach a client resuming its session (LiveKit); it learns the difference when back.
-            guard rooms[index].phase == .joined else { return }
+            guard phaseOfRoom(at: index) == .joined else { return }
             if let transition = rooms[index].userUpdate(change, users: users, reason: reason) {
                 act(.report(transition, room: roomID), perform)
             }
         case .kicked(let session, let reason):
-            guard rooms[index].session == session else { return }
+            guard sessionOfRoom(at: index) == session else { return }
             close(at: index, { .kicked(reason, from: $0) }, perform: perform)
         case .tokenWillExpire(let session, let remaining):
-            guard rooms[index].session == session else { return }
+            guard sessionOfRoom(at: index) == session else { return }
             rooms[index].heard(at: now)
             act(.report(.tokenWillExpire(remaining: remaining), room: roomID), perform)
         case .busy(let session, let attempt, let retryAfter):
             // Admission control: a failed attempt whose next one waits at least as long as the server asked.
-            guard rooms[index].session == session, awaitsAnswer(at: index, to: attempt) else { return }
+            guard sessionOfRoom(at: index) == session, awaitsAnswer(at: index, to: attempt) else { return }
             cancelTimer(of: index, perform: perform)
             attemptFailed(roomID, .busy, notBefore: retryAfter, at: now, rules: rules, perform: perform)
         case .reconnectRequested(let session):
-            guard rooms[index].session == session, rooms[index].phase == .joined else { return }
+            guard sessionOfRoom(at: index) == session, phaseOfRoom(at: index) == .joined else { return }
             connectionLost(
                 at: index,
                 closed: true,
@@ -753,6 +753,18 @@ public struct RoomClientState: Sendable {
             _ = perform(.cancel(.notice(room: room.roomID)), &room.attachment)
             room.noticeArmed = false
         }
+    }
+
+    /// The session of room `index`, read in place: through the list's getter the whole room was copied (an outlined
+    /// value-witness copy, with the retains of its strings and channel) on every answer a client took — a fill's
+    /// millions of login answers.
+    private func sessionOfRoom(at index: Int) -> SessionID {
+        rooms.readRoom(at: index) { $0.session }
+    }
+
+    /// The phase of room `index`, read in place (as ``sessionOfRoom(at:)``).
+    private func phaseOfRoom(at index: Int) -> RoomConnection.Phase {
+        rooms.readRoom(at: index) { $0.phase }
     }
 
     /// Whether room `index` is still waiting for the answer to its attempt `attempt` (read in place, not copied).
