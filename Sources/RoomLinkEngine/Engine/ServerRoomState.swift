@@ -300,7 +300,7 @@ public struct ServerRoomState {
     /// Starts loading the cache lines `bytes` bytes from `address` span.
     private static func prefetch(_ address: UInt, bytes: Int) {
         guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
-        prefetchCacheLines(at: pointer, lines: Int((address & 63 &+ UInt(bytes) &+ 63) >> 6))
+        prefetchCacheLines(at: pointer, bytes: bytes)
     }
 
     /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the

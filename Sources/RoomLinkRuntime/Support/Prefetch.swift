@@ -9,3 +9,10 @@ internal import CRoomLinkPrefetch
 public func prefetchCacheLines(at address: UnsafeRawPointer, lines: Int) {
     CRoomLinkPrefetch_lines(address, Int32(clamping: lines))
 }
+
+/// Starts loading the cache lines that `bytes` bytes from `address` on span — for a record or an object of known
+/// size, where a fixed count of lines would load too many or too few.
+public func prefetchCacheLines(at address: UnsafeRawPointer, bytes: Int) {
+    let lines = (UInt(bitPattern: address) & 63 &+ UInt(bytes) &+ 63) >> 6
+    prefetchCacheLines(at: address, lines: Int(lines))
+}

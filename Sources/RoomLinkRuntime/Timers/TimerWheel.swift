@@ -194,9 +194,7 @@
         let index = id.index
         guard index >= 0, index < entries.count else { return }
         entries.withUnsafeBufferPointer { buffer in
-            let address = UnsafeRawPointer(buffer.baseAddress! + index)
-            let end = UInt(bitPattern: address) & 63 &+ UInt(MemoryLayout<Entry>.size)
-            prefetchCacheLines(at: address, lines: Int((end &+ 63) >> 6))
+            prefetchCacheLines(at: buffer.baseAddress! + index, bytes: MemoryLayout<Entry>.size)
         }
     }
 

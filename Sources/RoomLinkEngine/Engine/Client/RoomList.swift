@@ -19,7 +19,9 @@ public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
 
     // A plain getter, inlined, where a read coroutine was called out of line and handed back a room the caller then
     // copied whole (152 bytes, and the retains of its strings and channel) to read one field — several times on every
-    // message a client received. Inlined, reading one field of the getter's result loads that field alone.
+    // message a client received. Inlined, reading one field of the getter's result can load that field alone — but
+    // the optimiser does not always see through it (a client's answers still copied the room whole: BENCHMARKS.md,
+    // issue 31's eighteenth part), so the hot paths read through `readRoom` and `withRoom`.
     public subscript(position: Int) -> RoomConnection {
         @inline(__always) get {
             if position == 0, tail != nil { return head }
