@@ -245,8 +245,14 @@ public struct ScenarioRunner: Sendable {
     /// The shard that plays population room `index` of `shards`: by index, or — capacity modelled — by its node.
     static func shard(ofRoom index: Int, server: ServerPolicy, shards: Int) -> Int {
         guard shards > 1 else { return 0 }
-        return server.isModelled ? server.node(of: "room-\(index)") % shards : index % shards
+        guard server.isModelled else { return shard(ofRoomByIndex: index, shards: shards) }
+        return server.node(of: "room-\(index)") % shards
     }
+
+    /// The shard of population room `index` when rooms go to shards by their index (no modelled server to place
+    /// them): arithmetic alone, for a caller that asks of every participant (``ScenarioWorld/runs(_:)``).
+    @inline(__always)
+    static func shard(ofRoomByIndex index: Int, shards: Int) -> Int { index % shards }
 
     /// Whether the scenario splits into independent shares of rooms: only population users, each staying in its own
     /// room (no entry names a room for them), so that no message crosses from one share to another.

@@ -53,7 +53,8 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
         guard shards > 1, shardsRoomsByIndex, let population, participant >= populationStart else {
             return clients[participant] != nil
         }
-        return (participant - populationStart) % population.rooms % shards == shard
+        let room = (participant - populationStart) % population.rooms
+        return ScenarioRunner.shard(ofRoomByIndex: room, shards: shards) == shard
     }
 
     init(
