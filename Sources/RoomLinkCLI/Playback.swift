@@ -151,11 +151,14 @@ struct Playback {
         } catch  where closedOutput && report == "-" {
             // The report was to go to the same closed pipe.
         }
-        switch interruption.reason {
-        case nil:
+        // Quietly: the lines written so far are what the reader took (`--events - | head`), whether or not the run
+        // had reached its end when the pipe closed.
+        if closedOutput { return }
+        // What stopped the run is what the report says stopped it: a signal that came once every shard had reached
+        // the scenario's end found nothing to stop, and the run's log and report are whole.
+        switch interruption.cause(of: result) {
+        case nil, .closedOutput:
             break
-        case .closedOutput:
-            return  // quietly: the lines written so far are what the reader took (`--events - | head`)
         case .signal(let number):
             // Interrupted runs judge a log cut short, so the verdict does not set the status: the signal does.
             StandardStream.error.write(Self.interruptionLine(result, events: events, report: report))

@@ -380,7 +380,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
     private func tellRoomClosed() {
         guard let signal, signal.isInRoom, let room else { return }
         let (identity, session) = (signal.join.identity, signal.join.session)
-        room.loop.runSoon { room.connectionClosed(userID: identity, session: session) }
+        room.loop.runSoon { [self] in room.connectionClosed(userID: identity, session: session, on: self) }
         self.signal = nil
     }
 

@@ -25,7 +25,9 @@ import Glibc
 /// | `POST /users/{user}/expire-token` | `{"rooms": ["r"]}` or nothing (every room) | `{"user": "a"}` |
 ///
 /// Errors answer a JSON `{"error": "…"}` naming what was wrong: 400 (bad body), 401 (no token), 403 (wrong token),
-/// 404 (no such path or room), 405 (wrong method), 413 (body too large).
+/// 404 (no such path or room), 405 (a method the path does not take, with `Allow`). evhttp refuses on its own, with its
+/// HTML page, what never reaches `handle`: 400 (not HTTP), 413 (headers or body too large), 501 (a method HTTP does
+/// not define). docs/protocol.md says the same.
 final class AdminServer: @unchecked Sendable {
     // Safe: `http` and the bound socket are created, used and freed on `loop`'s thread only (evhttp's callbacks run
     // there; work on rooms hops to their loops and back before it answers).
@@ -153,8 +155,23 @@ final class AdminServer: @unchecked Sendable {
             defer { Glibc.free(decoded) }
             return String(cString: decoded)
         }
+        let verb: String? =
+            switch method {
+            case EVHTTP_REQ_GET: "GET"
+            case EVHTTP_REQ_POST: "POST"
+            default: nil
+            }
+        // The one method each path takes; a path with none is no path of the API's.
+        let allowed: String? =
+            switch (parts.count, parts.first) {
+            case (1, "metrics"), (1, "rooms"): "GET"
+            case (3, "rooms") where parts[2] == "members": "GET"
+            case (3, "rooms") where parts[2] == "kick" || parts[2] == "reconnect": "POST"
+            case (3, "users") where parts[2] == "expire-token": "POST"
+            default: nil
+            }
         if parts == ["healthz"] {
-            guard method == EVHTTP_REQ_GET else { return reply.error(405, "use GET") }
+            guard verb == "GET" else { return reply.error(405, "\(rawPath) takes GET only", allow: "GET") }
             return reply.send(200, "ok\n", type: "text/plain")
         }
         if let token {
@@ -164,13 +181,11 @@ final class AdminServer: @unchecked Sendable {
             }
             guard value == "Bearer \(token)" else { return reply.error(403, "wrong token") }
         }
+        guard let allowed else { return reply.error(404, "no such path: \(rawPath)") }
+        guard verb == allowed else {
+            return reply.error(405, "\(rawPath) takes \(allowed) only", allow: allowed)
+        }
         let body = Self.body(of: request)
-        let verb: String? =
-            switch method {
-            case EVHTTP_REQ_GET: "GET"
-            case EVHTTP_REQ_POST: "POST"
-            default: nil
-            }
         switch (verb, parts.count, parts.first) {
         case ("GET", 1, "metrics"):
             reply.send(200, metrics.render(), type: "text/plain; version=0.0.4")
@@ -204,10 +219,9 @@ final class AdminServer: @unchecked Sendable {
                 inRooms: rooms?.filter { server.rooms.existingRoom($0) != nil }
             )
             reply.json(["user": parts[1]])
-        case (_, 1, "metrics"), (_, 1, "rooms"), (_, 3, "rooms"), (_, 3, "users"):
-            reply.error(405, "wrong method for \(rawPath)")
         default:
-            reply.error(404, "no such path: \(rawPath)")
+            // Every path and method `allowed` names is handled above.
+            preconditionFailure("admin API: \(verb ?? "?") \(rawPath) has no handler")
         }
         logger.debug("admin request", metadata: ["path": "\(rawPath)"])
     }
@@ -276,16 +290,21 @@ final class AdminServer: @unchecked Sendable {
             send(status, String(decoding: data, as: UTF8.self) + "\n", type: "application/json")
         }
 
-        func error(_ status: Int32, _ message: String) {
-            json(["error": message], status: status)
+        /// An error as `{"error": message}`; a 405 names the method the path takes in its `Allow` header, as
+        /// HTTP requires (RFC 9110 §15.5.6).
+        func error(_ status: Int32, _ message: String, allow: String? = nil) {
+            let data =
+                (try? JSONSerialization.data(withJSONObject: ["error": message], options: [.sortedKeys])) ?? Data()
+            send(status, String(decoding: data, as: UTF8.self) + "\n", type: "application/json", allow: allow)
         }
 
-        func send(_ status: Int32, _ text: String, type: String) {
+        func send(_ status: Int32, _ text: String, type: String, allow: String? = nil) {
             let reply = self
             let body = Array(text.utf8)
             let write: @Sendable () -> Void = {
                 let headers = evhttp_request_get_output_headers(reply.request)
                 evhttp_add_header(headers, "Content-Type", type)
+                if let allow { evhttp_add_header(headers, "Allow", allow) }
                 let buffer = evbuffer_new()
                 body.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
                 evhttp_send_reply(reply.request, status, Self.reason(status), buffer)

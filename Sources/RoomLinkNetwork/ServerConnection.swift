@@ -109,6 +109,9 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
             default: break
             }
             deliver(message, to: room)
+        case .resumed(let member):
+            let (room, userID, session) = (member.room, member.userID, member.session)
+            room.loop.runSoon { [self] in room.dataResumed(userID: userID, session: session, on: self) }
         case .close(let close):
             carry(close)
         }
@@ -127,7 +130,7 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
     /// Tells the room of `member` that its connection closed (or its data stopped), on the room's loop.
     private func tellClosed(_ member: ServerConnectionState.Member) {
         let (room, userID, session) = (member.room, member.userID, member.session)
-        room.loop.runSoon { room.connectionClosed(userID: userID, session: session) }
+        room.loop.runSoon { [self] in room.connectionClosed(userID: userID, session: session, on: self) }
     }
 
     // The two hops below run for every frame: written out, so that a frame for a room on this loop allocates no

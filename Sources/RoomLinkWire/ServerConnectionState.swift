@@ -77,6 +77,9 @@ public struct ServerConnectionState: Sendable {
         case answerHello
         /// Hand the message to its room.
         case deliver(ClientMessage, to: Room)
+        /// Tell the member's room that its data flows again on this connection
+        /// (``RoomEndpoint/dataResumed(userID:session:on:)``).
+        case resumed(Member)
         /// Close the connection.
         case close(Close)
     }
@@ -215,14 +218,15 @@ public struct ServerConnectionState: Sendable {
 
     // MARK: - Media (a dialect whose media flows continuously)
 
-    /// The member's media for `roomID` arrived: when it had been treated as stopped, its room hears it flows again (as
-    /// when its client says so, `connectionResumed`). Media for a room the connection is not in is ignored.
+    /// The member's media for `roomID` arrived: when it had been treated as stopped, its room hears it flows again on
+    /// this connection — which moves nothing if a newer connection carries the member now (media the client wrote
+    /// before it gave this one up, delivered late). Media for a room the connection is not in is ignored.
     private mutating func mediaArrived(for roomID: String, at now: RuntimeInstant) -> Action {
         guard let membership = rooms[roomID], membership.isIn, let userID else { return .none }
         rooms[roomID]?.lastMedia = now
         guard membership.mediaStopped else { return .none }
         rooms[roomID]?.mediaStopped = false
-        return .deliver(.connectionResumed(userID: userID, session: membership.session), to: membership.room)
+        return .resumed(Member(room: membership.room, userID: userID, session: membership.session))
     }
 
     /// The periodic media check at `now`: every member whose media has not arrived for three media intervals counts as

@@ -330,14 +330,14 @@ struct RoomClientStateTests {
         client.joined("r1", at: 0)
         let session = client.session
         let recorder = client.recorder
-        #expect(client.state.leave("r1") { recorder.perform($0, &$1) })
+        #expect(client.state.leave("r1", rules: client.rules) { recorder.perform($0, &$1) })
         #expect(
             recorder.take() == [
                 .send(.logout(userID: "A", session: session), room: "r1"), .report(.left(from: .joined), room: "r1"),
                 .ended(room: "r1"),
             ]
         )
-        #expect(!client.state.leave("r1") { recorder.perform($0, &$1) } && recorder.take().isEmpty)
+        #expect(!client.state.leave("r1", rules: client.rules) { recorder.perform($0, &$1) } && recorder.take().isEmpty)
         // The heartbeat stops at its next beat once no room is left.
         #expect(client.heartbeat(at: 30) == [.stopHeartbeat])
 

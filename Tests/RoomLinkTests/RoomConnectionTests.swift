@@ -128,10 +128,25 @@ struct RoomConnectionTests {
         #expect(deaf.peers.isEmpty)
         var room = Self.connection()
         _ = room.accepted(roomSessionID: "1", present: [], at: .zero)
-        let left = room.userUpdate(.delete, users: ["X"], reason: .quit)
-        #expect(left == .peersChanged(.delete, users: ["X"], reason: .quit))
         let joined = room.userUpdate(.add, users: ["X"], reason: .quit)
         #expect(joined == .peersChanged(.add, users: ["X"], reason: nil), "an arrival has no departure reason")
+        let left = room.userUpdate(.delete, users: ["X"], reason: .quit)
+        #expect(left == .peersChanged(.delete, users: ["X"], reason: .quit))
+    }
+
+    /// What the client already knows is no change: a peer its login answer listed, told of again by a batch sent
+    /// before that answer (a login repeated while the first was answered), is not reported twice; of a batch, only
+    /// the peers it changes are; a departure of a peer never present is none.
+    @Test
+    func anUpdateOfWhatTheClientKnowsIsNotReportedAgain() {
+        var room = Self.connection()
+        _ = room.accepted(roomSessionID: "1", present: ["B"], at: .zero)
+        #expect(room.userUpdate(.add, users: ["B"], reason: nil) == nil)
+        #expect(
+            room.userUpdate(.add, users: ["B", "C"], reason: nil) == .peersChanged(.add, users: ["C"], reason: nil)
+        )
+        #expect(room.userUpdate(.delete, users: ["X"], reason: .quit) == nil)
+        #expect(room.peers == ["B", "C"])
     }
 
     /// A client's room packs into 144 bytes (its one-byte fields in the options' tail, its peers one word): a

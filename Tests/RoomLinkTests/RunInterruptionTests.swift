@@ -48,6 +48,28 @@ struct RunInterruptionTests {
         #expect(report.events >= 1_000)
     }
 
+    /// A signal that comes once the run has reached its end stopped nothing: the report says the run is whole, and
+    /// so does the reason a program reads to say how the run ended (the CLI's message and exit status follow it).
+    @Test
+    func anInterruptionAfterTheEndStopsNothingAndSaysSo() async throws {
+        let interruption = RunInterruption()
+        var runner = try ScenarioRunner(
+            scenario: Scenario(
+                json: Data(#"{ "users": [{ "id": "A" }], "end": "1m", "timeline": [] }"#.utf8)
+            )
+        )
+        runner.interruption = interruption
+        let report = try await SimulationRuntime.withSimulation(seed: 1) { try await runner.run(on: $0) }
+        interruption.interrupt(.signal(2))
+        #expect(!report.interrupted)
+        #expect(interruption.reason == .signal(2))
+        #expect(interruption.cause(of: report) == nil)
+        // And one that stopped a run is the reason it stopped.
+        var stopped = report
+        stopped.interrupted = true
+        #expect(interruption.cause(of: stopped) == .signal(2))
+    }
+
     // 2,000 clients for ten minutes in one simulation thread: nothing for ThreadSanitizer, at its ×30 cost.
     @Test(.skippedUnderThreadSanitizer)
     func aRunNobodyInterruptsPlaysToItsEnd() async throws {

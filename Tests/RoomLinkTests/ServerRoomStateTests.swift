@@ -76,7 +76,7 @@ struct ServerRoomStateTests {
             let at90 = room.deadlinePassed(now: Self.at(90))
             #expect(room.memberIDs == ["A"])
             #expect(Self.messages(at90) == ["flush 90100.0", "deadline 120000.0"])
-            _ = room.connectionClosed(userID: "A", session: SessionID(rawValue: 1), now: Self.at(100))
+            _ = room.connectionClosed(userID: "A", session: SessionID(rawValue: 1), channel: a, now: Self.at(100))
             #expect(room.deadlinePassed(now: Self.at(120)).count == 1, "closing counts as heard: re-armed for 190 s")
             #expect(room.memberIDs == ["A"])
             _ = room.deadlinePassed(now: Self.at(190))
@@ -221,7 +221,11 @@ struct ServerRoomStateTests {
                         heard(user, at: now)
                         model[user]?.closed = false
                     case 6, 7:
-                        take(room.connectionClosed(userID: user, session: session, now: now).map { [$0] } ?? [])
+                        let channel = room.member(user)?.channel ?? Endpoint(user, loop: loop)
+                        take(
+                            room.connectionClosed(userID: user, session: session, channel: channel, now: now)
+                                .map { [$0] } ?? []
+                        )
                         if !member.closed {
                             heard(user, at: now)
                             model[user]?.closed = true
@@ -575,23 +579,78 @@ struct ServerRoomStateTests {
     /// takes it out of the queue, so the deadline of its closed connection passes without a word (and arms nothing),
     /// and when its data stops again it leaves exactly the timeout after that — not earlier, however the queue held
     /// its first close.
+    /// A member that came back on a newer connection with its session (a reconnection) is carried by that one: the
+    /// old connection's close, held in a black hole and let go when the path carries again — and the data it held,
+    /// delivered with it — change nothing, in every dialect; the newer connection's own close still counts.
+    @Test(arguments: [ServerTimings.zego, .agora, .liveKit])
+    func aLateCloseOfAConnectionTheMemberLeftChangesNothing(timings: ServerTimings) {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: timings)
+            let session = SessionID(rawValue: 1)
+            let old = Endpoint("A old", loop: loop)
+            let new = Endpoint("A new", loop: loop)
+            _ = room.login(Self.login("A", session: 1), from: old, tokenValid: true, now: Self.at(0))
+            // The old connection's data stops (its path went silent): the room hears it, and the member's timeout runs.
+            _ = room.connectionClosed(userID: "A", session: session, channel: old, now: Self.at(5))
+            var again = Self.login("A", session: 1)
+            again.kind = .reconnect
+            _ = room.login(again, from: new, tokenValid: true, now: Self.at(9))
+            #expect(room.member("A")?.channel === new)
+            // The hole lifts: the old connection's held data and then its close arrive.
+            let late = room.dataResumed(userID: "A", session: session, channel: old, now: Self.at(10))
+            #expect(late.reply == nil && late.arm == nil, "the old connection's data is not the member's")
+            #expect(room.connectionClosed(userID: "A", session: session, channel: old, now: Self.at(11)) == nil)
+            #expect(room.member("A")?.channel === new)
+            // Heard on the new connection as its dialect hears it (heartbeats, or data that flows), the member stays
+            // through several timeouts.
+            let timeout = Double(timings.heartbeatTimeout.components.seconds)
+            var now = 9.0
+            while now < 9 + 3 * timeout {
+                now += 5
+                if !timings.continuousData { _ = room.heartbeat(userID: "A", session: session, now: Self.at(now)) }
+                _ = room.deadlinePassed(now: Self.at(now))
+            }
+            #expect(room.memberIDs == ["A"])
+            // The new connection's close is the member's: its timeout runs from it.
+            _ = room.connectionClosed(userID: "A", session: session, channel: new, now: Self.at(now))
+            _ = room.deadlinePassed(now: Self.at(now + timeout - 1))
+            #expect(room.memberIDs == ["A"])
+            _ = room.deadlinePassed(now: Self.at(now + timeout))
+            #expect(room.memberIDs.isEmpty)
+        }
+    }
+
+    /// Data that flows again on the connection that carries a member is heard; on a connection of a session the room
+    /// no longer holds, it is answered as a heartbeat would be.
+    @Test func dataResumedOnTheCarryingConnectionIsHeardAndOnAGoneSessionIsAnswered() {
+        Self.withLoop { loop in
+            var room = ServerRoomState(roomID: "r1", timings: .agora)
+            let session = SessionID(rawValue: 1)
+            let a = Endpoint("A", loop: loop)
+            _ = room.login(Self.login("A", session: 1), from: a, tokenValid: true, now: Self.at(0))
+            _ = room.connectionClosed(userID: "A", session: session, channel: a, now: Self.at(10))
+            let resumed = room.dataResumed(userID: "A", session: session, channel: a, now: Self.at(15))
+            #expect(resumed.reply == nil)
+            #expect(room.deadlinePassed(now: Self.at(30)).isEmpty, "heard again: its deadline is gone")
+            #expect(room.memberIDs == ["A"])
+            let gone = room.dataResumed(userID: "A", session: SessionID(rawValue: 9), channel: a, now: Self.at(31))
+            #expect(gone.reply == .sessionUnknown(session: SessionID(rawValue: 9)))
+        }
+    }
+
     @Test func dataThatFlowsAgainCancelsAClosedConnectionsDeadline() {
         Self.withLoop { loop in
             var room = ServerRoomState(roomID: "r1", timings: .agora)
             let session = SessionID(rawValue: 1)
-            let login = room.login(
-                Self.login("A", session: 1),
-                from: Endpoint("A", loop: loop),
-                tokenValid: true,
-                now: Self.at(0)
-            )
+            let a = Endpoint("A", loop: loop)
+            let login = room.login(Self.login("A", session: 1), from: a, tokenValid: true, now: Self.at(0))
             #expect(!Self.messages(login).contains { $0.hasPrefix("deadline") }, "data flows from the login on")
-            let closed = room.connectionClosed(userID: "A", session: session, now: Self.at(10))
+            let closed = room.connectionClosed(userID: "A", session: session, channel: a, now: Self.at(10))
             #expect(closed.map { Self.messages([$0]) } == ["deadline 30000.0"])
             _ = room.heartbeat(userID: "A", session: session, now: Self.at(15))
             #expect(room.deadlinePassed(now: Self.at(30)).isEmpty, "its data flowed again: no deadline left")
             #expect(room.memberIDs == ["A"])
-            let again = room.connectionClosed(userID: "A", session: session, now: Self.at(40))
+            let again = room.connectionClosed(userID: "A", session: session, channel: a, now: Self.at(40))
             #expect(again.map { Self.messages([$0]) } == ["deadline 60000.0"])
             #expect(Self.messages(room.deadlinePassed(now: Self.at(59.999))) == ["deadline 60000.0"])
             #expect(room.memberIDs == ["A"])

@@ -56,7 +56,7 @@ struct TransportSeamTests {
         func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
             let channel = channel as! Channel
             _ = try? channel.room.loop.schedule(after: delay) {
-                channel.room.connectionClosed(userID: channel.client.userID, session: session)
+                channel.room.connectionClosed(userID: channel.client.userID, session: session, on: channel)
             }
         }
 
@@ -88,9 +88,91 @@ struct TransportSeamTests {
                 }
                 if let session = channel.session.withLock({ $0 }) {
                     _ = try? channel.room.loop.schedule(after: .zero) {
-                        channel.room.connectionClosed(userID: userID, session: session)
+                        channel.room.connectionClosed(userID: userID, session: session, on: channel)
                     }
                 }
+            }
+        }
+    }
+
+    /// A server's side only: channels that record what the rooms send them, so that a test plays a socket server's
+    /// connections by hand — which connection a member logs in on, and when each one's data stops or it closes.
+    final class RecordingTransport: ServerTransport {
+        final class Connection: ClientChannel {
+            let received = LockedBox<[ServerMessage]>([])
+        }
+
+        func serve(_ rooms: any RoomDirectory) {}
+
+        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+            (channel as! Connection).received.withLock { $0.append(message) }
+        }
+    }
+
+    /// A kernel-made black hole over sockets, played on a room's actor in virtual time: alice's first connection
+    /// goes silent (its data stops, and the room's timeout for her runs), she comes back on a second connection with
+    /// her session, and then — the hole lifted — the first connection's held data and its close arrive. In every
+    /// dialect she stays through three of the server's timeouts (heard on her new connection as her dialect hears),
+    /// and her peer never sees her leave.
+    @Test(arguments: [ServerTimings.zego, .agora, .liveKit])
+    func aStaleConnectionsLateCloseNeverRemovesAMemberANewerOneCarries(timings: ServerTimings) async throws {
+        try await SimulationRuntime.withSimulation(seed: 1) { simulation in
+            let transport = RecordingTransport()
+            let server = RoomServer(group: simulation, transport: transport, timings: timings)
+            let room = server.serverRoom("r")
+            let (old, new, peer) = (
+                RecordingTransport.Connection(), RecordingTransport.Connection(), RecordingTransport.Connection()
+            )
+            let session = SessionID(rawValue: 7)
+            @Sendable func onRoom(_ body: @escaping @Sendable () -> Void) throws {
+                _ = try simulation.schedule(after: .zero, body)
+            }
+            let bob = SessionID(rawValue: 1)
+            let timeout = Int(timings.heartbeatTimeout.components.seconds)
+            try await simulation.run {
+                // A second at a time: the logins at 0 s, alice's old connection silent from 10 s (the room hears her
+                // data stopped), her new one from 15 s, and at 18 s — the hole lifted — the old connection's held
+                // data and its close. Heartbeats every 5 s for a dialect that beats, each on the member's connection.
+                for second in 0...(18 + 3 * timeout) {
+                    try onRoom {
+                        switch second {
+                        case 0:
+                            let first = LoginRequest(userID: "bob", session: bob, userStatusNotify: true)
+                            room.deliver(.login(first), on: peer)
+                            room.deliver(.login(LoginRequest(userID: "alice", session: session)), on: old)
+                        case 10:
+                            room.connectionClosed(userID: "alice", session: session, on: old)
+                        case 15:
+                            let again = LoginRequest(userID: "alice", session: session, kind: .reconnect)
+                            room.deliver(.login(again), on: new)
+                        case 18:
+                            room.dataResumed(userID: "alice", session: session, on: old)
+                            room.connectionClosed(userID: "alice", session: session, on: old)
+                        default:
+                            break
+                        }
+                        guard !timings.continuousData, second > 0, second % 5 == 0 else { return }
+                        room.deliver(.heartbeat(userID: "bob", session: bob), on: peer)
+                        if second < 10 || second > 15 {
+                            room.deliver(.heartbeat(userID: "alice", session: session), on: second < 10 ? old : new)
+                        }
+                    }
+                    try await simulation.sleep(for: .seconds(1))
+                }
+                #expect(await room.memberIDs == ["bob", "alice"])
+                // What the room says to her goes to her new connection.
+                await room.requestReconnect("alice")
+                let asked = { (connection: RecordingTransport.Connection) in
+                    connection.received.withLock { $0 }.contains { $0 == .reconnectRequested(session: session) }
+                }
+                #expect(asked(new) && !asked(old))
+                let told = peer.received.withLock { $0 }.compactMap { message -> String? in
+                    guard case .userUpdate(let change, let users, _) = message, users == ["alice"] else { return nil }
+                    return "\(change)"
+                }
+                #expect(told == ["add"], "bob's view of alice")
+                // The old connection heard its login answered and its heartbeats, nothing after it went silent.
+                #expect(old.received.withLock { $0 }.count == (timings.continuousData ? 1 : 2))
             }
         }
     }

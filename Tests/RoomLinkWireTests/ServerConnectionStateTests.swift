@@ -16,7 +16,8 @@ struct ServerConnectionStateTests {
         var loop: any RuntimeLoop { preconditionFailure("a test room runs nowhere") }
         init(_ roomID: String) { self.roomID = roomID }
         func deliver(_ message: ClientMessage, on channel: any ClientChannel) {}
-        func connectionClosed(userID: String, session: SessionID) {}
+        func connectionClosed(userID: String, session: SessionID, on channel: any ClientChannel) {}
+        func dataResumed(userID: String, session: SessionID, on channel: any ClientChannel) {}
         func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void) {}
     }
 
@@ -239,11 +240,11 @@ struct ServerConnectionStateTests {
         // Told once per stop.
         #expect(state.checkMedia(at: Self.at(2.0)).stopped.isEmpty)
         let back = Self.receive(.media(room: "r1"), &state, at: 2.1, lookups: &lookups)
-        guard case .deliver(.connectionResumed(let user, let session), let room) = back, room.roomID == "r1" else {
+        guard case .resumed(let member) = back, member.room.roomID == "r1" else {
             Issue.record("the room did not hear the member's media resume: \(back)")
             return
         }
-        #expect(user == "alice" && session == SessionID(rawValue: 1))
+        #expect(member.userID == "alice" && member.session == SessionID(rawValue: 1))
         // A stopped member's room was already told: a close tells only the others.
         #expect(state.checkMedia(at: Self.at(3.0)).stopped.map(\.room.roomID) == ["r2"])
         #expect(state.closeMembers().map(\.room.roomID) == ["r1"])

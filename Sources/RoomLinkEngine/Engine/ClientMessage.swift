@@ -14,7 +14,7 @@ public enum ClientMessage: Sendable, Equatable {
     case renewToken(userID: String, session: SessionID, token: String)
     /// The client's data reaches the server again after a short outage that the client did not need to reconnect
     /// from (a dialect whose media flows continuously, Agora). It models an edge of a continuous stream — the
-    /// counterpart of the transport's `RoomEndpoint.connectionClosed(userID:session:)` — so a transport does not
+    /// counterpart of the transport's `RoomEndpoint.connectionClosed(userID:session:on:)` — so a transport does not
     /// lose it; the server treats it as a heartbeat.
     case connectionResumed(userID: String, session: SessionID)
     /// The member becomes invisible to its peers (`hidden`, an Agora audience member) or visible again.

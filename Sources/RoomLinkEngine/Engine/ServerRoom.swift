@@ -87,12 +87,36 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         return unsafeBitCast(prefetch, to: (@Sendable (ServerRoom, Int32) -> Void).self)
     }()
 
-    public nonisolated func connectionClosed(userID: String, session: SessionID) {
+    public nonisolated func connectionClosed(userID: String, session: SessionID, on channel: any ClientChannel) {
         onLoop { room in
-            // An edge of the connection, which the server's network stack notices, not a worker.
-            if let arm = room.state.connectionClosed(userID: userID, session: session, now: room.loop.now) {
-                room.apply([arm])
+            // An edge of the connection, which the server's network stack notices, not a worker — but after a login
+            // of the session still being processed, which it follows (as a logout does): taken first, it would find
+            // no member, and the member the login then adds would be kept with nothing to time it out.
+            if let done = room.loginDone[session] {
+                room.at(done) { $0.closed(userID: userID, session: session, on: channel) }
+            } else {
+                room.closed(userID: userID, session: session, on: channel)
             }
+        }
+    }
+
+    private func closed(userID: String, session: SessionID, on channel: any ClientChannel) {
+        if let arm = state.connectionClosed(userID: userID, session: session, channel: channel, now: loop.now) {
+            apply([arm])
+        }
+    }
+
+    public nonisolated func dataResumed(userID: String, session: SessionID, on channel: any ClientChannel) {
+        onLoop { room in
+            // An edge of the connection too, noticed without a worker.
+            let (reply, arm) = room.state.dataResumed(
+                userID: userID,
+                session: session,
+                channel: channel,
+                now: room.loop.now
+            )
+            if let reply { room.server.send(reply, on: channel, from: room) }
+            if let arm { room.apply([arm]) }
         }
     }
 

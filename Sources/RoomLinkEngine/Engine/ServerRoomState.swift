@@ -523,15 +523,42 @@ public struct ServerRoomState {
         members.values[index].channel = channel
     }
 
-    /// The member's connection closed (or, with continuous data, its data stopped): its timeout runs from now, and
-    /// it stays a member meanwhile.
-    public mutating func connectionClosed(userID: String, session: SessionID, now: RuntimeInstant) -> Effect? {
+    /// The member's connection `channel` closed (or, with continuous data, its data stopped): its timeout runs from
+    /// now, and it stays a member meanwhile. A channel that no longer carries the member (it logged in or resumed on
+    /// a newer one since) changes nothing: its close is late news of a connection the client gave up.
+    public mutating func connectionClosed(
+        userID: String,
+        session: SessionID,
+        channel: any ClientChannel,
+        now: RuntimeInstant
+    ) -> Effect? {
         guard let index = members.index(forKey: userID), members.values[index].session == session,
-            members.values[index].node == nil, !members.values[index].connectionClosed
+            members.values[index].node == nil, !members.values[index].connectionClosed,
+            members.values[index].channel === channel
         else { return nil }
         members.values[index].lastHeard = now
         members.values[index].connectionClosed = true
         return queue(memberAt: index, heardAt: now)
+    }
+
+    /// The member's data flows again on `channel` after its transport said it stopped (continuous data): the member
+    /// is heard — if `channel` still carries it. Returns the answer for `channel` when the room does not hold the
+    /// session (word that it is gone, as for a heartbeat), and the deadline timer to arm, if any.
+    public mutating func dataResumed(
+        userID: String,
+        session: SessionID,
+        channel: any ClientChannel,
+        now: RuntimeInstant
+    ) -> (reply: ServerMessage?, arm: Effect?) {
+        guard let index = members.index(forKey: userID), members.values[index].session == session,
+            members.values[index].node == nil
+        else {
+            if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), nil) }
+            return (.sessionUnknown(session: session), nil)
+        }
+        // Data a client wrote before it gave a connection up, delivered late: the member is on a newer one.
+        guard members.values[index].channel === channel else { return (nil, nil) }
+        return (nil, heard(memberAt: index, at: now))
     }
 
     /// The member leaves.

@@ -10,7 +10,7 @@ public struct ServerTimings: Sendable, Hashable {
     /// How long a member whose token expired has to renew it before it is kicked out.
     public var tokenRenewalGrace: Duration
     /// Whether members' data flows continuously (Agora's media): the server hears a member all the time until its
-    /// data stops (`RoomEndpoint.connectionClosed(userID:session:)`), and times it out from then, not from its
+    /// data stops (`RoomEndpoint.connectionClosed(userID:session:on:)`), and times it out from then, not from its
     /// last heartbeat.
     public var continuousData: Bool
     /// Whether a login with the user ID of a member from another session is seen by peers as that member leaving

@@ -221,21 +221,26 @@ public struct AgoraOracle: SpecOracle {
     }
 
     public func finish() -> [Violation] {
-        let structure = LogStructure.violations(
-            named.events,
-            scenario: scenario,
-            tolerance: tolerance.milliseconds,
+        let timings = AgoraTimings(overrides: scenario.timings)
+        let dialect = LogStructure.Dialect(
             isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
             isState: { $0.type == "connectionState" },
             // `failed` ends the join as `disconnected` does: the SDK has left the channel (a refusal, a kick, a
             // give-up), and a leaveChannel after it changes nothing.
             isEnd: { $0.type == "connectionState" && ["disconnected", "failed"].contains($0.strings["state"] ?? "") },
+            isIn: { $0.type == "connectionState" && $0.strings["state"] == "connected" },
+            isLeave: { Self.isState($0, "disconnected", "leaveChannel") },
             lingers: peerOfflineAfter.milliseconds,
-            attemptTimeout: AgoraTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
+            attemptTimeout: timings.attemptTimeout.milliseconds,
+            loginTimeout: timings.engine.loginTimeout.milliseconds,
+            loginProcessing: timings.server.loginProcessing.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }
                 return $0.type == "userJoined" ? ([peer], true) : $0.type == "userOffline" ? ([peer], false) : nil
             },
+            // Every user hears of the channel's hosts; an audience member is heard of by nobody.
+            isNotified: { _ in true },
+            isVisible: { $0.role != .audience },
             tokenWarning: "tokenPrivilegeWillExpire",
             pairs: [
                 (
@@ -259,6 +264,13 @@ public struct AgoraOracle: SpecOracle {
             ],
             vocabulary: ["userOffline": ["reason": Set(AgoraUserOfflineReason.allCases.map(\.description))]]
         )
+        let structure = LogStructure(
+            named.events,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            dialect: dialect
+        )
+        .violations()
         return (violations + timelineViolations() + structure).sorted { $0.time < $1.time }
     }
 
@@ -267,13 +279,39 @@ public struct AgoraOracle: SpecOracle {
         var found: [Violation] = []
         let slack = tolerance.milliseconds
         let detect = interruptedAfter.milliseconds
-        for outage in scenario.namedOutages() {
+        // On a lossy network the data may seem to stop, and a join may be retrying, whatever the timeline says.
+        let outages = scenario.network.loss == 0 ? scenario.namedOutages() : []
+        for outage in outages {
             for room in named.rooms(of: outage.user, at: outage.start) {
+                // Connected when it began: a user already reconnecting notices nothing new.
+                let states = named.events(of: outage.user, in: room) {
+                    $0.type == "connectionState" && $0.time <= outage.start
+                }
+                guard states.last?.strings["state"] == "connected",
+                    // Nor a user the app or the server moved meanwhile: its own reconnection says nothing of the watch.
+                    !scenario.timeline.contains(where: { entry in
+                        guard case .user(outage.user) = entry.target else { return false }
+                        let time = entry.at.milliseconds
+                        guard time >= outage.start - slack, time <= outage.start + detect + slack else { return false }
+                        switch entry.action {
+                        case .networkChange, .requestReconnect, .kick, .expireToken, .login, .logout, .switchRoom:
+                            return true
+                        default:
+                            return false
+                        }
+                    })
+                else { continue }
                 let own = named.events(of: outage.user, in: room) {
                     $0.type == "connectionState" && $0.strings["state"] == "reconnecting" && $0.time >= outage.start
                         && $0.time <= outage.end + slack
                 }
-                if outage.length < detect - slack, let first = own.first {
+                // Another cause (a network change, the server's request) may start a reconnection during the outage:
+                // that one says nothing of the data watch.
+                let watched = own.filter { $0.strings["reason"] == "interrupted" }
+                let before = own.contains {
+                    $0.strings["reason"] != "interrupted" && $0.time <= outage.start + detect + slack
+                }
+                if outage.length < detect - slack, let first = watched.first {
                     found.append(
                         Violation(
                             rule: "interrupted",
@@ -283,7 +321,7 @@ public struct AgoraOracle: SpecOracle {
                             message: "reconnecting after an outage of \(outage.length) ms, under \(detect) ms"
                         )
                     )
-                } else if outage.length > detect + slack,
+                } else if outage.length > detect + slack, !before,
                     // Still in the channel when the detection is due (not left meanwhile).
                     named.wasIn(outage.user, room: room, from: outage.start, through: outage.start + detect + slack),
                     !own.contains(where: {

@@ -205,10 +205,7 @@ public struct LiveKitOracle: SpecOracle {
     }
 
     public func finish() -> [Violation] {
-        let structure = LogStructure.violations(
-            named.events,
-            scenario: scenario,
-            tolerance: tolerance.milliseconds,
+        let dialect = LogStructure.Dialect(
             isStart: { $0.type == "connectionState" && $0.strings["state"] == "connecting" },
             // A full reconnection starts the room over: the SDK clears its participants (each one reported as
             // disconnected) at that instant.
@@ -216,13 +213,19 @@ public struct LiveKitOracle: SpecOracle {
                 $0.type == "connectionState" || ($0.type == "reconnectStarted" && $0.strings["mode"] == "full")
             },
             isEnd: { $0.type == "connectionState" && $0.strings["state"] == "disconnected" },
+            isIn: { Self.isState($0, "connected", from: nil) },
+            // Only a disconnect the app asked for goes through `disconnecting`.
+            isLeave: { Self.isState($0, "disconnected", from: "disconnecting") },
             lingers: timings.server.heartbeatTimeout.milliseconds,
             attemptTimeout: timings.attemptTimeout.milliseconds,
+            loginTimeout: timings.engine.loginTimeout.milliseconds,
+            loginProcessing: timings.server.loginProcessing.milliseconds,
             presence: {
                 guard let peer = $0.strings["peer"] else { return nil }
                 return $0.type == "participantConnected"
                     ? ([peer], true) : $0.type == "participantDisconnected" ? ([peer], false) : nil
             },
+            isNotified: { _ in true },
             pairs: [
                 // A reconnection starts quick, or (the server asks) full at once; it may turn full later.
                 (
@@ -247,6 +250,13 @@ public struct LiveKitOracle: SpecOracle {
             ],
             vocabulary: ["disconnected": ["reason": Set(LiveKitDisconnectReason.allCases.map(\.description))]]
         )
+        let structure = LogStructure(
+            named.events,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            dialect: dialect
+        )
+        .violations()
         return (violations + presenceViolations() + structure).sorted { $0.time < $1.time }
     }
 
@@ -258,7 +268,8 @@ public struct LiveKitOracle: SpecOracle {
             departs: { $0.type == "participantDisconnected" && $0.strings["peer"] == $1 },
             arrives: { $0.type == "participantConnected" && $0.strings["peer"] == $1 },
             isBack: { $0.type == "connectionState" && $0.strings["state"] == "connected" },
-            departureName: "participantDisconnected"
+            departureName: "participantDisconnected",
+            resetsView: { $0.type == "reconnectStarted" && $0.strings["mode"] == "full" }
         )
         return named.presenceViolations(rule, scenario: scenario, slack: tolerance.milliseconds)
     }

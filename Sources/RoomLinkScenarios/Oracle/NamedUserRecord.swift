@@ -21,6 +21,9 @@ struct NamedUserRecord: Sendable {
         var isBack: (LoggedEvent) -> Bool
         /// The departure's name in messages.
         var departureName: String
+        /// Whether `event` (a peer's own) starts its view of the room over, reporting every other member gone at
+        /// that instant (LiveKit's full reconnection): those departures are the peer's, not the user's.
+        var resetsView: (LoggedEvent) -> Bool = { _ in false }
     }
 
     let names: Set<String>
@@ -76,19 +79,26 @@ struct NamedUserRecord: Sendable {
     /// The presence rule over the scenario's outages of named users: a peer sees the user leave only if the outage
     /// outlasted the server's timeout, and then at about that time; and sees it arrive when the user is back.
     func presenceViolations(_ rule: PresenceRule, scenario: Scenario, slack: Double) -> [Violation] {
+        // On a lossy network a member may be dropped at any time, and a peer's update may be lost: no timing is
+        // certain.
+        guard scenario.network.loss == 0 else { return [] }
         var found: [Violation] = []
         let userIDs = Dictionary(uniqueKeysWithValues: scenario.users.map { ($0.id, $0.userID) })
         let outages = scenario.namedOutages()
         for outage in outages {
-            guard let userID = userIDs[outage.user] else { continue }
+            // A user with a second device may stay in the room through the other: no departure is certain.
+            guard let userID = userIDs[outage.user], !scenario.hasOtherDevices(outage.user) else { continue }
             let earliest = outage.start + rule.timeout - rule.earlier(outage)
             let latest = outage.start + rule.timeout
             // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
             let removals = scenario.serverRemovals(of: outage.user).filter { $0.time <= latest + slack }
             for room in rooms(of: outage.user, at: outage.start) {
-                for peer in others(of: outage.user, in: room, from: outage.start, through: latest) {
+                // The peer is still in the room when the departure, due at `latest`, could reach it.
+                for peer in others(of: outage.user, in: room, from: outage.start, through: latest + slack) {
+                    let resets = Set(events(of: peer, in: room, where: rule.resetsView).map(\.time))
                     let gone = events(of: peer, in: room) {
                         rule.departs($0, userID) && $0.time >= outage.start && $0.time <= outage.end + slack
+                            && !resets.contains($0.time)
                     }
                     if outage.length < earliest - outage.start - slack {
                         for event in gone where !removals.contains(where: { $0.time <= event.time + slack }) {
@@ -105,7 +115,9 @@ struct NamedUserRecord: Sendable {
                         }
                         continue
                     }
-                    guard outage.length > rule.timeout + slack else { continue }
+                    guard outage.length > rule.timeout + slack, !scenario.restartsServerClock(during: outage) else {
+                        continue
+                    }
                     // A peer whose own network is down meanwhile cannot be told.
                     guard !Scenario.isCutOff(peer, from: outage.start, through: latest + slack, in: outages) else {
                         continue
@@ -133,6 +145,8 @@ struct NamedUserRecord: Sendable {
                             where: { rule.isBack($0) && $0.time >= outage.end }
                         ).first,
                         wasIn(peer, room: room, from: outage.start, through: back.time + slack),
+                        // The log ends before the peer could be told.
+                        back.time + slack <= scenario.end.milliseconds,
                         // A peer whose own network is down when the user is back cannot be told.
                         !Scenario.isCutOff(peer, from: back.time, through: back.time + slack, in: outages)
                     else { continue }

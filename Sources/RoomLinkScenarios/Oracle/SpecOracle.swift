@@ -117,12 +117,37 @@ extension Scenario {
         outages.contains { $0.user == user && $0.start <= through && $0.end >= from }
     }
 
+    /// Whether `user` shares its user ID with another of the scenario's users (a second device): while one device
+    /// is cut off, the other may keep the user in the room.
+    func hasOtherDevices(_ user: String) -> Bool {
+        guard let userID = users.first(where: { $0.id == user })?.userID else { return false }
+        return users.contains { $0.id != user && $0.userID == userID }
+    }
+
+    /// Whether something during `outage` — a change of the user's link, a network change, a reconnection the
+    /// server asked for — may have closed the user's connection, which the server hears: its timeout then runs from
+    /// that close, not from the outage's start.
+    func restartsServerClock(during outage: Outage) -> Bool {
+        timeline.contains { entry in
+            guard case .user(outage.user) = entry.target else { return false }
+            let time = entry.at.milliseconds
+            guard time > outage.start, time <= outage.end else { return false }
+            switch entry.action {
+            case .networkDown, .blackhole, .networkChange, .requestReconnect: return true
+            default: return false
+            }
+        }
+    }
+
     /// When the server may remove named user `user` of its own accord, whatever its network does: at a `kick` of
     /// the user (`open` false: at that instant), and any time from an `expireToken` of it on (`open`: the server
     /// kicks once the renewal grace has passed). Times in milliseconds, in timeline order.
     func serverRemovals(of user: String) -> [(time: Double, open: Bool)] {
-        timeline.compactMap { entry in
-            guard case .user(user) = entry.target else { return nil }
+        // The server acts by user ID: a kick or an expiry of another device of the user's is one of this one's too.
+        let userID = users.first { $0.id == user }?.userID ?? user
+        let devices = Set(users.filter { $0.userID == userID }.map(\.id)).union([user])
+        return timeline.compactMap { entry in
+            guard case .user(let target) = entry.target, devices.contains(target) else { return nil }
             switch entry.action {
             case .kick: return (entry.at.milliseconds, false)
             case .expireToken: return (entry.at.milliseconds, true)

@@ -38,7 +38,8 @@ public struct ZegoOracle: SpecOracle {
 
     private static let allowed: [String: Set<String>] = [
         "logout": ["logining"],
-        "logining": ["logined", "loginFailed", "logout"],
+        // A kick can overtake the answer to a login the server admitted (contract §2, "Other rules").
+        "logining": ["logined", "loginFailed", "logout", "kickOut"],
         "logined": ["reconnecting", "kickOut", "logout"],
         "reconnecting": ["reconnected", "reconnectFailed", "kickOut", "logout"],
         "reconnected": ["reconnecting", "kickOut", "logout"],
@@ -179,28 +180,38 @@ public struct ZegoOracle: SpecOracle {
     /// The violations found, in time order, after checking the presence rules over the whole log.
     public func finish() -> [Violation] {
         let grace = Int64(ZegoTimings(overrides: scenario.timings).server.tokenRenewalGrace.components.seconds)
-        let structure = LogStructure.violations(
-            namedEvents,
-            scenario: scenario,
-            tolerance: tolerance.milliseconds,
+        let timings = ZegoTimings(overrides: scenario.timings)
+        let dialect = LogStructure.Dialect(
             isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
             isState: { $0.type == "roomState" },
             isEnd: {
                 $0.type == "roomState"
                     && ["logout", "loginFailed", "reconnectFailed", "kickOut"].contains($0.strings["reason"] ?? "")
             },
+            isIn: { $0.type == "roomState" && ["logined", "reconnected"].contains($0.strings["reason"] ?? "") },
+            isLeave: { $0.type == "roomState" && $0.strings["reason"] == "logout" },
             lingers: serverHeartbeatTimeout.milliseconds,
-            attemptTimeout: ZegoTimings(overrides: scenario.timings).attemptTimeout.milliseconds,
+            attemptTimeout: timings.attemptTimeout.milliseconds,
+            loginTimeout: timings.engine.loginTimeout.milliseconds,
+            loginProcessing: timings.server.loginProcessing.milliseconds,
             presence: {
                 guard $0.type == "userUpdate", let update = $0.strings["update"], let users = $0.lists["users"] else {
                     return nil
                 }
                 return (users, update == "add")
             },
+            isNotified: \.userStatusNotify,
             tokenWarning: "tokenWillExpire",
             vocabulary: ["userUpdate": ["update": Set(ZegoUpdateType.allCases.map(\.rawValue))]],
             numbers: ["tokenWillExpire": ["remainingSeconds": [grace]]]
         )
+        let structure = LogStructure(
+            namedEvents,
+            scenario: scenario,
+            tolerance: tolerance.milliseconds,
+            dialect: dialect
+        )
+        .violations()
         return (violations + presenceViolations(namedEvents, stays: stays) + structure).sorted { $0.time < $1.time }
     }
 
@@ -213,9 +224,13 @@ public struct ZegoOracle: SpecOracle {
         let timeout = serverHeartbeatTimeout.milliseconds
         let slack = tolerance.milliseconds
 
+        // On a lossy network a member may be dropped at any time, and a peer's update may be lost: no timing is
+        // certain.
+        guard scenario.network.loss == 0 else { return [] }
         let outages = scenario.namedOutages()
         for outage in outages {
-            guard let userID = userIDs[outage.user] else { continue }
+            // A user with a second device may stay in the room through the other: no departure is certain.
+            guard let userID = userIDs[outage.user], !scenario.hasOtherDevices(outage.user) else { continue }
             let length = outage.end - outage.start
             // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
             let removals = scenario.serverRemovals(of: outage.user).filter { $0.time <= outage.start + timeout + slack }
@@ -247,7 +262,7 @@ public struct ZegoOracle: SpecOracle {
                                 )
                             )
                         }
-                    } else if length > timeout + slack {
+                    } else if length > timeout + slack, !scenario.restartsServerClock(during: outage) {
                         // The peer must still be in the room, and reachable, when the deletion is due.
                         let peerStays = stays[peerKey]?.contains { $0.from <= outage.start && $0.to >= latest } ?? false
                         guard peerStays, !Scenario.isCutOff(peer, from: outage.start, through: latest, in: outages)
@@ -269,6 +284,10 @@ public struct ZegoOracle: SpecOracle {
                             $0.user == outage.user && $0.room == key.room && $0.type == "roomState"
                                 && $0.strings["reason"] == "reconnected" && $0.time >= outage.end
                         }),
+                            // The log ends before the peer could be told, or the peer left first.
+                            back.time + slack <= scenario.end.milliseconds,
+                            stays[peerKey]?.contains(where: { $0.from <= back.time && $0.to >= back.time + slack })
+                                ?? false,
                             !Scenario.isCutOff(peer, from: back.time, through: back.time + slack, in: outages)
                         {
                             let added = events.contains {

@@ -42,6 +42,13 @@ public final class RunInterruption: Sendable {
     /// Why the run was stopped, once it was.
     public var reason: Reason? { state.withLock { $0.reason } }
 
+    /// What stopped the run `report` describes: ``reason`` if the run stopped early (``RunReport/interrupted``),
+    /// else `nil` — an interruption that came once the run had reached its end stopped nothing, so that what a
+    /// program says of the run, its report and its exit status agree.
+    public func cause(of report: RunReport) -> Reason? {
+        report.interrupted ? reason : nil
+    }
+
     /// Stops the run for `reason`; only the first call counts.
     public func interrupt(_ reason: Reason) {
         let stops = state.withLock { state -> [@Sendable () -> Void] in

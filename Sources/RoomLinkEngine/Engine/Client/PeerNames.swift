@@ -70,40 +70,45 @@ struct PeerNames: Sendable, Equatable {
         return (names.filter { !current.contains($0) }, present.filter { !known.contains($0) })
     }
 
-    /// Adds `name` if it is not there.
-    mutating func insert(_ name: String) {
+    /// Adds `name` if it is not there; returns whether it was not.
+    @discardableResult
+    mutating func insert(_ name: String) -> Bool {
         if case .words(var words) = storage, let word = Self.word(name) {
             let index = words.partitioningIndex { $0 >= word }
-            guard index == words.count || words[index] != word else { return }
+            guard index == words.count || words[index] != word else { return false }
             storage = .names([])  // drops the reference, so the insertion does not copy the words
             words.insert(word, at: index)
             storage = .words(words)
-            return
+            return true
         }
         var names = self.names
         let index = names.partitioningIndex { $0 >= name }
-        guard index == names.count || names[index] != name else { return }
+        guard index == names.count || names[index] != name else { return false }
         storage = .names([])
         names.insert(name, at: index)
         storage = .names(names)
+        return true
     }
 
-    /// Removes `name` if it is there.
-    mutating func remove(_ name: String) {
+    /// Removes `name` if it is there; returns whether it was.
+    @discardableResult
+    mutating func remove(_ name: String) -> Bool {
         switch storage {
         case .words(var words):
-            guard let word = Self.word(name) else { return }  // a long name was never kept as a word
+            guard let word = Self.word(name) else { return false }  // a long name was never kept as a word
             let index = words.partitioningIndex { $0 >= word }
-            guard index < words.count, words[index] == word else { return }
+            guard index < words.count, words[index] == word else { return false }
             storage = .names([])
             words.remove(at: index)
             storage = .words(words)
+            return true
         case .names(var names):
             let index = names.partitioningIndex { $0 >= name }
-            guard index < names.count, names[index] == name else { return }
+            guard index < names.count, names[index] == name else { return false }
             storage = .names([])
             names.remove(at: index)
             storage = .names(names)
+            return true
         }
     }
 

@@ -269,7 +269,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// until the server's timeout). Returns `false` when the client is not in the room.
     @discardableResult
     func leave(_ roomID: String) -> Bool {
-        state.leave(roomID) { perform($0, &$1) }
+        state.leave(roomID, rules: environment.rules) { perform($0, &$1) }
     }
 
     /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
@@ -295,7 +295,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// Removes `roomID` without reporting it (the dialect reports its own reason), telling the server the member
     /// left.
     func abandon(_ roomID: String) {
-        state.abandon(roomID) { perform($0, &$1) }
+        state.abandon(roomID, rules: environment.rules) { perform($0, &$1) }
     }
 
     /// Publishes a dialect event directly (a call the dialect refuses, reported as its vendor does).

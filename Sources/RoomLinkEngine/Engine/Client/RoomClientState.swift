@@ -163,11 +163,12 @@ public struct RoomClientState: Sendable {
 
     /// Leaves `roomID` at once, telling the server if the connection is up (if it is not, peers keep seeing the user
     /// until the server's timeout). Returns `false` when the client is not in the room.
-    public mutating func leave(_ roomID: String, perform: Perform) -> Bool {
+    public mutating func leave(_ roomID: String, rules: Rules, perform: Perform) -> Bool {
         guard let index = index(of: roomID) else { return false }
         let phase = rooms[index].phase
         var room = end(at: index, perform: perform)
         _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID), &room.attachment)
+        stopData(of: &room, rules: rules, perform: perform)
         act(.report(.left(from: phase), room: roomID), perform)
         _ = perform(.ended(room: roomID), &room.attachment)
         return true
@@ -175,11 +176,21 @@ public struct RoomClientState: Sendable {
 
     /// Removes `roomID` without reporting it (the dialect reports its own reason), telling the server the member
     /// left.
-    public mutating func abandon(_ roomID: String, perform: Perform) {
+    public mutating func abandon(_ roomID: String, rules: Rules, perform: Perform) {
         guard let index = index(of: roomID) else { return }
         var room = end(at: index, perform: perform)
         _ = perform(.send(.logout(userID: userID, session: room.session), room: roomID), &room.attachment)
+        stopData(of: &room, rules: rules, perform: perform)
         _ = perform(.ended(room: roomID), &room.attachment)
+    }
+
+    /// The client is done with `room` (removed from its list): for a dialect whose data flows, the session's data
+    /// stops, and the server hears it. Whatever the room's phase — a login of the session the server admitted, its
+    /// answer lost, holds a member whose data would otherwise never be heard to stop, and a logout sent down a link
+    /// that is down never arrives. A server that no longer holds the session ignores it.
+    private func stopData(of room: inout RoomConnection, rules: Rules, perform: Perform) {
+        guard rules.timings.dataSilenceDetection != nil else { return }
+        _ = perform(.closed(room: room.roomID, session: room.session), &room.attachment)
     }
 
     /// Gives the server a new token for `roomID`; later reconnections use it too. Returns `false` when the client
@@ -250,7 +261,7 @@ public struct RoomClientState: Sendable {
         case .loginRejected(let session, let attempt, let reason):
             guard sessionOfRoom(at: index) == session, awaitsAnswer(at: index, to: attempt) else { return }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
-            close(at: index, { .rejected(reason, from: $0) }, perform: perform)
+            close(at: index, { .rejected(reason, from: $0) }, rules: rules, perform: perform)
         case .heartbeatAck(let session):
             rooms.withRoom(at: index) { room in
                 if room.session == session { room.heard(at: now) }
@@ -277,7 +288,7 @@ public struct RoomClientState: Sendable {
             }
         case .kicked(let session, let reason):
             guard sessionOfRoom(at: index) == session else { return }
-            close(at: index, { .kicked(reason, from: $0) }, perform: perform)
+            close(at: index, { .kicked(reason, from: $0) }, rules: rules, perform: perform)
         case .tokenWillExpire(let session, let remaining):
             guard sessionOfRoom(at: index) == session else { return }
             rooms[index].heard(at: now)
@@ -501,7 +512,7 @@ public struct RoomClientState: Sendable {
                 rooms[index].timer = nil
                 if let deadline = room.deadline, now >= deadline {
                     attemptEnded(at: index, .timeout, rules: rules, perform: perform)
-                    close(at: index, { .gaveUp(from: $0) }, perform: perform)
+                    close(at: index, { .gaveUp(from: $0) }, rules: rules, perform: perform)
                 } else if case .answer = purpose {
                     if room.inFlight {
                         // Unanswered: the connection it went over is given up on, and the next attempt dials anew.
@@ -632,7 +643,7 @@ public struct RoomClientState: Sendable {
         case .awaitDeadline where hasDeadline:
             armAttemptTimer(at: index, after: nil, answer: false, now: now, perform: perform)
         case .awaitDeadline, .giveUp:
-            close(at: index, { .gaveUp(from: $0) }, perform: perform)
+            close(at: index, { .gaveUp(from: $0) }, rules: rules, perform: perform)
         }
     }
 
@@ -640,10 +651,12 @@ public struct RoomClientState: Sendable {
     private mutating func close(
         at index: Int,
         _ transition: (RoomConnection.Phase) -> RoomTransition,
+        rules: Rules,
         perform: Perform
     ) {
         let phase = rooms[index].phase
         var room = end(at: index, perform: perform)
+        stopData(of: &room, rules: rules, perform: perform)
         act(.report(transition(phase), room: room.roomID), perform)
         _ = perform(.ended(room: room.roomID), &room.attachment)
     }

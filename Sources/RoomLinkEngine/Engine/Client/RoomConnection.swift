@@ -266,13 +266,21 @@ public struct RoomConnection: Sendable {
     {
         guard options.notifiesPeers, !users.isEmpty else { return nil }
         // The names stay sorted: a binary search per user, not a sort per update (rooms have hundreds of members).
-        for user in users {
-            switch change {
-            case .add: peerNames.insert(user)
-            case .delete: peerNames.remove(user)
-            }
+        // What the client already knew is no change to report: a peer the list of its login answer named, and a
+        // batch sent before that answer also names (a login repeated while the first was answered).
+        var unchanged: [Int] = []
+        for (index, user) in users.enumerated() {
+            let changed =
+                switch change {
+                case .add: peerNames.insert(user)
+                case .delete: peerNames.remove(user)
+                }
+            if !changed { unchanged.append(index) }
         }
-        return .peersChanged(change, users: users, reason: change == .delete ? reason : nil)
+        guard unchanged.count < users.count else { return nil }
+        let reported =
+            unchanged.isEmpty ? users : users.enumerated().filter { !unchanged.contains($0.offset) }.map(\.element)
+        return .peersChanged(change, users: reported, reason: change == .delete ? reason : nil)
     }
 
     /// Whether a joined room's server has been silent for `timeout` at `now`: the connection is lost.

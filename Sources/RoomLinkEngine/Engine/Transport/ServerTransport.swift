@@ -3,7 +3,7 @@
 ///
 /// A ``RoomServer`` hands the transport its rooms (``serve(_:)``). The transport then calls each room, on the room's
 /// loop, with what its clients send (``RoomEndpoint/deliver(_:on:)``) and when a connection carrying one of its
-/// sessions closes (``RoomEndpoint/connectionClosed(userID:session:)``), and the room answers on the channel the
+/// sessions closes (``RoomEndpoint/connectionClosed(userID:session:on:)``), and the room answers on the channel the
 /// message came on.
 public protocol ServerTransport: AnyObject, Sendable {
     /// Routes what clients send to the rooms of `rooms` from now on. A transport may keep `rooms` alive (clients
@@ -52,10 +52,24 @@ public protocol RoomEndpoint: RoomChannel {
     var loopIdentity: ObjectIdentifier { get }
     /// Handles `message`, which arrived on `channel`. Called on ``loop``'s thread.
     func deliver(_ message: ClientMessage, on channel: any ClientChannel)
-    /// The connection carrying `session` of `userID` closed (or, for a dialect whose media flows continuously, its
-    /// data stopped): the member's heartbeat timeout runs from now, and it stays a member meanwhile. Raised by the
-    /// transport, as a server's network stack notices a socket close. Called on ``loop``'s thread.
-    func connectionClosed(userID: String, session: SessionID)
+    /// The connection `channel` closed while it carried `session` of `userID` (or, for a dialect whose media flows
+    /// continuously, its data stopped): the member's heartbeat timeout runs from now, and it stays a member
+    /// meanwhile. Raised by the transport, as a server's network stack notices a socket close. Called on ``loop``'s
+    /// thread.
+    ///
+    /// Only the channel the member last logged in or resumed on counts: a connection the client gave up on can
+    /// close long after a newer one took its member over (its close held in a black hole, and let go when the path
+    /// carries again), and that late close leaves the member as it is.
+    func connectionClosed(userID: String, session: SessionID, on channel: any ClientChannel)
+    /// The data of `session` of `userID` flows again on `channel` after the transport had said it stopped (a
+    /// dialect whose media flows continuously): the member is heard, if `channel` is still the one that carries it.
+    /// A session the room no longer holds is told so on `channel`, as a heartbeat of it would be. Called on
+    /// ``loop``'s thread.
+    ///
+    /// Unlike the client's own ``ClientMessage/connectionResumed(userID:session:)``, which moves the member to the
+    /// channel it arrives on, this is the transport's observation of one connection: data a client wrote before it
+    /// gave that connection up, delivered late, must not take its member back from a newer connection.
+    func dataResumed(userID: String, session: SessionID, on channel: any ClientChannel)
     /// Calls `body` with the channels of the room's current members, in the order they joined, on ``loop``'s thread
     /// as soon as it runs (a network that cuts the room off tells their clients).
     func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void)

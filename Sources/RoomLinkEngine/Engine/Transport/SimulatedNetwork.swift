@@ -144,6 +144,15 @@ extension SimulatedNetwork {
         /// The lane's simulation, whose clock a message sent from it is keyed on (``key(_:_:upstream:)``): read through
         /// the sender's `loop`, the simulation was retained and released on every message.
         private let laneSimulation: SimulationRuntime?
+        /// With jitter: when the last message each way of each client is due, so that a client's messages keep their
+        /// order each way as a connection's do (``inOrder(_:client:upstream:sentAt:)``). Without jitter every message
+        /// takes the same time, and keeps its order with no table.
+        private let arrivals: LockedBox<[ArrivalKey: RuntimeInstant]>?
+
+        private struct ArrivalKey: Hashable {
+            let client: ObjectIdentifier
+            let upstream: Bool
+        }
 
         init(conditions: NetworkConditions, seed: UInt64, batchingOn loops: [any RuntimeLoop]) {
             model = NetworkModel(conditions: conditions, seed: seed)
@@ -167,6 +176,26 @@ extension SimulatedNetwork {
             }
             laneLoop = lane.map { ObjectIdentifier($0.loop) }
             laneSimulation = lane == nil ? nil : batching.lazy.compactMap { $0 as? SimulationRuntime }.first
+            arrivals = conditions.jitter > .zero ? LockedBox([:]) : nil
+        }
+
+        /// The delay of a message `delay` would bring at `sentAt + delay`, made no shorter than the time to the
+        /// arrival of the last message `client` sent or was sent the same way: one client's messages travel one
+        /// connection each way, which delivers them in the order they were sent, however their times vary.
+        private func inOrder(
+            _ delay: Duration,
+            client: any ClientEndpoint,
+            upstream: Bool,
+            sentAt now: RuntimeInstant
+        ) -> Duration {
+            guard let arrivals else { return delay }
+            let key = ArrivalKey(client: ObjectIdentifier(client), upstream: upstream)
+            let due = arrivals.withLock { arrivals in
+                let due = max(now.advanced(by: delay), arrivals[key] ?? now)
+                arrivals[key] = due
+                return due
+            }
+            return now.duration(to: due)
         }
 
         /// The lane, when a message between endpoints on these loops rides it.
@@ -212,14 +241,17 @@ extension SimulatedNetwork {
             case .refused: return .refused
             case .lost: return .sent
             case .delivered(let delay):
-                toRoom(.message(message), from: client, to: room, after: delay)
+                let ordered = inOrder(delay, client: client, upstream: true, sentAt: client.loop.now)
+                toRoom(.message(message), from: client, to: room, after: ordered)
                 return .sent
             }
         }
 
         func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
-            // The server sees the socket close (or the data stop): nothing the dead link must carry.
-            toRoom(.closed(session), from: client, to: Self.room(of: channel), after: model.conditions.latency)
+            // The server sees the socket close (or the data stop): nothing the dead link must carry — but after what
+            // the connection carried before it.
+            let delay = inOrder(model.conditions.latency, client: client, upstream: true, sentAt: client.loop.now)
+            toRoom(.closed(session), from: client, to: Self.room(of: channel), after: delay)
         }
 
         func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
@@ -227,7 +259,8 @@ extension SimulatedNetwork {
                 preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
             }
             let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
-            guard case .delivered(let delay) = transit, !isPartitioned(room.roomID) else { return }
+            guard case .delivered(let drawn) = transit, !isPartitioned(room.roomID) else { return }
+            let delay = inOrder(drawn, client: client, upstream: false, sentAt: room.loop.now)
             let clientLoop = client.loopIdentity
             delivered.increment(byLoop: clientLoop)
             if let lane = lane(between: clientLoop, and: room.loopIdentity),
@@ -334,13 +367,12 @@ extension SimulatedNetwork {
             case closed(SessionID)
 
             func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
+                guard let channel = client.inProcessChannel else {
+                    preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
+                }
                 switch self {
-                case .message(let message):
-                    guard let channel = client.inProcessChannel else {
-                        preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
-                    }
-                    room.deliver(message, on: channel)
-                case .closed(let session): room.connectionClosed(userID: client.userID, session: session)
+                case .message(let message): room.deliver(message, on: channel)
+                case .closed(let session): room.connectionClosed(userID: client.userID, session: session, on: channel)
                 }
             }
         }
