@@ -328,7 +328,10 @@ public struct ServerRoomState {
         if let admitted {
             return clusterLogin(request, from: channel, life: admitted.life, sequence: admitted.sequence, now: now)
         }
-        if request.isReconnect, let reason = kickedSessions[request.session] {
+        // A kicked session stays kicked, whichever attempt of it comes next: a join's retry too (on a slow network
+        // two devices of one user each retry while the other's login kicks them, and a retry let back in would be
+        // a member whose client was told it is out).
+        if let reason = kickedSessions[request.session] {
             return [.send(.kicked(session: request.session, reason: reason), to: channel)]
         }
         guard tokenValid else {

@@ -5,7 +5,11 @@ extension Duration {
     ///
     /// This is the form of every duration in a scenario file and on the command line.
     ///
-    /// - Returns: `nil` if `text` is not of that form or is negative.
+    /// A number is unsigned decimal digits with at most one decimal point: a duration is a length of time, never
+    /// negative, so it takes no sign (`"+5s"` and `"-5s"` are refused, not read as 5 s), nor an exponent or a hex form
+    /// (`"1e3ms"`, `"0x10s"`) that would hide how long it is.
+    ///
+    /// - Returns: `nil` if `text` is not of that form.
     public init?(roomLinkText text: String) {
         let trimmed = String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
         if trimmed == "0" {
@@ -26,14 +30,21 @@ extension Duration {
         ("h", 3_600e9), ("m", 60e9), ("s", 1e9), ("ms", 1e6), ("us", 1e3), ("µs", 1e3), ("ns", 1),
     ]
 
-    /// `"120ms"`: one number (anything `Double` reads, finite and not negative) and one unit.
+    /// `"120ms"`: one unsigned decimal number and one unit.
     private static func nanoseconds(single text: Substring) -> Double? {
         // Longest suffix first, so that "ms" is not read as "s" and "m".
         for (suffix, size) in textUnits.sorted(by: { $0.suffix.count > $1.suffix.count }) where text.hasSuffix(suffix) {
-            guard let value = Double(text.dropLast(suffix.count)), value.isFinite, value >= 0 else { return nil }
+            let number = text.dropLast(suffix.count)
+            guard isDecimal(number), let value = Double(number), value.isFinite else { return nil }
             return value * size
         }
         return nil
+    }
+
+    /// Whether `text` is digits with at most one decimal point among them, and at least one digit.
+    private static func isDecimal(_ text: Substring) -> Bool {
+        text.contains { $0.isASCII && $0.isNumber } && text.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") }
+            && text.filter { $0 == "." }.count <= 1
     }
 
     /// `"1m30s"`: decimal numbers, each followed by a unit smaller than the one before.
@@ -44,7 +55,7 @@ extension Duration {
         var smallestSoFar = Double.infinity
         while !rest.isEmpty {
             let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
-            guard !number.isEmpty, let value = Double(number) else { return nil }
+            guard isDecimal(number), let value = Double(number) else { return nil }
             rest = rest.dropFirst(number.count)
             let unitText = rest.prefix { !($0.isASCII && ($0.isNumber || $0 == ".")) }
             guard let unit = textUnits.first(where: { $0.suffix == unitText }), unit.nanoseconds < smallestSoFar else {

@@ -144,6 +144,9 @@ public struct AgoraOracle: SpecOracle {
                 violation("transition", "joinSuccess from \(from); expected from connecting")
             } else if reason == "rejoinSuccess", from != "reconnecting" {
                 violation("transition", "rejoinSuccess from \(from); expected from reconnecting")
+            } else if reason == "joinFailed", from == "connected" {
+                // A join gives up while trying (joining or reconnecting), never while in the channel.
+                violation("transition", "joinFailed from connected; a join gives up only while trying")
             }
             if state == "reconnecting", from != "reconnecting" {
                 track.episodeStart = time
@@ -230,6 +233,26 @@ public struct AgoraOracle: SpecOracle {
             isEnd: { $0.type == "connectionState" && ["disconnected", "failed"].contains($0.strings["state"] ?? "") },
             isIn: { $0.type == "connectionState" && $0.strings["state"] == "connected" },
             isLeave: { Self.isState($0, "disconnected", "leaveChannel") },
+            isLost: { $0.type == "connectionState" && $0.strings["state"] == "reconnecting" },
+            endCauses: { event in
+                guard event.type == "connectionState" else { return nil }
+                switch event.strings["reason"] {
+                case "bannedByServer": return [.kick]
+                case "sameUidLogin": return [.duplicateLogin]
+                case "tokenExpired": return [.tokenExpiry, .tokenRefused]
+                case "invalidToken": return [.badToken]
+                case "rejectedByServer": return [.refusedJoin]
+                default: return nil
+                }
+            },
+            retryTimeout: retryTimeout.milliseconds,
+            noticeWithin: max(
+                timings.engine.dataSilenceDetection ?? .zero,
+                timings.engine.heartbeatInterval.map { $0 + timings.engine.silenceTimeout } ?? .zero
+            ).milliseconds,
+            // The data watch notices a link that went down as it notices a silent one.
+            noticesDownAtOnce: false,
+            tokenGrace: timings.server.tokenRenewalGrace.milliseconds,
             lingers: peerOfflineAfter.milliseconds,
             attemptTimeout: timings.attemptTimeout.milliseconds,
             loginTimeout: timings.engine.loginTimeout.milliseconds,
@@ -271,7 +294,73 @@ public struct AgoraOracle: SpecOracle {
             dialect: dialect
         )
         .violations()
-        return (violations + timelineViolations() + structure).sorted { $0.time < $1.time }
+        return (violations + timelineViolations() + offlineReasons() + structure).sorted { $0.time < $1.time }
+    }
+
+    /// The `offline` rule: a peer seen `quit` left by its own call (any device of its ID: `disconnected/leaveChannel`,
+    /// or the channel a second join gave up, `failed/rejectedByServer`) within the tolerance before; one seen
+    /// `dropped` did not, with its network up (a leave the server heard at once is a quit).
+    private func offlineReasons() -> [Violation] {
+        let slack = tolerance.milliseconds
+        let outages = scenario.namedOutages()
+        let devices = Dictionary(grouping: scenario.users, by: \.userID).mapValues { $0.map(\.id) }
+        func leaves(of peer: String, near time: Double) -> [LoggedEvent] {
+            devices[peer, default: []].flatMap { device in
+                named.events.filter {
+                    $0.user == device && $0.time <= time && $0.time >= time - slack
+                        && (Self.isState($0, "disconnected", "leaveChannel")
+                            || Self.isState($0, "failed", "rejectedByServer"))
+                }
+            }
+        }
+        var found: [Violation] = []
+        for event in named.events where event.type == "userOffline" {
+            guard let peer = event.strings["peer"], devices[peer] != nil else { continue }
+            let near = leaves(of: peer, near: event.time).filter { $0.room == event.room }
+            switch event.strings["reason"] {
+            case "quit" where near.isEmpty:
+                found.append(
+                    Violation(
+                        rule: "offline",
+                        time: event.time,
+                        user: event.user,
+                        room: event.room,
+                        message: "saw \(peer) quit, but \(peer) left by no call of its own near it"
+                    )
+                )
+            // A viewer back from a reconnection learns who went while it was away from the list it gets back, and
+            // reports each of them dropped, whatever the reason.
+            case "dropped"
+            where scenario.network.loss == 0
+                && !named.events.contains(where: {
+                    $0.user == event.user && $0.room == event.room && $0.type == "connectionState"
+                        && $0.time == event.time
+                })
+                && near.contains(where: { leave in
+                    // Heard at once, the peer's last word there before the drop (it did not join again), and no kick
+                    // or expiry of the peer's meanwhile (the server's removal is a drop).
+                    let after = named.events.drop { $0 != leave }.dropFirst()
+                    let removed = scenario.serverRemovals(of: leave.user).contains {
+                        $0.time >= leave.time - slack && $0.time <= event.time
+                    }
+                    guard !removed else { return false }
+                    return !outages.contains { $0.user == leave.user && $0.start <= leave.time && leave.time <= $0.end }
+                        && !after.contains { $0.user == leave.user && $0.room == leave.room && $0.time <= event.time }
+                }):
+                found.append(
+                    Violation(
+                        rule: "offline",
+                        time: event.time,
+                        user: event.user,
+                        room: event.room,
+                        message: "saw \(peer) dropped, but \(peer) had just left by its own call"
+                    )
+                )
+            default:
+                break
+            }
+        }
+        return found
     }
 
     /// The `interrupted`, `presence` and `rejoin` rules, from the scenario's outages of named users.
@@ -285,7 +374,7 @@ public struct AgoraOracle: SpecOracle {
             for room in named.rooms(of: outage.user, at: outage.start) {
                 // Connected when it began: a user already reconnecting notices nothing new.
                 let states = named.events(of: outage.user, in: room) {
-                    $0.type == "connectionState" && $0.time <= outage.start
+                    $0.type == "connectionState" && $0.time < outage.start
                 }
                 guard states.last?.strings["state"] == "connected",
                     // Nor a user the app or the server moved meanwhile: its own reconnection says nothing of the watch.
@@ -349,6 +438,7 @@ public struct AgoraOracle: SpecOracle {
             departs: { $0.type == "userOffline" && $0.strings["peer"] == $1 && $0.strings["reason"] == "dropped" },
             arrives: { $0.type == "userJoined" && $0.strings["peer"] == $1 },
             isBack: { $0.strings["reason"] == "rejoinSuccess" },
+            state: { ($0.type == "connectionState", $0.strings["state"] == "connected") },
             departureName: "userOffline(dropped)"
         )
         return found + named.presenceViolations(rule, scenario: visible, slack: slack)

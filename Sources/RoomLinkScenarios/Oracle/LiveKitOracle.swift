@@ -182,6 +182,19 @@ public struct LiveKitOracle: SpecOracle {
                 violation("disconnect", "disconnected(\(reason)) without connectionState disconnected at the same time")
             } else if (reason == "clientInitiated") != (track.from == "disconnecting") {
                 violation("disconnect", "disconnected(\(reason)) after \(track.from)")
+            } else if reason == "joinFailure", track.from == "reconnecting",
+                scenario.auth == nil, !scenario.users.contains(where: { $0.maxMemberCount != nil }),
+                !scenario.timeline.contains(where: { $0.action == .expireToken && $0.at.milliseconds <= time + slack })
+            {
+                // A reconnection ends in a join's failure only when the server refused it: a token it does not take,
+                // a full room.
+                violation("disconnect", "disconnected(joinFailure) after reconnecting, with nothing to refuse it")
+            } else if reason == "joinFailure", !["connecting", "reconnecting"].contains(track.from) {
+                // A join refused or given up ends a join or a reconnection; a reconnection that gave up, from
+                // `reconnecting` only.
+                violation("disconnect", "disconnected(joinFailure) after \(track.from), not a join")
+            } else if reason == "connectionTimeout", track.from != "reconnecting" {
+                violation("disconnect", "disconnected(connectionTimeout) after \(track.from), not a reconnection")
             }
             // A give-up is the retries running out (`connectionTimeout`); a removal or a refusal may come earlier.
             if reason == "connectionTimeout", let elapsed = track.endedReconnection, let window = giveUpWindow,
@@ -216,6 +229,19 @@ public struct LiveKitOracle: SpecOracle {
             isIn: { Self.isState($0, "connected", from: nil) },
             // Only a disconnect the app asked for goes through `disconnecting`.
             isLeave: { Self.isState($0, "disconnected", from: "disconnecting") },
+            isLost: { Self.isState($0, "reconnecting", from: nil) },
+            endCauses: { event in
+                guard event.type == "disconnected" else { return nil }
+                switch event.strings["reason"] {
+                case "participantRemoved": return [.kick, .tokenExpiry]
+                case "duplicateIdentity": return [.duplicateLogin]
+                default: return nil
+                }
+            },
+            retryTimeout: giveUpWindow.map { $0.latest + tolerance.milliseconds },
+            noticeWithin: (timings.pingInterval + timings.pingTimeout).milliseconds,
+            clearsView: { $0.type == "reconnectStarted" && $0.strings["mode"] == "full" },
+            tokenGrace: timings.server.tokenRenewalGrace.milliseconds,
             lingers: timings.server.heartbeatTimeout.milliseconds,
             attemptTimeout: timings.attemptTimeout.milliseconds,
             loginTimeout: timings.engine.loginTimeout.milliseconds,
@@ -268,6 +294,7 @@ public struct LiveKitOracle: SpecOracle {
             departs: { $0.type == "participantDisconnected" && $0.strings["peer"] == $1 },
             arrives: { $0.type == "participantConnected" && $0.strings["peer"] == $1 },
             isBack: { $0.type == "connectionState" && $0.strings["state"] == "connected" },
+            state: { ($0.type == "connectionState", $0.strings["state"] == "connected") },
             departureName: "participantDisconnected",
             resetsView: { $0.type == "reconnectStarted" && $0.strings["mode"] == "full" }
         )

@@ -86,7 +86,13 @@ extension LogStructure {
                         && event.time <= max($0.end, $0.start + 1_200_000) + tolerance
                 }
                 let joining = peerDevices.contains { isJoining($0, event.room, event.time) }
-                if joined ? !joining : !(inOutage || peerDevices.contains { endedLately($0, event.room, event.time) }) {
+                // The server removes a member of its own accord: a kick, or a token's expiry not renewed in time (its
+                // client may hear of it after the log ends).
+                let removed = peerDevices.contains { device in
+                    scenario.serverRemovals(of: device).contains { $0.time <= event.time + tolerance }
+                }
+                let explained = inOutage || removed || peerDevices.contains { endedLately($0, event.room, event.time) }
+                if joined ? !joining : !explained {
                     found.append(
                         violation(
                             "view",
@@ -96,6 +102,47 @@ extension LogStructure {
                     )
                 }
             }
+        }
+        return found
+    }
+
+    /// `view`, at a full reconnection: where the SDK reports every peer gone (``Dialect/clearsView``), the user's
+    /// view is empty once that instant's lines are read.
+    func clearedViews() -> [Violation] {
+        var found: [Violation] = []
+        for (user, userEvents) in byUser {
+            var views: [String: Set<String>] = [:]
+            var clearing: [String: LoggedEvent] = [:]
+            func settle(_ room: String, before time: Double) {
+                guard let clear = clearing[room], clear.time < time else { return }
+                clearing[room] = nil
+                if let left = views[room], !left.isEmpty {
+                    found.append(
+                        Violation(
+                            rule: "view",
+                            time: clear.time,
+                            user: user,
+                            room: room,
+                            message: "a full reconnection left \(left.sorted()) in the view, not reported gone"
+                        )
+                    )
+                }
+            }
+            for event in userEvents {
+                let room = event.room ?? ""
+                settle(room, before: event.time)
+                if dialect.isStart(event) {
+                    views[room] = []
+                } else if let (names, joined) = dialect.presence(event) {
+                    if joined {
+                        views[room, default: []].formUnion(names)
+                    } else {
+                        views[room, default: []].subtract(names)
+                    }
+                }
+                if dialect.clearsView(event) { clearing[room] = event }
+            }
+            for room in clearing.keys { settle(room, before: .infinity) }
         }
         return found
     }
@@ -138,7 +185,10 @@ extension LogStructure {
                 let (inSpans, outSpans) = spans(of: user.id, in: room, until: end)
                 inside[user.id] = inSpans
                 outside[user.id] = outSpans
-                for span in inSpans + outSpans { marks.insert(min(span.to, end)) }
+                for span in inSpans + outSpans {
+                    marks.insert(min(span.to, end))
+                    if span.from <= end { marks.insert(span.from) }
+                }
             }
             for event in events where event.room == room { marks.insert(event.time) }
             let instants = marks.sorted()
@@ -217,10 +267,21 @@ extension LogStructure {
                 }
                 if span.from <= span.to { inside.append(span) }
             } else if dialect.isEnd(state) {
-                // A leave the server heard at once; any other end, or a leave into a silent path, the server may
-                // learn of only when its timeout passes.
+                // A leave the server heard at once, and a removal it made itself (a kick, a token's expiry, a newer
+                // login); any other end, or a leave into a silent path, the server may learn of only when its timeout
+                // passes.
+                let causes = dialect.endCauses(state) ?? []
+                // A token's end at the grace's end is the server's kick; the same code earlier is a refusal.
+                let graceKick =
+                    causes.contains(.tokenExpiry)
+                    && entries(of: [device], where: { $0 == .expireToken }).contains {
+                        abs(state.time - ($0 + dialect.tokenGrace)) <= tolerance
+                    }
+                let removed =
+                    graceKick || !causes.isEmpty && causes.isSubset(of: [.kick, .duplicateLogin, .tokenExpiry])
                 let heard =
-                    dialect.isLeave(state) && !troubles.contains { $0.from <= state.time && state.time <= $0.to }
+                    removed
+                    || dialect.isLeave(state) && !troubles.contains { $0.from <= state.time && state.time <= $0.to }
                 let from = state.time + tolerance + (heard ? 0 : dialect.lingers)
                 let until = states[(index + 1)...].first(where: dialect.isStart)?.time ?? end
                 if from <= until { outside.append(Span(from: from, to: until)) }
@@ -233,7 +294,12 @@ extension LogStructure {
     /// outage, a kick, a token expiry, a reconnection request, a network change — the tolerance before, as the
     /// server may act on it first) to its next state that has it in the room after the fault is over (a kick or an
     /// expiry: to its next start, the server having removed it).
-    func disturbances(of device: String, in room: String, states: [LoggedEvent]) -> [Span] {
+    func disturbances(
+        of device: String,
+        in room: String,
+        states: [LoggedEvent],
+        ignoringExpiries: Bool = false
+    ) -> [Span] {
         var troubles: [(from: Double, over: Double, untilStart: Bool)] = []
         for outage in outages where outage.user == device {
             troubles.append((outage.start, outage.end, false))
@@ -245,7 +311,9 @@ extension LogStructure {
             guard case .user(let target) = entry.target else { continue }
             let time = entry.at.milliseconds
             switch entry.action {
-            case .kick where userIDs[target] == userID, .expireToken where userIDs[target] == userID:
+            case .kick where userIDs[target] == userID:
+                troubles.append((time, time, true))
+            case .expireToken where userIDs[target] == userID && !ignoringExpiries:
                 troubles.append((time, time, true))
             case .requestReconnect where userIDs[target] == userID, .networkChange where target == device:
                 troubles.append((time, time, false))
@@ -261,14 +329,12 @@ extension LogStructure {
         }
     }
 
-    /// When `viewer`'s view of `room` is certain: while it is in the room (`inside`), and never again after a fault
-    /// of its own until it starts a join afresh — updates sent while its path was silent are lost.
+    /// When `viewer`'s view of `room` is certain: while it is in the room (`inside`), and not after a fault of its
+    /// own until it is back (its reconnection's answer lists the room again) — updates sent while its path was
+    /// silent are lost.
     func viewSpans(of viewer: String, in room: String, inside: [Span]) -> [Span] {
-        let starts = byUser[viewer, default: []].filter { $0.room == room && dialect.isStart($0) }.map(\.time)
         let states = byUser[viewer, default: []].filter { $0.room == room && dialect.isState($0) }
-        let blind = disturbances(of: viewer, in: room, states: states).map { trouble in
-            Span(from: trouble.from, to: starts.first { $0 >= trouble.to } ?? .infinity)
-        }
+        let blind = disturbances(of: viewer, in: room, states: states)
         return inside.compactMap { span in
             var span = span
             for trouble in blind where trouble.to >= span.from && trouble.from <= span.to {

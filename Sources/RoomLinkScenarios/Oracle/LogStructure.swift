@@ -55,6 +55,24 @@ struct LogStructure {
         var isIn: (LoggedEvent) -> Bool
         /// Whether an event is the end of a join the user asked for itself (a logout, a leave).
         var isLeave: (LoggedEvent) -> Bool
+        /// Whether an event reports a joined room's connection lost (the dialect's reconnecting).
+        var isLost: (LoggedEvent) -> Bool
+        /// What may have ended a join the way an event says it ended (`nil`: the event ends none, or any cause may):
+        /// a kick, another device's login, the token's expiry.
+        var endCauses: (LoggedEvent) -> Set<EndCause>? = { _ in nil }
+        /// How long a reconnection keeps trying before it gives up, at the latest (ms); `nil` when only attempts
+        /// limit it.
+        var retryTimeout: Double? = nil
+        /// The longest a client takes to notice that its path went silent (ms): a heartbeat's interval and the
+        /// silence it waits, or the data watch's detection.
+        var noticeWithin: Double
+        /// Whether a link that goes down is noticed at once (the operating system says so), rather than by its
+        /// silence (Agora's data watch).
+        var noticesDownAtOnce = true
+        /// Whether an event makes the SDK report every peer gone at that instant (LiveKit's full reconnection).
+        var clearsView: (LoggedEvent) -> Bool = { _ in false }
+        /// How long after a token's expiry the server kicks a member that did not renew it (ms).
+        var tokenGrace: Double
         /// The server's timeout (ms): a join that ended on the client's side may stay on the server this long.
         var lingers: Double
         /// One login attempt's timeout (ms).
@@ -71,12 +89,32 @@ struct LogStructure {
         var isVisible: (Scenario.User) -> Bool = { _ in true }
         /// The event a token warning is, if the dialect has one.
         var tokenWarning: String?
+        /// Whether a logout of a room the user is not in, or a switch out of one, is answered with a callback (ZEGO's
+        /// `logoutFailed`) rather than by its return value alone.
+        var reportsRefusedLeaves = false
         /// Events the SDK reports together: each names an event and the partner it never comes without.
         var pairs: [(name: String, event: (LoggedEvent) -> Bool, partner: (LoggedEvent) -> Bool)] = []
         /// The values each string field of each event type may hold.
         var vocabulary: [String: [String: Set<String>]] = [:]
         /// The values each whole-number field of each event type may hold.
         var numbers: [String: [String: Set<Int64>]] = [:]
+    }
+
+    /// What the scenario did that ends a join of the server's accord.
+    enum EndCause: Hashable {
+        /// The business server kicked the user (the timeline's `kick`).
+        case kick
+        /// Another device with the user's ID logged in to the room: the newer login wins.
+        case duplicateLogin
+        /// The server expired the user's token (the timeline's `expireToken`), and no renewal saved it: a kick once
+        /// the renewal grace has passed.
+        case tokenExpiry
+        /// The server expired the user's token: a reconnection with it refused, any time after.
+        case tokenRefused
+        /// A token the server does not take: the scenario has an auth table, or expired the user's token.
+        case badToken
+        /// A second join while in a room (the call refused), or a room whose member cap a user sets.
+        case refusedJoin
     }
 
     /// An app call that starts or ends a join: when, into which room (`nil`: any), the rooms whose answer counts
@@ -159,7 +197,9 @@ struct LogStructure {
 
     /// Every rule's violations.
     func violations() -> [Violation] {
-        ordering() + causes() + leaves() + effects() + tokenWarnings() + answers() + views() + told() + pairings()
+        ordering() + causes() + leaves() + effects() + tokenWarnings() + warnings() + answers() + losses()
+            + returns() + giveUps() + ends() + duplicates() + views() + clearedViews() + heardWhileIn() + told()
+            + pairings()
     }
 
     func violation(_ rule: String, _ event: LoggedEvent, _ message: String) -> Violation {
@@ -290,19 +330,23 @@ struct LogStructure {
                     }
                     rooms = logged
                 }
-                let changes: Bool
+                var changes: Bool
                 switch call.kind {
                 case .login(let room):
                     changes = rooms.isEmpty
                     if changes { rooms.insert(room) }
                 case .logout(let room):
                     changes = room.map { rooms.contains($0) } ?? !rooms.isEmpty
+                    // A refused logout of a named room is answered too, where the dialect reports it.
+                    if let room, !rooms.contains(room), dialect.reportsRefusedLeaves { changes = true }
                     if let room { rooms.remove(room) } else { rooms.removeAll() }
                 case .switchRoom(let from, let to):
                     changes = rooms.contains(from) && !rooms.contains(to)
                     if changes {
                         rooms.remove(from)
                         rooms.insert(to)
+                    } else if !rooms.contains(from), dialect.reportsRefusedLeaves {
+                        changes = true
                     }
                 }
                 guard changes else { continue }
@@ -342,6 +386,55 @@ struct LogStructure {
             return expiries.contains { $0.0 == userID && $0.1 <= event.time && event.time <= $0.1 + tolerance }
                 ? nil : violation("token", event, "a token warning with no expiry of the user's token before it")
         }
+    }
+
+    /// `token`, the other way: a user whose token the server expires, in a room and undisturbed (its network up),
+    /// hears the warning in each room it is in within the tolerance.
+    func warnings() -> [Violation] {
+        guard let warning = dialect.tokenWarning, !isUncertain else { return [] }
+        var found: [Violation] = []
+        for entry in scenario.timeline where entry.action == .expireToken {
+            guard case .user(let target) = entry.target else { continue }
+            let time = entry.at.milliseconds
+            // The user's first expiry only (a token already expired is not warned of again), and one the log lasts
+            // long enough to show.
+            let family = siblings(of: target)
+            guard time + tolerance <= scenario.end.milliseconds,
+                entries(of: family, where: { $0 == .expireToken }).min() == time
+            else { continue }
+            // The server expires the user's token in the rooms the device it was expired for is in (or joining).
+            let targetStates = byUser[target, default: []].filter { dialect.isState($0) && $0.time <= time }
+            let rooms = Set(targetStates.compactMap(\.room)).filter { room in
+                targetStates.last(where: { $0.room == room }).map { !dialect.isEnd($0) } ?? false
+            }
+            for device in family {
+                let states = byUser[device, default: []].filter(dialect.isState)
+                for room in rooms.sorted() {
+                    let inRoom = states.filter { $0.room == room }
+                    guard let last = inRoom.last(where: { $0.time < time - tolerance }), dialect.isIn(last),
+                        !inRoom.contains(where: { $0.time >= time - tolerance && $0.time <= time + tolerance }),
+                        disturbances(of: device, in: room, states: inRoom, ignoringExpiries: true).allSatisfy({
+                            $0.to < time - tolerance || $0.from > time + tolerance
+                        })
+                    else { continue }
+                    let warned = byUser[device, default: []].contains {
+                        $0.type == warning && $0.room == room && $0.time >= time && $0.time <= time + tolerance
+                    }
+                    if !warned {
+                        found.append(
+                            Violation(
+                                rule: "token",
+                                time: time,
+                                user: device,
+                                room: room,
+                                message: "its token expired at \(time) ms, and no \(warning) came"
+                            )
+                        )
+                    }
+                }
+            }
+        }
+        return found
     }
 
     // MARK: - answer

@@ -19,6 +19,9 @@ struct NamedUserRecord: Sendable {
         var arrives: (LoggedEvent, String) -> Bool
         /// Whether `event` (the user's own) marks it back in the room.
         var isBack: (LoggedEvent) -> Bool
+        /// Whether `event` (the user's own) is a state of its join, and whether that state has it in the room: a
+        /// user already reconnecting when an outage begins may not be in the server's room to be dropped.
+        var state: (LoggedEvent) -> (isState: Bool, isIn: Bool)
         /// The departure's name in messages.
         var departureName: String
         /// Whether `event` (a peer's own) starts its view of the room over, reporting every other member gone at
@@ -93,6 +96,8 @@ struct NamedUserRecord: Sendable {
             // A kick or a token expiry during the outage removes the user at the server's own time, not the timeout.
             let removals = scenario.serverRemovals(of: outage.user).filter { $0.time <= latest + slack }
             for room in rooms(of: outage.user, at: outage.start) {
+                let states = events(of: outage.user, in: room) { rule.state($0).isState && $0.time < outage.start }
+                guard let last = states.last, rule.state(last).isIn else { continue }
                 // The peer is still in the room when the departure, due at `latest`, could reach it.
                 for peer in others(of: outage.user, in: room, from: outage.start, through: latest + slack) {
                     let resets = Set(events(of: peer, in: room, where: rule.resetsView).map(\.time))
@@ -100,8 +105,25 @@ struct NamedUserRecord: Sendable {
                         rule.departs($0, userID) && $0.time >= outage.start && $0.time <= outage.end + slack
                             && !resets.contains($0.time)
                     }
-                    if outage.length < earliest - outage.start - slack {
-                        for event in gone where !removals.contains(where: { $0.time <= event.time + slack }) {
+                    // Short: back before the server could have dropped the user, and before the log ends (an outage
+                    // the end cuts short lasted longer).
+                    if outage.end < scenario.end.milliseconds, outage.length < earliest - outage.start - slack {
+                        // A departure the user's own end explains (a leave after the outage) is not the outage's.
+                        // Nor one a call or a server action of the user's after the outage began explains (LiveKit's
+                        // full reconnection, which the server asked for, is a new participant).
+                        let ended = stays[Key(user: outage.user, room: room), default: []].map(\.to)
+                        let acted = scenario.timeline.compactMap { entry -> Double? in
+                            guard case .user(outage.user) = entry.target else { return nil }
+                            switch entry.action {
+                            case .networkDown, .networkUp, .blackhole: return nil
+                            default: return entry.at.milliseconds
+                            }
+                        }
+                        for event in gone
+                        where !removals.contains(where: { $0.time <= event.time + slack })
+                            && !ended.contains(where: { $0 >= event.time - slack && $0 <= event.time })
+                            && !acted.contains(where: { $0 >= outage.start - slack && $0 <= event.time })
+                        {
                             found.append(
                                 Violation(
                                     rule: "presence",
@@ -118,11 +140,21 @@ struct NamedUserRecord: Sendable {
                     guard outage.length > rule.timeout + slack, !scenario.restartsServerClock(during: outage) else {
                         continue
                     }
-                    // A peer whose own network is down meanwhile cannot be told.
+                    // A peer whose own network is down meanwhile cannot be told, nor one not steadily in the room
+                    // (reconnecting, it hears of no one).
                     guard !Scenario.isCutOff(peer, from: outage.start, through: latest + slack, in: outages) else {
                         continue
                     }
-                    let removedEarlier = removals.contains { $0.open || $0.time >= outage.start - slack }
+                    let peerStates = events(of: peer, in: room) { rule.state($0).isState && $0.time <= latest + slack }
+                    guard let steady = peerStates.last(where: { $0.time <= outage.start }), rule.state(steady).isIn,
+                        !peerStates.contains(where: { $0.time > outage.start })
+                    else { continue }
+                    // A kick or an expiry removes the user at the server's own time; the peer's own full
+                    // reconnection meanwhile reports every other member gone at once (and the user, dropped, is not
+                    // among those it finds again).
+                    let removedEarlier =
+                        removals.contains { $0.open || $0.time >= outage.start - slack }
+                        || resets.contains { $0 >= outage.start && $0 <= latest + slack }
                     guard
                         removedEarlier
                             || gone.contains(where: { $0.time >= earliest - slack && $0.time <= latest + slack })
@@ -150,8 +182,10 @@ struct NamedUserRecord: Sendable {
                         // A peer whose own network is down when the user is back cannot be told.
                         !Scenario.isCutOff(peer, from: back.time, through: back.time + slack, in: outages)
                     else { continue }
+                    // From when the network came back: the server may admit an attempt whose answer the user
+                    // ignores (it had timed out), and see it in long before it says it is back.
                     let arrived = !events(of: peer, in: room) {
-                        rule.arrives($0, userID) && abs($0.time - back.time) <= slack
+                        rule.arrives($0, userID) && $0.time >= outage.end && $0.time <= back.time + slack
                     }.isEmpty
                     if !arrived {
                         found.append(

@@ -21,6 +21,8 @@ public struct ZegoOracle: SpecOracle {
     public var retryTimeout: Duration
     /// The client's heartbeat interval: a user in a blackhole was last heard up to this long before it began.
     public var heartbeatInterval: Duration
+    /// How long a login attempt may go unanswered (`timings.attemptTimeout`, default 5 s).
+    public var attemptTimeout: Duration
     /// Slack for network latency and delivery delays.
     public var tolerance: Duration
 
@@ -32,6 +34,7 @@ public struct ZegoOracle: SpecOracle {
         let timeout = scenario.timings["retryTimeout"] ?? .seconds(20 * 60)
         self.retryTimeout = min(timeout, scenario.retry?.maxElapsed ?? timeout)
         self.heartbeatInterval = scenario.timings["heartbeatInterval"] ?? heartbeatInterval
+        self.attemptTimeout = ZegoTimings(overrides: scenario.timings).attemptTimeout
         self.tolerance = tolerance ?? .seconds(2) + (scenario.network.latency + scenario.network.jitter) * 3
         self.namedUsers = Set(scenario.users.map(\.id))
     }
@@ -71,6 +74,7 @@ public struct ZegoOracle: SpecOracle {
     private var state = UserRoomTable<UInt32>()
     private var stateNames = StringInterner()
     private var episodeStart = UserRoomTable<Double>()
+    private var joinStart = UserRoomTable<Double>()
     /// When each named (user, room) was in the room (logined … end), for the presence rules.
     private var stays: [Key: [(from: Double, to: Double)]] = [:]
     private var namedEvents: [LoggedEvent] = []
@@ -153,6 +157,16 @@ public struct ZegoOracle: SpecOracle {
             }
             if Self.isCallError(reason, code) { return }  // a refused call leaves the room's state alone
             if reason == "reconnecting", current != "reconnecting" { episodeStart[user, room] = time }
+            if reason == "logining" { joinStart[user, room] = time }
+            if reason == "loginFailed", code == 1_002_053, let start = joinStart[user, room],
+                time < start + attemptTimeout.milliseconds - tolerance.milliseconds
+            {
+                // A login fails for the network only once an attempt has timed out.
+                violation(
+                    "loginTimeout",
+                    "loginFailed(1002053) \(time - start) ms after logining, before any attempt timed out"
+                )
+            }
             if reason == "reconnectFailed", code == 1_002_053, let start = episodeStart[user, room] {
                 let expected = start + retryTimeout.milliseconds
                 // A policy with an attempt limit may give up before the timeout, never after it.
@@ -183,13 +197,33 @@ public struct ZegoOracle: SpecOracle {
         let timings = ZegoTimings(overrides: scenario.timings)
         let dialect = LogStructure.Dialect(
             isStart: { $0.type == "roomState" && $0.strings["reason"] == "logining" },
-            isState: { $0.type == "roomState" },
+            // A refused call (a logout of a room the user is not in, a login refused by its return value) is
+            // reported as a roomState but changes no state.
+            isState: {
+                $0.type == "roomState" && $0.strings["reason"] != "logoutFailed"
+                    && !Self.isCallError($0.strings["reason"] ?? "", $0.integers["code"])
+            },
             isEnd: {
                 $0.type == "roomState"
                     && ["logout", "loginFailed", "reconnectFailed", "kickOut"].contains($0.strings["reason"] ?? "")
             },
             isIn: { $0.type == "roomState" && ["logined", "reconnected"].contains($0.strings["reason"] ?? "") },
             isLeave: { $0.type == "roomState" && $0.strings["reason"] == "logout" },
+            isLost: { $0.type == "roomState" && $0.strings["reason"] == "reconnecting" },
+            endCauses: { event in
+                guard event.type == "roomState" else { return nil }
+                switch (event.strings["reason"], event.integers["code"]) {
+                case ("kickOut", 1_002_050): return [.duplicateLogin]
+                case ("kickOut", 1_002_055): return [.kick]
+                case ("kickOut", 1_002_056): return [.tokenExpiry, .tokenRefused]
+                case ("loginFailed", 1_002_033): return [.badToken]
+                case ("loginFailed", 1_002_034): return [.refusedJoin]
+                default: return nil
+                }
+            },
+            retryTimeout: retryTimeout.milliseconds,
+            noticeWithin: ((timings.engine.heartbeatInterval ?? .zero) + timings.engine.silenceTimeout).milliseconds,
+            tokenGrace: timings.server.tokenRenewalGrace.milliseconds,
             lingers: serverHeartbeatTimeout.milliseconds,
             attemptTimeout: timings.attemptTimeout.milliseconds,
             loginTimeout: timings.engine.loginTimeout.milliseconds,
@@ -202,6 +236,8 @@ public struct ZegoOracle: SpecOracle {
             },
             isNotified: \.userStatusNotify,
             tokenWarning: "tokenWillExpire",
+            // A logout of a room the user is not in, or a switch out of one, is reported as `logoutFailed`.
+            reportsRefusedLeaves: true,
             vocabulary: ["userUpdate": ["update": Set(ZegoUpdateType.allCases.map(\.rawValue))]],
             numbers: ["tokenWillExpire": ["remainingSeconds": [grace]]]
         )
@@ -239,6 +275,12 @@ public struct ZegoOracle: SpecOracle {
             let latest = outage.start + timeout + slack
             for (key, spans) in stays where key.user == outage.user {
                 guard spans.contains(where: { $0.from <= outage.start && $0.to > outage.start }) else { continue }
+                // In the room when it began: a user already reconnecting may not be in the server's room to drop.
+                let last = events.last {
+                    $0.user == outage.user && $0.room == key.room && $0.type == "roomState" && $0.time < outage.start
+                        && $0.strings["reason"] != "logoutFailed"  // a refused call, not a state
+                }
+                guard let last, ["logined", "reconnected"].contains(last.strings["reason"] ?? "") else { continue }
                 for peer in notified where peer != outage.user {
                     let peerKey = Key(user: peer, room: key.room)
                     guard stays[peerKey]?.contains(where: { $0.from <= outage.start && $0.to > outage.start }) ?? false
@@ -249,8 +291,18 @@ public struct ZegoOracle: SpecOracle {
                             && ($0.lists["users"] ?? []).contains(userID) && $0.time >= outage.start
                             && $0.time <= outage.end + slack
                     }
-                    if length < timeout - slack {
-                        for delete in deletes where !removals.contains(where: { $0.time <= delete.time + slack }) {
+                    // Short: back before the server could have dropped the user (a silent one was last heard up to a
+                    // heartbeat before), and back before the log ends (an outage the end cuts short lasted longer).
+                    let short =
+                        outage.end < scenario.end.milliseconds
+                        && length < timeout - (outage.silent ? heartbeatInterval.milliseconds : 0) - slack
+                    if short {
+                        // A departure the user's own end explains (a logout after the outage) is not the outage's.
+                        let ended = spans.filter { $0.to != .infinity }.map(\.to)
+                        for delete in deletes
+                        where !removals.contains(where: { $0.time <= delete.time + slack })
+                            && !ended.contains(where: { $0 >= delete.time - slack && $0 <= delete.time })
+                        {
                             violations.append(
                                 Violation(
                                     rule: "presence",
@@ -293,7 +345,9 @@ public struct ZegoOracle: SpecOracle {
                             let added = events.contains {
                                 $0.user == peer && $0.room == key.room && $0.type == "userUpdate"
                                     && $0.strings["update"] == "add"
-                                    && ($0.lists["users"] ?? []).contains(userID) && $0.time >= back.time - slack
+                                    // From when the network came back: the server may admit an attempt whose
+                                    // answer the user ignores (it timed out), and see it back before it says so.
+                                    && ($0.lists["users"] ?? []).contains(userID) && $0.time >= outage.end
                                     && $0.time <= back.time + slack
                             }
                             if !added {
