@@ -205,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "RoomLinkLiveKitTests",
             dependencies: [
-                "RoomLinkLiveKit", "RoomLinkNetwork", "RoomLinkEngine",
+                "RoomLinkLiveKit", "RoomLinkNetwork", "RoomLinkEngine", "RoomLinkRuntime",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings

@@ -99,41 +99,20 @@ struct LoadProcesses {
     }
 
     /// Merges the children's event logs by time (a user's lines are all in one child's log, in order), into `path`
-    /// (`-`: standard output).
+    /// (`-`: standard output), reading them as it writes (``EventLogMerge``): memory stays one line per child.
     static func mergeEventLogs(_ paths: [String], into path: String) throws {
-        var lines: [(time: Double, child: Int, order: Int, line: Substring)] = []
-        var contents: [String] = []
-        for (child, part) in paths.enumerated() {
-            contents.append(
-                String(
-                    decoding: try readFile(part, as: "generator \(child)'s event log", limit: InputFile.eventLogLimit),
-                    as: UTF8.self
-                )
-            )
-        }
-        for (child, text) in contents.enumerated() {
-            for (order, line) in text.split(separator: "\n").enumerated() {
-                lines.append((time(of: line), child, order, line))
-            }
-        }
-        lines.sort { ($0.time, $0.child, $0.order) < ($1.time, $1.child, $1.order) }
-        var output = ""
-        output.reserveCapacity(contents.reduce(0) { $0 + $1.utf8.count })
-        for entry in lines {
-            output += entry.line
-            output += "\n"
-        }
         do {
-            try OutputFile(path).write(Data(output.utf8))
+            let writer = try path == "-" ? EventLogWriter<EventLogLine>() : EventLogWriter<EventLogLine>(path: path)
+            let names = paths.indices.map { "generator \($0)'s event log" }
+            do {
+                try EventLogMerge.merge(paths, names: names, into: writer)
+            } catch {
+                try? writer.close()
+                throw error
+            }
+            try writer.close()
         } catch {
             throw fail(error)
         }
-    }
-
-    /// The `t_ms` a line starts with (`{"t_ms":12.5,…`); lines without one sort first.
-    private static func time(of line: Substring) -> Double {
-        guard let start = line.range(of: "\"t_ms\":")?.upperBound else { return -1 }
-        let number = line[start...].prefix { $0.isNumber || $0 == "." || $0 == "-" || $0 == "e" || $0 == "+" }
-        return Double(number) ?? -1
     }
 }

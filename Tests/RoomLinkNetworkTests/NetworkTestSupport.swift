@@ -29,26 +29,14 @@ enum NetworkTest {
         return (server, address)
     }
 
-    /// Waits until `condition` holds, checking it every 10 real milliseconds, at most `limit / 10 ms` times (a limit
-    /// for hangs, not a timing). It counts checks, not real time: on a loaded machine this task may wait a minute for
-    /// a thread, and a wait that ran out while nothing could run would blame the code under test for the machine.
-    /// The suite's time limit still bounds the whole.
+    /// Waits until `condition` holds (``Polling/until(_:limit:showing:_:)``).
     static func until(
         _ what: String,
         limit: Duration = .seconds(60),
         _ condition: () async -> Bool
     ) async throws {
-        let checks = max(1, Int(limit / .milliseconds(10)))
-        for _ in 0..<checks {
-            if await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        if await condition() { return }
-        Issue.record("timed out waiting until \(what)")
-        throw TimedOut()
+        try await Polling.until(what, limit: limit, condition)
     }
-
-    struct TimedOut: Error {}
 
     /// The longest a stall can be and leave the fault tests' exact story standing, in scenario time: their closest
     /// calls are seconds apart (a 2 s heartbeat against a 6 s silence, a 3 s attempt timeout, a 12 s server drop).

@@ -2,6 +2,7 @@ import Foundation
 import RoomLink
 import RoomLinkNetwork
 import RoomLinkRedis
+import RoomLinkTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -227,26 +228,15 @@ enum RedisTest {
         )
     }
 
-    /// Waits until `condition` holds, checking it every 10 real milliseconds, at most `limit / 10 ms` times. The
-    /// limit counts checks, not real time: on a loaded machine this task (and the tasks that fill the logs) may
-    /// wait a minute for a thread, and a wait that timed out while nothing could run would blame the system under
-    /// test for the machine. The suite's time limit still bounds the whole. On a timeout the failure lists every
-    /// event of `logs`, so a failure seen once says what happened.
+    /// Waits until `condition` holds (``Polling/until(_:limit:showing:_:)``); on a timeout the failure lists every
+    /// event of `logs`.
     static func until(
         _ what: String,
         limit: Duration = .seconds(60),
         showing logs: [ClientLog] = [],
         _ condition: () async -> Bool
     ) async throws {
-        let checks = max(1, Int(limit / .milliseconds(10)))
-        for _ in 0..<checks {
-            if await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        if await condition() { return }
-        let shown = logs.map { "\n  \($0)" }.joined()
-        Issue.record("timed out waiting until \(what)\(shown)")
-        throw RedisTestError("timed out waiting until \(what)")
+        try await Polling.until(what, limit: limit, showing: logs, condition)
     }
 }
 

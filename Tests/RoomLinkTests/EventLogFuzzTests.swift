@@ -54,14 +54,25 @@ struct EventLogFuzzTests {
         return text + (object.isEmpty ? "" : ",") + "\"\(key)\":\(value)}"
     }
 
-    /// Reads `lines` as a log and, if it reads, checks it: either way, no trap and no hang.
-    static func judge(_ lines: [String], _ scenario: Scenario) -> (read: Bool, violations: Int) {
+    /// What reading and checking a log gave: how many violations, or the line the reader refused.
+    enum Verdict: Equatable {
+        case read(violations: Int)
+        case refused(line: Int)
+
+        var violations: Int? { if case .read(let count) = self { count } else { nil } }
+    }
+
+    /// Reads `lines` as a log and, if it reads, checks it: either way, no trap and no hang, and a refusal names its
+    /// line (`events line N`).
+    @discardableResult
+    static func judge(_ lines: [String], _ scenario: Scenario) -> Verdict {
         do {
             let events = try LoggedEvent.read(jsonLines: Data(lines.joined(separator: "\n").utf8))
-            return (true, scenario.makeOracle().check(events).count)
+            return .read(violations: scenario.makeOracle().check(events).count)
         } catch {
+            let line = error.field.flatMap { Int($0.split(separator: " ").last ?? "") }
             #expect(error.code == .invalidInput && error.field?.hasPrefix("events line ") == true, "\(error)")
-            return (false, 0)
+            return .refused(line: line ?? -1)
         }
     }
 
@@ -89,16 +100,27 @@ struct EventLogFuzzTests {
         #expect(judged > 1_000)
     }
 
+    /// A line cut short is refused by its number (cut to nothing, it is a blank line, skipped); lines duplicated,
+    /// reordered and dropped still read, and a shuffle that sends the log back in time by more than the tolerance is
+    /// a violation; whitespace around lines and blank lines change nothing; a log of one huge line is refused at its
+    /// first line.
     @Test
     func linesCutAtEveryByteDuplicatedReorderedAndDroppedAreJudged() async throws {
         var random = SeededRandom(seed: 26)
         for log in try await Self.trueLogs() where !log.lines.isEmpty {
-            let line = log.lines[log.lines.count / 2]
+            let middle = log.lines.count / 2
+            let line = log.lines[middle]
             for cut in 0..<line.utf8.count {
                 var lines = log.lines
-                lines[log.lines.count / 2] = String(decoding: line.utf8.prefix(cut), as: UTF8.self)
-                _ = Self.judge(lines, log.scenario)
+                lines[middle] = String(decoding: line.utf8.prefix(cut), as: UTF8.self)
+                let verdict = Self.judge(lines, log.scenario)
+                if cut == 0 {
+                    #expect(verdict.violations != nil, "\(log.name): a blank line is skipped")
+                } else {
+                    #expect(verdict == .refused(line: middle + 1), "\(log.name): line cut at \(cut): \(verdict)")
+                }
             }
+            let tolerance = log.scenario.oracleTolerance.milliseconds
             for _ in 0..<60 {
                 var lines = log.lines
                 let a = Int.random(in: 0..<lines.count, using: &random)
@@ -109,11 +131,26 @@ struct EventLogFuzzTests {
                 case 2: lines.remove(at: a)
                 default: lines.shuffle(using: &random)
                 }
-                _ = Self.judge(lines, log.scenario)
+                let verdict = Self.judge(lines, log.scenario)
+                #expect(verdict.violations != nil, "\(log.name): whole lines in another order still read")
+                let times = lines.compactMap { text in
+                    (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["t_ms"] as? Double
+                }
+                var latest = -Double.infinity
+                var goesBack = false
+                for time in times {
+                    if time < latest - tolerance { goesBack = true }
+                    latest = max(latest, time)
+                }
+                if goesBack {
+                    #expect((verdict.violations ?? 0) > 0, "\(log.name): a log that goes back in time passed")
+                }
             }
-            // Whitespace, blank lines and a log of one huge line.
-            _ = Self.judge(log.lines.map { " \($0) " } + ["", "   "], log.scenario)
-            _ = Self.judge([log.lines.joined(separator: " ")], log.scenario)
+            let truth = Self.judge(log.lines, log.scenario)
+            #expect(Self.judge(log.lines.map { " \($0) " } + ["", "   "], log.scenario) == truth)
+            if log.lines.count > 1 {
+                #expect(Self.judge([log.lines.joined(separator: " ")], log.scenario) == .refused(line: 1))
+            }
         }
     }
 }

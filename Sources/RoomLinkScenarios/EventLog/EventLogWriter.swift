@@ -63,6 +63,21 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
         if let failure { onFailure?(failure) }
     }
 
+    /// Writes `line` (a whole event line as text, without its line end) as it is: a line another writer made, passed
+    /// on (``EventLogMerge``).
+    package func record(rawLine line: [UInt8]) {
+        let failure = state.withLock { state -> Int32? in
+            guard state.writeError == nil else { return nil }
+            state.buffer.append(contentsOf: line)
+            state.buffer.append(0x0A)
+            state.lines += 1
+            guard state.buffer.count >= 1 << 16 else { return nil }
+            Self.flush(&state)
+            return state.writeError
+        }
+        if let failure { onFailure?(failure) }
+    }
+
     /// Writes what is buffered now, so that a reader follows a run as it goes (a real-clock run's caller flushes a
     /// few times a second; a virtual-time run, which ends in moments, needs no more than the 64 KiB blocks).
     public func flush() {

@@ -18,7 +18,7 @@ public protocol ClientTransport: AnyObject, Sendable {
 
     /// The connection carrying `session` of `client` on `channel` closed under the client (its link went down), or — for a
     /// dialect whose media flows continuously — its data stopped. The server's side of the transport raises it to
-    /// the room (``RoomEndpoint.connectionClosed(userID:session:on:)``) as a server hears a socket close: whatever the
+    /// the room (``RoomEndpoint/connectionClosed(userID:session:on:)``) as a server hears a socket close: whatever the
     /// link's state, since no message has to cross it.
     func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint)
 
