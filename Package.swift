@@ -110,7 +110,9 @@ let package = Package(
         // does not need hiredis.
         .target(
             name: "RoomLinkRedis",
-            dependencies: ["CHiredis", "CLibevent", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkRuntime"],
+            dependencies: [
+                "CHiredis", "CLibevent", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkRuntime", "RoomLinkNetwork",
+            ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),

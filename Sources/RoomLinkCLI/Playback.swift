@@ -30,56 +30,86 @@ struct Playback {
     /// `--dry-run`: check everything a run checks before it starts, say what would run, and stop there.
     var dryRun = false
 
-    /// Plays `scenario` (called `name` in messages).
+    /// Plays `scenario` (called `name` in messages): checks it, opens the destinations, runs it on the chosen clock,
+    /// writes what it produced, and judges the run.
     func play(_ scenario: Scenario, name: String) async throws {
-        var runner: ScenarioRunner
+        var runner = try configuredRunner(for: scenario, name: name)
+        if dryRun { return try sayDryRun(scenario, name: name) }
+        // A signal or a closed pipe stops the run; what it produced is still written and reported.
+        let interruption = RunInterruption()
+        runner.interruption = interruption
+        let writer = try openDestinations(stoppingOnClosedPipe: interruption)
+        let options = try clock(for: scenario)
+        let virtualEvents = try await virtualRun(of: runner)
+        let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
+        let result = try await run(runner, options: options, sink: realEvents ?? writer, writer: writer, interruption)
+        guard try writeOutputs(result, writer: writer, interruption: interruption) else { return }
+        try judge(
+            result,
+            interruption: interruption,
+            dialect: scenario.dialect,
+            virtual: virtualEvents,
+            real: realEvents
+        )
+    }
+
+    /// The runner for `scenario`, set up from the flags and checked before anything is built: a population that
+    /// cannot fit is refused in a millisecond.
+    private func configuredRunner(for scenario: Scenario, name: String) throws -> ScenarioRunner {
         do {
-            runner = try ScenarioRunner(scenario: scenario)
+            var runner = try ScenarioRunner(scenario: scenario)
             runner.collectsLoadStatistics = collectsLoadStatistics
             runner.shards = clockOptions.shards ?? defaultShards
             runner.logsAttempts = logsAttempts
             runner.slice = slice
             runner.memoryLimit = clockOptions.memoryLimit?.bytes ?? ScenarioLimits.defaultMemoryLimit
             runner.faultWindows = faultWindows
-            // Before anything is built: a population that cannot fit is refused in a millisecond.
             try runner.check()
+            return runner
         } catch {
             throw fail(error, in: name)
         }
-        if dryRun {
-            do {
-                for path in [events, report].compactMap(\.self) where path != "-" {
-                    try OutputFile(path).checkWritable()
-                }
-            } catch {
-                throw fail(error)
+    }
+
+    /// `--dry-run`: the destinations are checked writable, and the run that would have been played is said.
+    private func sayDryRun(_ scenario: Scenario, name: String) throws {
+        do {
+            for path in [events, report].compactMap(\.self) where path != "-" {
+                try OutputFile(path).checkWritable()
             }
-            print(Self.dryRunLine(scenario, name: name, clock: clockOptions, remote: remote))
-            return
+        } catch {
+            throw fail(error)
         }
-        // A signal or a closed pipe stops the run; what it produced is still written and reported.
-        let interruption = RunInterruption()
-        runner.interruption = interruption
+        print(Self.dryRunLine(scenario, name: name, clock: clockOptions, remote: remote))
+    }
+
+    /// Opens the event log and checks the report's destination before running, so that a bad path fails in a
+    /// millisecond, not after the run. A closed pipe on the log stops the run.
+    private func openDestinations(
+        stoppingOnClosedPipe interruption: RunInterruption
+    ) throws -> EventLogWriter<EventLogLine>? {
         let stopOnClosedPipe: @Sendable (Int32) -> Void = { number in
             if number == EPIPE { interruption.interrupt(.closedOutput) }
         }
-        // Open both destinations before running, so a bad path fails in a millisecond, not after the run.
-        let writer: EventLogWriter<EventLogLine>?
         do {
-            writer =
+            let writer: EventLogWriter<EventLogLine>? =
                 switch events {
                 case nil: nil
                 case "-": EventLogWriter(onFailure: stopOnClosedPipe)
                 case let path?: try EventLogWriter(path: path, onFailure: stopOnClosedPipe)
                 }
             try report.map { path throws(RoomLinkError) in try OutputFile(path).checkWritable() }
+            return writer
         } catch {
             throw fail(error)
         }
+    }
+
+    /// The clock the run plays on, seeded by the scenario. A real server runs on the real clock.
+    private func clock(for scenario: Scenario) throws -> ClockOptions {
         var options = clockOptions
         options.seed = scenario.seed
-        // A real server runs on the real clock.
-        if remote != nil, options.clock != .real {
+        guard remote == nil || options.clock == .real else {
             throw fail(
                 RoomLinkError(
                     code: .invalidInput,
@@ -88,21 +118,31 @@ struct Playback {
                 )
             )
         }
-        // The same scenario in virtual time first (instant), to compare the real run with.
-        var virtualEvents: [LoggedEvent]?
-        if compareWithin != nil {
-            do {
-                virtualEvents = try await runner.virtualEvents()
-            } catch {
-                throw fail(error, in: "the virtual run")
-            }
+        return options
+    }
+
+    /// With `--compare`: the same scenario in virtual time first (instant), to compare the real run with.
+    private func virtualRun(of runner: ScenarioRunner) async throws -> [LoggedEvent]? {
+        guard compareWithin != nil else { return nil }
+        do {
+            return try await runner.virtualEvents()
+        } catch {
+            throw fail(error, in: "the virtual run")
         }
-        let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
-        let sink: (any EventSink<EventLogLine>)? = realEvents ?? writer
-        var result: RunReport
+    }
+
+    /// Runs `runner` on `options`' clock (against the remote server, if there is one), its events to `sink`, with
+    /// signals trapped to stop it. On the real clock the log is flushed a few times a second, so that a reader can
+    /// follow it; a run that fails has what it produced written before the failure is reported.
+    private func run(
+        _ runner: ScenarioRunner,
+        options: ClockOptions,
+        sink: (any EventSink<EventLogLine>)?,
+        writer: EventLogWriter<EventLogLine>?,
+        _ interruption: RunInterruption
+    ) async throws -> RunReport {
         let trap = SignalTrap(stopping: interruption)
         defer { trap.release() }
-        // On the real clock the log is written as the run goes, a few times a second, so a reader can follow it.
         let follower = (options.clock == .real ? writer : nil).map { writer in
             Task.detached {
                 while !Task.isCancelled {
@@ -113,7 +153,7 @@ struct Playback {
         }
         defer { follower?.cancel() }
         do {
-            result = try await options.withRuntime { [runner, progress, progressInterval, remote, sink] group in
+            return try await options.withRuntime { [runner, progress, progressInterval, remote, sink] group in
                 var runner = runner
                 if let remote, let loops = group as? LibeventLoopGroup {
                     do {
@@ -136,6 +176,15 @@ struct Playback {
             if let error = error as? RoomLinkError, error.field == "--server" { throw fail(error) }
             throw fail(error, in: "the run stopped")
         }
+    }
+
+    /// Closes the event log and writes the report. Returns `false` when the reader went away (a closed pipe): the
+    /// lines written so far are what it took (`--events - | head`), and nothing more is said.
+    private func writeOutputs(
+        _ result: RunReport,
+        writer: EventLogWriter<EventLogLine>?,
+        interruption: RunInterruption
+    ) throws -> Bool {
         do {
             try writer?.close()
         } catch {
@@ -146,14 +195,24 @@ struct Playback {
         let closedOutput = interruption.reason == .closedOutput
         do {
             // After a closed pipe, a report file is still written, but no summary is said: the reader left, and the
-            // run ending early was its choice (`--events - | head`).
+            // run ending early was its choice.
             if !(closedOutput && report == nil) { try Self.write(result, to: report) }
         } catch  where closedOutput && report == "-" {
             // The report was to go to the same closed pipe.
         }
-        // Quietly: the lines written so far are what the reader took (`--events - | head`), whether or not the run
-        // had reached its end when the pipe closed.
-        if closedOutput { return }
+        return !closedOutput
+    }
+
+    /// The run's verdict as an exit status: a signal's (128 + its number) or a stop asked for (1); then, with
+    /// `--compare`, whether the real run agreed with the virtual one; warnings of loops that fell behind and of a
+    /// server overloaded; `afterRun`; and the oracle's violations.
+    private func judge(
+        _ result: RunReport,
+        interruption: RunInterruption,
+        dialect: Scenario.Dialect,
+        virtual virtualEvents: [LoggedEvent]?,
+        real realEvents: EventCollector?
+    ) throws {
         // What stopped the run is what the report says stopped it: a signal that came once every shard had reached
         // the scenario's end found nothing to stop, and the run's log and report are whole.
         switch interruption.cause(of: result) {
@@ -168,15 +227,11 @@ struct Playback {
         }
         if let tolerance = compareWithin, let virtualEvents, let realEvents {
             let comparison = RunComparison(virtual: virtualEvents, real: realEvents.all)
-            let earliness = RunComparison.earliness(for: scenario.dialect)
+            let earliness = RunComparison.earliness(for: dialect)
             StandardStream.error.write(comparison.summary(tolerance: tolerance, earliness: earliness))
             guard comparison.agrees(tolerance: tolerance, earliness: earliness) else { throw ExitCode(1) }
         }
-        Self.warnIfBehind(
-            result,
-            whose: "the loops",
-            advice: "use fewer clients or a time scale closer to 1"
-        )
+        Self.warnIfBehind(result, whose: "the loops", advice: "use fewer clients or a time scale closer to 1")
         if let servers = result.servers, servers.sustainedOverload || servers.recovered == false {
             // Said even when the summary goes to a report file: the run's main finding.
             StandardStream.error.write("roomlink: " + servers.summaryLine + "\n")

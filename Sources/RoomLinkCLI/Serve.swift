@@ -127,97 +127,83 @@ struct Serve: AsyncParsableCommand {
             }
             settings.server.cluster = presence
         }
-        let server: NetworkServer
-        if let keys = settings.liveKitKeys {
-            do {
-                server = try NetworkServer.liveKit(
-                    group: group,
-                    configuration: settings.server,
-                    keys: keys,
-                    webhooks: settings.webhooks,
-                    peerHelper: settings.peerHelper,
-                    pingTimeout: settings.clientSilenceTimeout,
-                    tokenRefresh: settings.tokenRefresh
-                )
-            } catch {
-                throw fail(
-                    RoomLinkError(code: .invalidInput, field: "--webhook-key", message: "--webhook-key: \(error)")
-                )
-            }
-        } else {
-            server = NetworkServer(group: group, configuration: settings.server)
-        }
-        let address: SocketAddress
+        let node = ServedNode(server: try makeServer(settings, group: group), presence: presence)
+        let addresses: ServedNode.Addresses
         do {
-            address = try await server.listen(on: settings.listen)
-        } catch {
-            await server.shutdown()
-            throw fail(RoomLinkError(code: .ioFailure, message: error.description))
-        }
-        if let admin = settings.admin {
-            do {
-                let bound = try await server.startAdmin(on: admin, token: settings.adminToken)
-                say(
-                    "roomlink serve: admin API on http://\(bound)\(settings.adminToken == nil ? " (no token: loopback only)" : "")"
-                )
-            } catch {
-                await server.shutdown()
-                throw fail(RoomLinkError(code: .ioFailure, message: "--admin: \(error.description)"))
-            }
-        }
-        if let presence {
-            // The first connections take a moment; a node whose Redis is away still serves, answering logins busy.
-            var reachable = await presence.isConnected
-            for _ in 0..<20 where !reachable || !(presence.statistics.nodeIDHeld || presence.statistics.nodeIDInUse) {
-                try? await Task.sleep(for: .milliseconds(50))
-                reachable = await presence.isConnected
-            }
-            if presence.statistics.nodeIDInUse {
-                await server.shutdown()
-                await presence.shutdown()
-                throw fail(
-                    RoomLinkError(
-                        code: .invalidInput,
-                        field: "--node-id",
-                        message: "--node-id \(presence.nodeID): another live node of this cluster uses this ID"
-                    )
-                )
-            }
-            say(
-                "roomlink serve: node \(presence.nodeID), presence in \(presence.configuration.endpoint)"
-                    + (reachable ? "" : " (not reachable yet: logins are answered busy until it is)")
+            addresses = try await node.start(
+                listen: settings.listen,
+                admin: settings.admin,
+                adminToken: settings.adminToken
             )
+        } catch {
+            throw fail(Self.error(error))
         }
-        let connections = OpenFileLimit.connections(loops: settings.loops, reserve: OpenFileLimit.serverReserve)
-        say(
-            "roomlink serve: \(settings.server.dialect.rawValue)\(settings.liveKitKeys == nil ? "" : " (LiveKit's protocol)") "
-                + "on \(address) — \(settings.loops) loops "
-                + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "
-                + "connections"
-        )
-
-        await server.run(
+        announce(addresses, settings: settings, openFiles: openFiles)
+        let (_, statistics) = await node.run(
             until: { await TerminationSignal.next() },
             whenStopping: { signal in
-                say("roomlink serve: \(signal): stopping (goodbye to \(server.statistics.connectionsOpen) connections)")
+                say(
+                    "roomlink serve: \(signal): stopping (goodbye to \(node.server.statistics.connectionsOpen) connections)"
+                )
             }
         )
-        await presence?.shutdown()
-        if let presence {
-            let redis = presence.statistics
-            say(
-                "roomlink serve: Redis — \(redis.commands) scripts and commands, \(redis.admitted) logins admitted, "
-                    + "\(redis.refused) refused by the cluster, \(redis.unavailable) answered busy while it was away, "
-                    + "\(redis.changesApplied) changes from other nodes, \(redis.disconnects) connection losses"
-            )
-        }
-        let statistics = server.statistics
+        if let presence { say("roomlink serve: \(presence.summary)") }
         say(
             "roomlink serve: stopped — \(statistics[.connectionsAccepted]) connections, "
                 + "\(statistics[.loginRequests]) logins (\(statistics[.loginsAccepted]) accepted, "
                 + "\(statistics[.loginsRejected]) rejected, \(statistics[.loginsBusy]) busy), "
                 + "\(statistics[.heartbeatsReceived]) heartbeats, "
                 + "\(statistics.connectionsClosed(by: .protocolError)) protocol errors"
+        )
+    }
+
+    /// The server `settings` describe: LiveKit's protocol with its keys, or RoomLink's own.
+    private func makeServer(_ settings: ServeSettings, group: LibeventLoopGroup) throws -> NetworkServer {
+        guard let keys = settings.liveKitKeys else {
+            return NetworkServer(group: group, configuration: settings.server)
+        }
+        do {
+            return try NetworkServer.liveKit(
+                group: group,
+                configuration: settings.server,
+                keys: keys,
+                webhooks: settings.webhooks,
+                peerHelper: settings.peerHelper,
+                pingTimeout: settings.clientSilenceTimeout,
+                tokenRefresh: settings.tokenRefresh
+            )
+        } catch {
+            throw fail(RoomLinkError(code: .invalidInput, field: "--webhook-key", message: "--webhook-key: \(error)"))
+        }
+    }
+
+    /// What a failed start is, as the CLI reports it: a node ID in use is the flag's fault; the rest, I/O's.
+    private static func error(_ failure: ServedNode.StartFailure) -> RoomLinkError {
+        if case .nodeIDInUse = failure {
+            return RoomLinkError(code: .invalidInput, field: "--node-id", message: failure.description)
+        }
+        return RoomLinkError(code: .ioFailure, message: failure.description)
+    }
+
+    /// The lines that say the node serves: the admin API, the cluster, and then — the line a script waits for —
+    /// the dialect, the address and the loops.
+    private func announce(_ addresses: ServedNode.Addresses, settings: ServeSettings, openFiles: Int) {
+        if let admin = addresses.admin {
+            let loopbackOnly = settings.adminToken == nil ? " (no token: loopback only)" : ""
+            say("roomlink serve: admin API on http://\(admin)\(loopbackOnly)")
+        }
+        if let presence = settings.presence {
+            say(
+                "roomlink serve: node \(presence.nodeID), presence in \(presence.endpoint)"
+                    + (addresses.presenceReached ? "" : " (not reachable yet: logins are answered busy until it is)")
+            )
+        }
+        let connections = OpenFileLimit.connections(loops: settings.loops, reserve: OpenFileLimit.serverReserve)
+        say(
+            "roomlink serve: \(settings.server.dialect.rawValue)\(settings.liveKitKeys == nil ? "" : " (LiveKit's protocol)") "
+                + "on \(addresses.server) — \(settings.loops) loops "
+                + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "
+                + "connections"
         )
     }
 

@@ -36,10 +36,9 @@ final class ClientConnection: @unchecked Sendable {
     private var mediaTimer: TimerHandle?
     /// Which of the transport's servers the connection goes to.
     private var serverIndex = 0
-    /// With an observer: when the attempt began, and when each room's unanswered login and heartbeat were sent.
+    /// With an observer: when the attempt began, and the round trips of the rooms' logins and heartbeats.
     private var attemptStart = RuntimeInstant.zero
-    private var loginsSent: [String: RuntimeInstant] = [:]
-    private var heartbeatsSent: [String: RuntimeInstant] = [:]
+    private var roundTrips = ConnectionRoundTrips()
 
     /// Opens `client`'s connection, for `room` first (the room may decide the server: ``ServerRouting/byRoom``).
     init(client: any ClientEndpoint, room: String, loop: LibeventLoop, transport: TCPClientTransport) {
@@ -148,15 +147,11 @@ final class ClientConnection: @unchecked Sendable {
     /// path is silent. The connection's other rooms hear it closed; the next attempt dials a new one.
     func abandon(room: String) {
         let wasOpen = state.phase == .open
-        guard case .close(let others) = state.abandon(room: room, at: loop.now) else { return }
-        if wasOpen, let observer = transport.observer {
-            for _ in loginsSent.values { observer.connectionFailed(.timeout, at: loop.now) }
-            loginsSent.removeAll()
-        }
-        // Given up while the client's path carries nothing (a fault injector's black hole): its close is lost on the
-        // path too — the server must not hear it before the path carries again, as a FIN sent into a real black hole
-        // arrives only with TCP's retransmission after it lifts.
-        release(wasOpen: wasOpen, silently: path.map { !$0.carries(room: nil) } ?? false)
+        let pathCarries = path?.carries(room: nil) ?? true
+        let verdict = state.abandon(room: room, at: loop.now, pathCarries: pathCarries)
+        guard case .close(let others, let held) = verdict else { return }
+        if wasOpen { transport.observer?.report(roundTrips.unanswered(.timeout), at: loop.now) }
+        release(wasOpen: wasOpen, held: held)
         transport.moveOn(key, from: serverIndex)
         guard !others.isEmpty else { return }
         // Later in this loop turn: the client is in the middle of the step that gave up.
@@ -184,38 +179,7 @@ final class ClientConnection: @unchecked Sendable {
 
     /// A room's message is about to leave: logins and heartbeats are timed until their answers.
     func sending(_ message: ClientMessage, room: String) {
-        switch message {
-        case .login:
-            // A login sent again before the last was answered: the last one timed out.
-            if loginsSent.updateValue(loop.now, forKey: room) != nil {
-                transport.observer?.connectionFailed(.timeout, at: loop.now)
-            }
-        case .heartbeat: heartbeatsSent[room] = loop.now
-        default: break
-        }
-    }
-
-    private func answered(_ message: ServerMessage, room: String) {
-        guard let observer = transport.observer else { return }
-        let now = loop.now
-        switch message {
-        case .heartbeatAck:
-            if let sent = heartbeatsSent.removeValue(forKey: room) {
-                observer.heartbeatAnswered(after: sent.duration(to: now), at: now)
-            }
-            return
-        case .loginAccepted, .loginRejected, .busy, .kicked, .sessionUnknown: break
-        default: return
-        }
-        guard let sent = loginsSent.removeValue(forKey: room) else { return }
-        var accepted = false
-        switch message {
-        case .loginAccepted: accepted = true
-        case .loginRejected(_, _, .tokenInvalid): observer.connectionFailed(.auth, at: now)
-        case .busy: observer.connectionFailed(.busy, at: now)
-        default: observer.connectionFailed(.other, at: now)
-        }
-        observer.loginAnswered(after: sent.duration(to: now), accepted: accepted, at: now)
+        transport.observer?.report(roundTrips.sending(message, room: room, at: loop.now), at: loop.now)
     }
 
     // MARK: - Receiving
@@ -266,7 +230,9 @@ final class ClientConnection: @unchecked Sendable {
             transport.countFrame()
         case .room(let room, let message):
             transport.countFrame()
-            if transport.observer != nil { answered(message, room: room) }
+            if let observer = transport.observer {
+                observer.report(roundTrips.answered(message, room: room, at: loop.now), at: loop.now)
+            }
             client?.deliver(message, from: room)
         }
     }
@@ -292,11 +258,8 @@ final class ClientConnection: @unchecked Sendable {
     /// The connection closed under the client (or never opened): frees it and tells the client, room by room.
     private func finish(_ event: ConnectionEvent) {
         guard state.phase != .closed else { return }
-        if state.phase == .open, let observer = transport.observer {
-            // Logins still waiting for their answers never got one.
-            for _ in loginsSent.values { observer.connectionFailed(.reset, at: loop.now) }
-            loginsSent.removeAll()
-        }
+        // Logins still waiting for their answers never got one.
+        if state.phase == .open { transport.observer?.report(roundTrips.unanswered(.reset), at: loop.now) }
         close()
         // The next connection tries the next server (a cluster's other node), if there is one.
         transport.moveOn(key, from: serverIndex)
@@ -311,13 +274,14 @@ final class ClientConnection: @unchecked Sendable {
         release(wasOpen: wasOpen)
     }
 
-    /// Frees the socket and the media timer of a connection whose state is closed.
-    private func release(wasOpen: Bool, silently: Bool = false) {
+    /// Frees the socket and the media timer of a connection whose state is closed — or, `held` (its close lost in
+    /// a black hole), keeps the socket until the path carries again.
+    private func release(wasOpen: Bool, held: Bool = false) {
         if wasOpen { transport.observer?.connectionClosed(at: loop.now) }
         if let mediaTimer { loop.cancel(mediaTimer) }
         mediaTimer = nil
         transport.forget(self)
-        guard silently, let bufferEvent, let path else {
+        guard held, let bufferEvent, let path else {
             freeSocket()
             return
         }

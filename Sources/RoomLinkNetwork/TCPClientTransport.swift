@@ -64,7 +64,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
     private let addresses: [ResolvedAddress]
     private let sources: [ResolvedAddress]
     /// The server each client uses now (an index into `addresses`), once it has moved from the one its ID picked.
-    private let chosen = LockedBox<[ObjectIdentifier: Int]>([:])
+    private let failover: LockedBox<ServerFailover<ObjectIdentifier>>
     private let connections = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
     /// Connections given up into a black hole, whose sockets close once their path carries again.
     private let parked = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
@@ -101,6 +101,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         var addresses: [ResolvedAddress] = []
         for server in servers { addresses.append(try server.resolved()) }
         self.addresses = addresses
+        failover = LockedBox(ServerFailover(count: addresses.count))
         var sources: [ResolvedAddress] = []
         for source in configuration.sourceAddresses {
             let address = SocketAddress(host: source, port: 0)
@@ -232,9 +233,8 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
 
     /// The server a new connection of `client` opening for `room` goes to, and its index.
     func address(for client: any ClientEndpoint, room: String) -> (ResolvedAddress, Int) {
-        let index =
-            chosen.withLock { $0[ObjectIdentifier(client)] }
-            ?? configuration.routing.server(clientHash: client.endpointHash, room: room, count: addresses.count)
+        let routed = configuration.routing.server(clientHash: client.endpointHash, room: room, count: addresses.count)
+        let index = failover.withLock { $0.server(for: ObjectIdentifier(client), routed: routed) }
         return (addresses[index], index)
     }
 
@@ -248,8 +248,7 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
 
     /// The client's connection to server `index` failed or dropped: its next one goes to the next server.
     func moveOn(_ key: ObjectIdentifier, from index: Int) {
-        guard addresses.count > 1 else { return }
-        chosen.withLock { $0[key] = (index + 1) % addresses.count }
+        failover.withLock { $0.moveOn(key, from: index) }
     }
 
     func park(_ connection: ClientConnection) {

@@ -54,11 +54,8 @@ final class PresenceShard: @unchecked Sendable {
         let keys: PresenceKeys
         enum Subscription { case none, subscribing, subscribed }
         var subscription = Subscription.none
-        var synced = false
-        /// The number of the last change applied.
-        var applied: UInt64 = 0
-        /// Changes that came before the feed was synced.
-        var buffered: [PresenceEvent] = []
+        /// Which of the room's changes to apply, hold or reload for.
+        var order = PresenceFeedOrder()
         /// Logins waiting for the subscription.
         var waiting: [() -> Void] = []
         /// Logins sent and not answered: they count as the node's members for the lease script.
@@ -198,9 +195,8 @@ final class PresenceShard: @unchecked Sendable {
         disconnect()
         for feed in feeds.values {
             feed.subscription = .none
-            feed.synced = false
+            feed.order.disconnected()
             feed.reconnected = true
-            feed.buffered = []
             let waiting = feed.waiting
             feed.waiting = []
             for login in waiting { login() }  // answered busy: the connection is down
@@ -249,7 +245,7 @@ final class PresenceShard: @unchecked Sendable {
             return verdict(.unavailable(retryAfter: configuration.retryAfter))
         }
         feed.claims.append(claim)
-        let snapshot = !feed.synced
+        let snapshot = !feed.order.synced
         let arguments = [
             claim.userID, String(claim.session.rawValue, radix: 16), nodeID, claim.hidden ? "1" : "0",
             claim.kind.rawValue, claim.maxMemberCount.map { String($0) } ?? "", snapshot ? "1" : "0",
@@ -264,7 +260,9 @@ final class PresenceShard: @unchecked Sendable {
                     fallthrough
                 }
                 noteLeaseRenewal(of: feed.room.roomID, sentAt: sentAt)
-                if snapshot, !feed.synced { applySnapshot(Array(answer[3...]), sequence: UInt64(sequence), to: feed) }
+                if snapshot, !feed.order.synced {
+                    applySnapshot(Array(answer[3...]), sequence: UInt64(sequence), to: feed)
+                }
                 statistics.withLock { $0.admitted += 1 }
                 verdict(.admitted(life: UInt64(max(life, 0)), sequence: UInt64(sequence)))
             case "kicked":
@@ -360,7 +358,7 @@ final class PresenceShard: @unchecked Sendable {
         guard let feed = feedsByChannel[channel] else { return }
         feed.subscription = .subscribed
         // Back after Redis was away: the room's members of its own are restored and its view reloaded.
-        if !feed.synced, !feed.room.localMembersOnLoop().isEmpty { resync(feed) }
+        if !feed.order.synced, !feed.room.localMembersOnLoop().isEmpty { resync(feed) }
         let waiting = feed.waiting
         feed.waiting = []
         for login in waiting { login() }
@@ -388,7 +386,7 @@ final class PresenceShard: @unchecked Sendable {
         case .reconnect:
             presence?.node?.requestReconnect(roomID: feed.room.roomID, userIDs: [event.userID])
         case .join, .leave, .hide:
-            if feed.synced { deliver(event, to: feed) } else { feed.buffered.append(event) }
+            carryOut(feed.order.received(event), for: feed)
         }
     }
 
@@ -401,18 +399,19 @@ final class PresenceShard: @unchecked Sendable {
         presence?.node?.expireToken(userID: fields[1], inRooms: roomIDs)
     }
 
-    /// Applies the feed's next change; a change out of turn (one was missed) makes the feed reload.
-    private func deliver(_ event: PresenceEvent, to feed: Feed) {
-        guard event.sequence > feed.applied else { return }
-        guard event.sequence == feed.applied + 1 else {
-            feed.buffered.append(event)
-            return resync(feed)
+    /// Carries out what the feed's order answered: applies its next changes, or reloads after a missed one.
+    private func carryOut(_ actions: [PresenceFeedOrder.Action], for feed: Feed) {
+        for action in actions {
+            switch action {
+            case .apply(let event):
+                // The node's own changes are its rooms' already.
+                guard event.node != nodeID, let change = event.change else { continue }
+                statistics.withLock { $0.changesApplied += 1 }
+                feed.room.clusterChanged(change)
+            case .reload:
+                resync(feed)
+            }
         }
-        feed.applied = event.sequence
-        // The node's own changes are its rooms' already.
-        guard event.node != nodeID, let change = event.change else { return }
-        statistics.withLock { $0.changesApplied += 1 }
-        feed.room.clusterChanged(change)
     }
 
     private func applySnapshot(_ listing: [RedisReply], sequence: UInt64, to feed: Feed) {
@@ -434,18 +433,14 @@ final class PresenceShard: @unchecked Sendable {
             index += 4
         }
         feed.room.clusterChanged(.snapshot(members, sequence: sequence, restarted: feed.reconnected))
-        feed.applied = sequence
-        feed.synced = true
         feed.reconnected = false
-        let buffered = feed.buffered.sorted { $0.sequence < $1.sequence }
-        feed.buffered = []
-        for event in buffered where feed.synced { deliver(event, to: feed) }
+        carryOut(feed.order.loaded(snapshotAt: sequence), for: feed)
     }
 
     /// Reloads the room's membership, restoring the node's own members' records first.
     private func resync(_ feed: Feed) {
         guard feed.subscription == .subscribed else { return }
-        feed.synced = false
+        feed.order.reloading()
         statistics.withLock { $0.resyncs += 1 }
         sync(feed, snapshot: true)
     }
@@ -465,7 +460,7 @@ final class PresenceShard: @unchecked Sendable {
                 continue
             }
             feed.idlePeriods = 0
-            if feed.subscription == .subscribed { sync(feed, snapshot: !feed.synced) }
+            if feed.subscription == .subscribed { sync(feed, snapshot: !feed.order.synced) }
         }
     }
 
@@ -485,7 +480,7 @@ final class PresenceShard: @unchecked Sendable {
         let sentAt = ContinuousClock.now
         run(.sync, feed.keys, arguments) { [self] reply in
             if reply?.elements != nil { noteLeaseRenewal(of: feed.room.roomID, sentAt: sentAt) }
-            guard snapshot, !feed.synced, feed.subscription == .subscribed else { return }
+            guard snapshot, !feed.order.synced, feed.subscription == .subscribed else { return }
             guard let answer = reply?.elements, answer.count >= 2, let sequence = answer[0].integer else { return }
             applySnapshot(Array(answer[2...]), sequence: UInt64(max(sequence, 0)), to: feed)
         }

@@ -1,5 +1,6 @@
 public import RoomLinkEngine
 public import RoomLinkLibevent
+public import RoomLinkNetwork
 import RoomLinkRuntime
 
 /// Presence shared by several `roomlink serve` nodes in Redis: a `RoomCluster` on hiredis, whose Redis I/O runs on
@@ -254,5 +255,29 @@ public struct RedisPresenceStatistics: Sendable, Equatable {
         malformedEvents += other.malformedEvents
         nodeIDInUse = nodeIDInUse || other.nodeIDInUse
         nodeIDHeld = nodeIDHeld || other.nodeIDHeld
+    }
+}
+
+extension RedisPresence: NodePresence {
+    /// Waits, at most `limit` on the real clock, until every loop reached Redis and the node's ID is settled — held
+    /// by this node, or found in use by another live one.
+    public func awaitFirstConnections(within limit: Duration) async -> NodePresenceReadiness {
+        let deadline = ContinuousClock.now.advanced(by: limit)
+        var reachable = await isConnected
+        while !reachable || !(statistics.nodeIDHeld || statistics.nodeIDInUse), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+            reachable = await isConnected
+        }
+        if statistics.nodeIDInUse { return .nodeIDInUse }
+        return reachable ? .reached : .notReachedYet
+    }
+
+    /// What the node did with Redis: scripts and commands, logins admitted, refused and answered busy, changes from
+    /// other nodes, and connection losses.
+    public var summary: String {
+        let redis = statistics
+        return "Redis — \(redis.commands) scripts and commands, \(redis.admitted) logins admitted, "
+            + "\(redis.refused) refused by the cluster, \(redis.unavailable) answered busy while it was away, "
+            + "\(redis.changesApplied) changes from other nodes, \(redis.disconnects) connection losses"
     }
 }

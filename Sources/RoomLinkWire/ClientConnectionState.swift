@@ -20,8 +20,11 @@ public struct ClientConnectionState: Sendable {
         /// Keep the connection: something arrived on it since the room's last message left, so it is alive and
         /// only the room's path is silent.
         case keep
-        /// Close it; `others`, the other rooms riding on it, are told it closed under them.
-        case close(others: [String])
+        /// Close it; `others`, the other rooms riding on it, are told it closed under them. `held`: the client's
+        /// path carries nothing now (a black hole), so the close is lost on it too — the socket stays open, deaf
+        /// and mute, until the path carries again, as a FIN sent into a real black hole reaches the server only
+        /// with TCP's retransmission after it lifts.
+        case close(others: [String], held: Bool)
     }
 
     public private(set) var phase = Phase.connecting
@@ -79,12 +82,13 @@ public struct ClientConnectionState: Sendable {
     }
 
     /// The client gave up on the connection for `room` (an unanswered login or heartbeat, or stopped data) at `now`:
-    /// keep it when a frame arrived since the room's last message left, and close it otherwise.
-    public mutating func abandon(room: String, at now: RuntimeInstant) -> Verdict {
+    /// keep it when a frame arrived since the room's last message left, and close it otherwise — held until the
+    /// path carries again when it carries nothing now (`pathCarries` false).
+    public mutating func abandon(room: String, at now: RuntimeInstant, pathCarries: Bool = true) -> Verdict {
         guard phase != .closed else { return .keep }
         if let received = lastReceived, let sent = lastSent[room], received > sent { return .keep }
         phase = .closed
-        return .close(others: rooms.subtracting([room]).sorted())
+        return .close(others: rooms.subtracting([room]).sorted(), held: !pathCarries)
     }
 
     /// The connection closed (or could not be opened).

@@ -21,7 +21,7 @@ struct ClientConnectionStateTests {
         var state = Self.open(rooms: ["r1", "r2"])
         _ = state.received(at: Self.at(1))
         state.sent(room: "r1", at: Self.at(2))
-        #expect(state.abandon(room: "r1", at: Self.at(7)) == .close(others: ["r2"]))
+        #expect(state.abandon(room: "r1", at: Self.at(7)) == .close(others: ["r2"], held: false))
         #expect(state.phase == .closed)
         // Closed once: a second verdict keeps what is already gone.
         #expect(state.abandon(room: "r2", at: Self.at(8)) == .keep)
@@ -41,7 +41,26 @@ struct ClientConnectionStateTests {
         var state = ClientConnectionState()
         state.add(room: "r1")
         state.sent(room: "r1", at: Self.at(0))
-        #expect(state.abandon(room: "r1", at: Self.at(5)) == .close(others: []))
+        #expect(state.abandon(room: "r1", at: Self.at(5)) == .close(others: [], held: false))
+    }
+
+    /// Given up while the path carries nothing (a black hole), the close is held — lost on the path too — so that
+    /// the server hears it only when the path carries again; a path that carries closes at once.
+    @Test
+    func aConnectionGivenUpIntoABlackHoleIsHeldAndOneOnACarryingPathIsNot() {
+        var blackHoled = Self.open(rooms: ["r1", "r2"])
+        blackHoled.sent(room: "r1", at: Self.at(2))
+        #expect(
+            blackHoled.abandon(room: "r1", at: Self.at(7), pathCarries: false) == .close(others: ["r2"], held: true)
+        )
+        var carrying = Self.open(rooms: ["r1"])
+        carrying.sent(room: "r1", at: Self.at(2))
+        #expect(carrying.abandon(room: "r1", at: Self.at(7), pathCarries: true) == .close(others: [], held: false))
+        // Alive (something arrived since): kept, whatever the path.
+        var alive = Self.open(rooms: ["r1"])
+        alive.sent(room: "r1", at: Self.at(2))
+        _ = alive.received(at: Self.at(3))
+        #expect(alive.abandon(room: "r1", at: Self.at(7), pathCarries: false) == .keep)
     }
 
     @Test
