@@ -22,7 +22,7 @@ public enum NodePresenceReadiness: Sendable, Hashable {
     case nodeIDInUse
 }
 
-/// One served node's life, in order — what `roomlink serve` is, as a library type: ``start(listen:admin:adminToken:)``
+/// One served node's life, in order — what `roomlink serve` is, as a library type: ``start(listen:admin:adminToken:presenceWait:)``
 /// listens, opens the admin API and waits for the presence store; ``run(until:whenStopping:)`` serves until told to
 /// stop, then shuts down in order — a goodbye to every client (which releases their presence), the admin API, then
 /// the store — and returns the server's final statistics.

@@ -15,7 +15,7 @@ public struct ClientConnectionState: Sendable {
         case closed
     }
 
-    /// What to do about a room's silence (``abandon(room:at:)``).
+    /// What to do about a room's silence (``abandon(room:at:pathCarries:)``).
     public enum Verdict: Sendable, Hashable {
         /// Keep the connection: something arrived on it since the room's last message left, so it is alive and
         /// only the room's path is silent.

@@ -2,18 +2,18 @@ public import RoomLinkEngine
 public import RoomLinkRuntime
 
 /// A client connection's round trips, as a value: when each room's unanswered login and heartbeat left, and what
-/// their answers — or their lack — say. These are the figures a load tester's ``ConnectionObserver`` collects. The
+/// their answers — or their lack — say. These are the figures a load tester's `ConnectionObserver` collects. The
 /// socket code (`RoomLinkNetwork`'s client connection) tells it what left, what came back and when the connection
 /// ended, and hands the reports it answers to the observer; tests drive it alone, with no socket.
 public struct ConnectionRoundTrips: Sendable {
     /// What to tell the observer.
     public enum Report: Sendable, Hashable {
-        /// A login did not get the client in, for this cause (``ConnectionObserver/connectionFailed(_:at:)``).
+        /// A login did not get the client in, for this cause (`ConnectionObserver.connectionFailed(_:at:)`).
         case failed(ConnectionFailure)
-        /// A login was answered this long after it left (``ConnectionObserver/loginAnswered(after:accepted:at:)``).
+        /// A login was answered this long after it left (`ConnectionObserver.loginAnswered(after:accepted:at:)`).
         case loginAnswered(after: Duration, accepted: Bool)
         /// A heartbeat was acknowledged this long after it left
-        /// (``ConnectionObserver/heartbeatAnswered(after:at:)``).
+        /// (`ConnectionObserver.heartbeatAnswered(after:at:)`).
         case heartbeatAnswered(after: Duration)
     }
 

@@ -78,7 +78,7 @@ public struct ServerConnectionState: Sendable {
         /// Hand the message to its room.
         case deliver(ClientMessage, to: Room)
         /// Tell the member's room that its data flows again on this connection
-        /// (``RoomEndpoint/dataResumed(userID:session:on:)``).
+        /// (`RoomEndpoint.dataResumed(userID:session:on:)`).
         case resumed(Member)
         /// Close the connection.
         case close(Close)
