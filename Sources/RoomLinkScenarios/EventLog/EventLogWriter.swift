@@ -49,23 +49,18 @@ public final class EventLogWriter<Event: EventLogRepresentable>: EventSink, Send
     public var lineCount: Int { state.withLock { $0.lines } }
 
     public func record(_ event: Stamped<Event>, from client: String) {
-        let line = event.event.eventLogLine.json(user: client, time: event.time)
-        let failure = state.withLock { state -> Int32? in
-            guard state.writeError == nil else { return nil }
-            state.buffer.append(contentsOf: line.utf8)
-            state.buffer.append(0x0A)
-            state.lines += 1
-            guard state.buffer.count >= 1 << 16 else { return nil }
-            Self.flush(&state)
-            return state.writeError
-        }
-        // Outside the lock: the handler may stop the run, which records nothing more here.
-        if let failure { onFailure?(failure) }
+        append(event.event.eventLogLine.json(user: client, time: event.time).utf8)
     }
 
     /// Writes `line` (a whole event line as text, without its line end) as it is: a line another writer made, passed
     /// on (``EventLogMerge``).
     package func record(rawLine line: [UInt8]) {
+        append(line)
+    }
+
+    /// Appends one line and its line end to the buffer, flushing it when full; a failed write is handed to
+    /// `onFailure` outside the lock (the handler may stop the run, which records nothing more here).
+    private func append(_ line: some Collection<UInt8>) {
         let failure = state.withLock { state -> Int32? in
             guard state.writeError == nil else { return nil }
             state.buffer.append(contentsOf: line)

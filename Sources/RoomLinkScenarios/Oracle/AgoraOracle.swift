@@ -313,21 +313,16 @@ public struct AgoraOracle: SpecOracle {
                 }
             }
         }
+        func offline(_ event: LoggedEvent, _ message: String) -> Violation {
+            Violation(rule: "offline", time: event.time, user: event.user, room: event.room, message: message)
+        }
         var found: [Violation] = []
         for event in named.events where event.type == "userOffline" {
             guard let peer = event.strings["peer"], devices[peer] != nil else { continue }
             let near = leaves(of: peer, near: event.time).filter { $0.room == event.room }
             switch event.strings["reason"] {
             case "quit" where near.isEmpty:
-                found.append(
-                    Violation(
-                        rule: "offline",
-                        time: event.time,
-                        user: event.user,
-                        room: event.room,
-                        message: "saw \(peer) quit, but \(peer) left by no call of its own near it"
-                    )
-                )
+                found.append(offline(event, "saw \(peer) quit, but \(peer) left by no call of its own near it"))
             // A viewer back from a reconnection learns who went while it was away from the list it gets back, and
             // reports each of them dropped, whatever the reason.
             case "dropped"
@@ -347,15 +342,7 @@ public struct AgoraOracle: SpecOracle {
                     return !outages.contains { $0.user == leave.user && $0.start <= leave.time && leave.time <= $0.end }
                         && !after.contains { $0.user == leave.user && $0.room == leave.room && $0.time <= event.time }
                 }):
-                found.append(
-                    Violation(
-                        rule: "offline",
-                        time: event.time,
-                        user: event.user,
-                        room: event.room,
-                        message: "saw \(peer) dropped, but \(peer) had just left by its own call"
-                    )
-                )
+                found.append(offline(event, "saw \(peer) dropped, but \(peer) had just left by its own call"))
             default:
                 break
             }

@@ -218,27 +218,17 @@ extension LogStructure {
                             outside[name, default: []].contains { $0.covers(instant - tolerance, instant) }
                         }
                         let key = "\(peer)\u{0}\(span.from)\u{0}\(certainlyIn)"
-                        if certainlyIn, !view.contains(peer), !reported.contains(key) {
-                            reported.insert(key)
+                        let wrong: String? =
+                            if certainlyIn, !view.contains(peer) {
+                                "does not hold \(peer) at \(instant) ms, though \(peer) is in the room"
+                            } else if certainlyOut, view.contains(peer) {
+                                "holds \(peer) at \(instant) ms, though \(peer) is not in the room"
+                            } else {
+                                nil
+                            }
+                        if let wrong, reported.insert(key).inserted {
                             found.append(
-                                Violation(
-                                    rule: "told",
-                                    time: instant,
-                                    user: viewer.id,
-                                    room: room,
-                                    message: "does not hold \(peer) at \(instant) ms, though \(peer) is in the room"
-                                )
-                            )
-                        } else if certainlyOut, view.contains(peer), !reported.contains(key) {
-                            reported.insert(key)
-                            found.append(
-                                Violation(
-                                    rule: "told",
-                                    time: instant,
-                                    user: viewer.id,
-                                    room: room,
-                                    message: "holds \(peer) at \(instant) ms, though \(peer) is not in the room"
-                                )
+                                Violation(rule: "told", time: instant, user: viewer.id, room: room, message: wrong)
                             )
                         }
                     }
