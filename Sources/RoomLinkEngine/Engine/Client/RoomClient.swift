@@ -111,7 +111,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
 
     // The fields are ordered so that the small ones fill the bytes the publisher and the state leave before the
     // next word: 344 bytes an actor, a 352-byte block from the allocator where 360 took 368 (a million-client run
-    // keeps a million; `ClientSizeTests` holds it). The publisher, the room mode and the member hint come before the
+    // keeps a million; `LaneFootprintTests` holds it). The publisher, the room mode and the member hint come before the
     // state, so that the hint is in the second cache line: with the names and the loop in the first, all a room reads
     // of a client it answers is in the two lines a simulation's lane loads ahead.
 
