@@ -191,6 +191,12 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
 
     // MARK: - The room's answers
 
+    /// The room answers its member on this connection: on the connection's loop, in LiveKit's words.
+    func send(_ message: ServerMessage, from room: any RoomEndpoint) {
+        server.count(message)
+        answer(message)
+    }
+
     /// The room answered: on the connection's loop, in LiveKit's words.
     func answer(_ message: ServerMessage) {
         if loop.isInServiceThread {

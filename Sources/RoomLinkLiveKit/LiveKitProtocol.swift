@@ -51,10 +51,6 @@ final class LiveKitProtocol: ServedProtocol {
         LiveKitConnection(id: id, fd: fd, peer: peer, loop: loop, server: server, service: self)
     }
 
-    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-        (channel as? LiveKitConnection)?.answer(message)
-    }
-
     /// The join a `GET /rtc` (or `/rtc/validate`) asks for by its query and `Authorization` header, checked now; a new
     /// session for a join.
     func join(_ query: [String: String], authorization: String?) throws(LiveKitJoin.Refusal) -> LiveKitJoin {

@@ -1,9 +1,9 @@
-package import RoomLinkEngine
 @_spi(RoomLinkInternals) package import RoomLinkLibevent
 package import RoomLinkRuntime
 
 /// A wire protocol `roomlink serve` speaks besides RoomLink's own (LiveKit's, in `RoomLinkLiveKit`): it makes the
-/// connection of each socket the server accepts, and writes the rooms' answers to its connections. The listeners,
+/// connection of each socket the server accepts; each connection is the channel its rooms answer on
+/// (`ClientChannel.send(_:from:)`), in its protocol. The listeners,
 /// the loops, the limits on descriptors and the graceful shutdown are the server's, whatever the protocol.
 package protocol ServedProtocol: Sendable {
     /// Serves the socket `fd`, accepted from `peer`, on `loop`.
@@ -15,9 +15,6 @@ package protocol ServedProtocol: Sendable {
         server: TCPServerTransport
     ) -> any ServedConnection
 
-    /// Writes `message` of `room` to the connection `channel` is (one of this protocol's): on its loop, in its
-    /// protocol.
-    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint)
 }
 
 /// One client's connection, as the server holds it: on one loop, until it frees itself

@@ -146,6 +146,12 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
 
     // MARK: - Writing
 
+    /// The room answers its member on this connection: encoded on the room's loop, written on the connection's.
+    func send(_ message: ServerMessage, from room: any RoomEndpoint) {
+        server.count(message)
+        send(ServerFrame.room(room.roomID, message).encoded(server: server.hello))
+    }
+
     /// Writes a frame from any thread: on the connection's loop, at once there; dropped once the connection closes.
     func send(_ frame: [UInt8]) {
         if loop.isInServiceThread {

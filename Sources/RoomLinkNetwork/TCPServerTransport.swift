@@ -82,7 +82,8 @@ package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         directory.withLock { $0 = rooms }
     }
 
-    package func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
+    /// Counts what a room answers (its connection, of whichever protocol, sends it).
+    package func count(_ message: ServerMessage) {
         switch message {
         case .loginAccepted: statistics.add(.loginsAccepted)
         case .loginRejected: statistics.add(.loginsRejected)
@@ -90,12 +91,6 @@ package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         case .userUpdate: statistics.add(.presenceChangesSent)
         default: break
         }
-        guard let connection = channel as? ServerConnection else {
-            served?.send(message, on: channel, from: room)
-            return
-        }
-        // Encoded on the room's loop, written on the connection's.
-        connection.send(ServerFrame.room(room.roomID, message).encoded(server: hello))
     }
 
     package func room(_ roomID: String) -> any RoomEndpoint {

@@ -163,4 +163,6 @@ private final class Recording: PathAwareTransport {
     }
 
     func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {}
+
+    func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
 }

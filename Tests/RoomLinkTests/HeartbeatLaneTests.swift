@@ -37,6 +37,14 @@ struct HeartbeatLaneTests {
         func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
             network.closed(channel, session: session, from: client)
         }
+
+        func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {
+            network.abandon(channel, from: client)
+        }
+
+        func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+            network._carry(message, from: room, to: client)
+        }
     }
 
     /// A server on `simulation` behind a network of 50 ms each way, and an environment of ZEGO clients beating every

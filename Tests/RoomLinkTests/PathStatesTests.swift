@@ -4,7 +4,7 @@ import RoomLinkRuntime
 import Synchronization
 import Testing
 
-/// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (``ClientEndpoint/keptLinkState``),
+/// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (``ClientEndpoint/_keptLinkState``),
 /// read without a lock, and in a table for a client that keeps none — with the same answers either way.
 @Suite(.timeLimit(.minutes(10)))
 struct PathStatesTests {
@@ -37,19 +37,19 @@ struct PathStatesTests {
 
     @Test func aRoomClientKeepsItsOwnLinkAndOtherClientsAreUnaffected() async {
         await Self.withTwoClients { a, b, states in
-            #expect(a.keptLinkState == .up)
+            #expect(a._keptLinkState == .up)
 
             #expect(states.setLink(.down, for: a))
             #expect(!states.setLink(.down, for: a), "setting the state it has changes nothing")
-            #expect(a.keptLinkState == .down)
+            #expect(a._keptLinkState == .down)
             #expect(states.link(of: a) == .down)
             #expect(states.link(of: b) == .up)
             #expect(states.setLink(.blackhole, for: a))
             #expect(states.link(of: a) == .blackhole)
             #expect(states.setLink(.up, for: a))
             #expect(states.link(of: a) == .up)
-            #expect(a.keptLinkState == .up)
-            #expect(b.keptLinkState == .up)
+            #expect(a._keptLinkState == .up)
+            #expect(b._keptLinkState == .up)
         }
     }
 
@@ -59,8 +59,8 @@ struct PathStatesTests {
             let kept = ZegoClient(id: "A", loop: simulation, environment: environment)
             let bare = Bare("B", loop: simulation)
             let states = PathStates()
-            #expect(bare.keptLinkState == nil)
-            #expect(bare.exchangeKeptLinkState(.down) == nil)
+            #expect(bare._keptLinkState == nil)
+            #expect(bare._exchangeKeptLinkState(.down) == nil)
 
             #expect(states.setLink(.blackhole, for: bare))
             #expect(states.setLink(.down, for: kept))
@@ -78,7 +78,7 @@ struct PathStatesTests {
     @Test func whileEveryLinkIsUpNothingIsReadFromTheClients() async {
         await Self.withTwoClients { a, b, states in
             // A state written behind the paths' back is not read while they count no link down…
-            #expect(a.exchangeKeptLinkState(.down) == .up)
+            #expect(a._exchangeKeptLinkState(.down) == .up)
             #expect(states.link(of: a) == .up)
             // …and is once another link goes down.
             #expect(states.setLink(.blackhole, for: b))
@@ -95,7 +95,7 @@ struct PathStatesTests {
 
         init(_ room: any RoomEndpoint) { self.room = room }
 
-        var inProcessRoom: (any RoomEndpoint)? {
+        var _inProcessRoom: (any RoomEndpoint)? {
             reads.add(1, ordering: .relaxed)
             return room
         }
@@ -106,7 +106,7 @@ struct PathStatesTests {
             let a = world.client("A")
             await a.loginRoom("r")
             try await world.simulation.sleep(for: .seconds(1))
-            let room = try #require(world.network.open(toRoom: "r", for: a)?.inProcessRoom)
+            let room = try #require(world.network.open(toRoom: "r", for: a)?._inProcessRoom)
             let channel = WatchedChannel(room)
             let heartbeat = ClientMessage.heartbeat(userID: "A", session: SessionID(rawValue: 1))
 
@@ -129,12 +129,12 @@ struct PathStatesTests {
             await b.loginRoom("r")
             try await world.simulation.sleep(for: .seconds(1))
             world.network.setLink(.down, for: a)
-            #expect(a.keptLinkState == .down)
+            #expect(a._keptLinkState == .down)
             #expect(world.network.link(of: a) == .down)
             #expect(world.network.link(of: b) == .up)
             try await world.simulation.sleep(for: .seconds(1))
             world.network.setLink(.up, for: a)
-            #expect(a.keptLinkState == .up)
+            #expect(a._keptLinkState == .up)
             try await world.simulation.sleep(for: .seconds(5))
             #expect(
                 world.events.lines(of: "A") == [

@@ -212,8 +212,13 @@ struct ScenarioRunnerNetworkTests {
         func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
             inner.closed(channel, session: session, from: client)
         }
-        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-            inner.send(message, on: channel, from: room)
+        func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {
+            inner.abandon(channel, from: client)
+        }
+        // The rooms answer on their clients, which are their own channels here: the answers travel the inner
+        // network, as a wrapper of it must say.
+        func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+            inner._carry(message, from: room, to: client)
         }
         var deliveredCount: Int { inner.deliveredCount }
         func serve(_ rooms: any RoomDirectory) {

@@ -14,6 +14,10 @@ struct ServerRoomStateTests {
         init(_ id: String, loop: any RuntimeLoop) {
             endpointID = id
         }
+
+        func send(_ message: ServerMessage, from room: any RoomEndpoint) {
+            Issue.record("the state sent \(message) itself: it only returns actions")
+        }
     }
 
     static let timings = ServerTimings.zego

@@ -21,6 +21,14 @@ struct TransportSeamTests {
                 self.roomID = roomID
                 self.room = room
             }
+
+            /// The room's answer: carried to the client in the transport's 10 ms, unless the channel closed.
+            func send(_ message: ServerMessage, from room: any RoomEndpoint) {
+                guard isOpen.withLock({ $0 }) else { return }
+                _ = try? client.loop.schedule(after: .milliseconds(10)) { [client, roomID] in
+                    client.deliver(message, from: roomID)
+                }
+            }
         }
 
         let delay = Duration.milliseconds(10)
@@ -60,16 +68,11 @@ struct TransportSeamTests {
             }
         }
 
+        /// Nothing to give up: a channel here is no connection that could hang.
+        func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
+
         func serve(_ rooms: any RoomDirectory) {
             directory.withLock { $0 = rooms }
-        }
-
-        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-            let channel = channel as! Channel
-            guard channel.isOpen.withLock({ $0 }) else { return }
-            _ = try? channel.client.loop.schedule(after: delay) {
-                channel.client.deliver(message, from: channel.roomID)
-            }
         }
 
         /// Resets every open connection of `userID`, as a socket reset does: each side hears it from its own end —
@@ -100,13 +103,13 @@ struct TransportSeamTests {
     final class RecordingTransport: ServerTransport {
         final class Connection: ClientChannel {
             let received = LockedBox<[ServerMessage]>([])
+
+            func send(_ message: ServerMessage, from room: any RoomEndpoint) {
+                received.withLock { $0.append(message) }
+            }
         }
 
         func serve(_ rooms: any RoomDirectory) {}
-
-        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-            (channel as! Connection).received.withLock { $0.append(message) }
-        }
     }
 
     /// A kernel-made black hole over sockets, played on a room's actor in virtual time: alice's first connection

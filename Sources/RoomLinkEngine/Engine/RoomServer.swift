@@ -30,12 +30,12 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         /// Where the rooms send what they send: the network's carrier, or the transport while it lives.
         var transport: (any ServerTransport)? { carrier ?? weakTransport }
 
-        /// Sends `message` from `room` on `channel`: through the carrier with a direct call, or the transport.
+        /// Sends `message` from `room` on `channel`: through the carrier with a direct call, or on the channel itself.
         func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
             if let carrier {
                 carrier.send(message, on: channel, from: room)
             } else {
-                weakTransport?.send(message, on: channel, from: room)
+                channel.send(message, from: room)
             }
         }
         /// The nodes, when their capacity is modelled.

@@ -42,7 +42,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+    public nonisolated var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { state.memberIDs }

@@ -124,7 +124,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private var publisher: EventPublisher<Dialect.Event>
     /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
     public nonisolated let roomMode: RoomMode
-    /// ``keptLinkState`` as its byte (`LinkState.byte`), in the padding before the hint.
+    /// `_keptLinkState` as its byte (`LinkState.byte`), in the padding before the hint.
     private nonisolated let link = Atomic<UInt8>(0)
     /// See ``memberHint``.
     private nonisolated let hint = Atomic<Int32>(-1)
@@ -193,22 +193,25 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+    public nonisolated var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
+    /// In one process the client is its own channel as the server sees it: a room's answer travels the client's
+    /// own transport to it.
+    public nonisolated func send(_ message: ServerMessage, from room: any RoomEndpoint) {
+        environment.transport._carry(message, from: room, to: self)
+    }
     /// In one process the client is its own channel as the server sees it.
-    public nonisolated var inProcessChannel: (any ClientChannel)? { self }
-    /// In one process the channel the server answers on is the client itself. (Declared here, not taken from
-    /// `ClientChannel`'s extension for channels that are endpoints: that one, generic over the conforming type, looked
-    /// up the client's generic metadata on every reply.)
-    public nonisolated var inProcessClient: (any ClientEndpoint)? { self }
+    public nonisolated var _inProcessChannel: (any ClientChannel)? { self }
+    /// In one process the channel the server answers on is the client itself.
+    public nonisolated var _inProcessClient: (any ClientEndpoint)? { self }
     /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
     /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
     /// those rooms a lookup.
     public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
     public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
     /// The client keeps its link state for its transport, beside the hint that a room answering it reads.
-    public nonisolated var keptLinkState: LinkState? { LinkState(byte: link.load(ordering: .acquiring)) }
-    public nonisolated func exchangeKeptLinkState(_ state: LinkState) -> LinkState? {
+    public nonisolated var _keptLinkState: LinkState? { LinkState(byte: link.load(ordering: .acquiring)) }
+    public nonisolated func _exchangeKeptLinkState(_ state: LinkState) -> LinkState? {
         LinkState(byte: link.exchange(state.byte, ordering: .acquiringAndReleasing))
     }
 

@@ -2,4 +2,7 @@
 /// it leads nowhere. One instance serves every remote member.
 final class RemoteMemberChannel: ClientChannel {
     static let shared = RemoteMemberChannel()
+
+    /// Never called: a remote member's own node answers it.
+    func send(_ message: ServerMessage, from room: any RoomEndpoint) {}
 }

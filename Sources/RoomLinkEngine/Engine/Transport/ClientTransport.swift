@@ -1,5 +1,11 @@
 /// What a client needs of a transport: a channel to the server of each of its rooms, to send on and to close.
 ///
+/// A transport of your own implements four requirements: ``open(toRoom:for:)``, ``send(_:on:from:)``,
+/// ``closed(_:session:from:)`` and ``abandon(_:from:)``; ``drop(_:)`` and ``sessionSalt`` have defaults. <doc:Embedding>
+/// shows a complete one, over a socket, against `roomlink serve`. (Members whose names begin with an underscore, here
+/// and on the endpoint and channel protocols, are the in-process network's fast paths: they have defaults, are no
+/// part of the documented API, and a transport of your own leaves them alone.)
+///
 /// A client opens a room's channel at its first login attempt to the room, sends every message for the room on it,
 /// and hears back through its ``ClientEndpoint``: the server's messages (``ClientEndpoint/deliver(_:from:)``) and
 /// its own link's changes (``ClientEndpoint/linkChanged(to:)``). What a channel is belongs to the transport: the
@@ -26,7 +32,7 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// unanswered for its timeout, or its data stopped. A socket transport closes that connection — unless something
     /// arrived on it since the room's last message left, which shows the connection alive and only the room's path
     /// silent — so that the client's next attempt dials a new one, as an SDK's does, and the server hears the old
-    /// one close. The default does nothing: an in-process channel has no connection to give up on.
+    /// one close.
     func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint)
 
     /// Closes `client`'s connections without telling it: its link went down, which it hears of from whoever took the
@@ -39,12 +45,20 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// so that a second run of one scenario against it does not present the first run's sessions — which the server
     /// may still hold, or remember removed.
     var sessionSalt: UInt64 { get }
+
+    /// Carries `message` from `room` to `client`, for a room that answers on the client itself (in one process, the
+    /// client is its own channel: ``ClientChannel/send(_:from:)``). The in-process network's hook; the default
+    /// delivers it on the client's loop as soon as it runs.
+    func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint)
 }
 
 extension ClientTransport {
-    public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
     public func drop(_ client: any ClientEndpoint) {}
     public var sessionSalt: UInt64 { 0 }
+    public func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+        let roomID = room.roomID
+        client.loop.runSoon { client.deliver(message, from: roomID) }
+    }
 }
 
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
@@ -53,16 +67,16 @@ extension ClientTransport {
 public protocol RoomChannel: AnyObject, Sendable {
     /// The room this channel is, when it is one (in one process): how the in-process transport finds its room
     /// without a dynamic cast on every message. A socket transport's channels are not rooms: `nil`, the default.
-    var inProcessRoom: (any RoomEndpoint)? { get }
+    var _inProcessRoom: (any RoomEndpoint)? { get }
 }
 
 extension RoomChannel {
-    public var inProcessRoom: (any RoomEndpoint)? { nil }
+    public var _inProcessRoom: (any RoomEndpoint)? { nil }
 }
 
 extension RoomEndpoint {
     /// A room is its own channel in one process.
-    public var inProcessRoom: (any RoomEndpoint)? { self }
+    public var _inProcessRoom: (any RoomEndpoint)? { self }
 }
 
 /// Whether a transport took a message.
@@ -75,7 +89,8 @@ public enum SendOutcome: Sendable, Hashable {
 
 /// A client as a transport sees it: where to deliver server messages and link changes. It is not the server's
 /// channel to the client — over a socket that is the server's connection — except in one process, where a client can
-/// be its own channel as the server sees it (``inProcessChannel``), as the simulated network's clients are.
+/// be its own channel as the server sees it, as the simulated network's clients are. The engine's ``RoomClient``
+/// implements it; a transport calls it.
 public protocol ClientEndpoint: AnyObject, Sendable {
     /// The client's network identity.
     var endpointID: String { get }
@@ -87,7 +102,7 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     var loop: any RuntimeLoop { get }
     /// The identity of ``loop``: what a transport compares to route a message, without a retain of the loop. The
     /// default reads it from ``loop``.
-    var loopIdentity: ObjectIdentifier { get }
+    var _loopIdentity: ObjectIdentifier { get }
     /// Handles a message from the server of `room`. Called on ``loop``'s thread.
     func deliver(_ message: ServerMessage, from room: String)
     /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
@@ -99,23 +114,23 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     /// The client as the server's channel to it, when it is one (in one process): how the in-process transport hands
     /// a room the client itself, without a dynamic cast on every message. `nil`, the default, for a client reached
     /// over a socket (the server's channel is its connection).
-    var inProcessChannel: (any ClientChannel)? { get }
+    var _inProcessChannel: (any ClientChannel)? { get }
     /// The link state the client's transport keeps in the client itself, when the client has room for it: what a
     /// simulated network reads on every message to or from a client while any link is not up — in a storm, for
     /// millions of messages — where a table keyed by client took a lock both shards share and a cache miss into a
     /// table of millions. `nil`, the default, when the client keeps none (the transport keeps a table). A client
     /// keeps the state of one transport: its own.
-    var keptLinkState: LinkState? { get }
-    /// Sets ``keptLinkState`` and returns the state it replaced, atomically (any thread may set it); `nil`, the
+    var _keptLinkState: LinkState? { get }
+    /// Sets `_keptLinkState` and returns the state it replaced, atomically (any thread may set it); `nil`, the
     /// default, when the client keeps none (and nothing is set).
-    func exchangeKeptLinkState(_ state: LinkState) -> LinkState?
+    func _exchangeKeptLinkState(_ state: LinkState) -> LinkState?
 }
 
 extension ClientEndpoint {
-    public var inProcessChannel: (any ClientChannel)? { nil }
-    public var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
-    public var keptLinkState: LinkState? { nil }
-    public func exchangeKeptLinkState(_ state: LinkState) -> LinkState? { nil }
+    public var _inProcessChannel: (any ClientChannel)? { nil }
+    public var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+    public var _keptLinkState: LinkState? { nil }
+    public func _exchangeKeptLinkState(_ state: LinkState) -> LinkState? { nil }
 }
 
 /// What a client's transport learns about the connection carrying one room's channel. A socket transport raises

@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Reading is the hot path (every message asks): while every link is up and no room is cut off — the common case —
 /// a read is one atomic load and takes no lock; while some link is not up, a client that keeps its own state
-/// (``ClientEndpoint/keptLinkState``, as every ``RoomClient`` does) is read in place, and only others take the lock.
+/// (`ClientEndpoint/_keptLinkState`, as every ``RoomClient`` does) is read in place, and only others take the lock.
 package final class PathStates: Sendable {
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up.
@@ -32,16 +32,16 @@ package final class PathStates: Sendable {
         }
     }
 
-    /// The link of `client`: kept in the client where it keeps one (``ClientEndpoint/keptLinkState``), otherwise in
+    /// The link of `client`: kept in the client where it keeps one (`ClientEndpoint/_keptLinkState`), otherwise in
     /// the table. Use either these two methods for a transport's clients or the two that take a key, not both.
     package func link(of client: any ClientEndpoint) -> LinkState {
         guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
-        return client.keptLinkState ?? links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+        return client._keptLinkState ?? links.withLock { $0[ObjectIdentifier(client)] ?? .up }
     }
 
     /// Sets the link of `client`, in the client where it keeps one; `false` when it already had that state.
     package func setLink(_ state: LinkState, for client: any ClientEndpoint) -> Bool {
-        guard let old = client.exchangeKeptLinkState(state) else {
+        guard let old = client._exchangeKeptLinkState(state) else {
             return setLink(state, for: ObjectIdentifier(client))
         }
         guard old != state else { return false }

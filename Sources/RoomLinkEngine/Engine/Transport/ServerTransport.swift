@@ -1,43 +1,37 @@
-/// What a server needs of a transport: clients' messages routed to its rooms, a way to answer each client's channel,
-/// and word when a client's connection closes.
+/// What a server needs of a transport: clients' messages routed to its rooms, and word when a client's connection
+/// closes.
 ///
 /// A ``RoomServer`` hands the transport its rooms (``serve(_:)``). The transport then calls each room, on the room's
 /// loop, with what its clients send (``RoomEndpoint/deliver(_:on:)``) and when a connection carrying one of its
 /// sessions closes (``RoomEndpoint/connectionClosed(userID:session:on:)``), and the room answers on the channel the
-/// message came on.
+/// message came on (``ClientChannel/send(_:from:)``): the transport's own object, so no reply is looked up.
 public protocol ServerTransport: AnyObject, Sendable {
     /// Routes what clients send to the rooms of `rooms` from now on. A transport may keep `rooms` alive (clients
     /// hold the transport, so a server nobody else names stays up while its clients run).
     func serve(_ rooms: any RoomDirectory)
-
-    /// Sends `message` from the server of `room` on `channel` (one this transport delivered a message on). Messages
-    /// on a channel whose connection is down are lost.
-    func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint)
 }
 
-/// One client's channel to a room, as the room's server sees it: the transport's handle for answering the client.
-/// The room keeps it with the member who logged in on it.
+/// One client's channel to a room, as the room's server sees it: the transport's handle for answering the client —
+/// over a socket, the server's connection. The room keeps it with the member who logged in on it, and answers on it.
 public protocol ClientChannel: AnyObject, Sendable {
+    /// Sends `message` from `room` to the client at the other end (a room calls it on its loop). Messages on a
+    /// channel whose connection is down are lost.
+    func send(_ message: ServerMessage, from room: any RoomEndpoint)
     /// Where the room last found this channel's member in its table (−1: unknown): a hint that spares the room a
-    /// lookup by user ID on every heartbeat, checked before it is trusted. A transport may keep none (−1): the
-    /// in-process ``SimulatedNetwork``'s channels are its clients, which keep the hint of their latest room.
+    /// lookup by user ID on every heartbeat, checked before it is trusted. A transport may keep none (−1, the
+    /// default): the in-process network's channels are its clients, which keep the hint of their latest room.
     var memberHint: Int32 { get }
     /// Remembers where the room found this channel's member (see ``memberHint``). Called on the room's loop.
     func setMemberHint(_ slot: Int32)
     /// The client this channel is, when it is one (in one process): how the in-process transport finds its client
     /// without a dynamic cast on every reply. A socket transport's channels are connections: `nil`, the default.
-    var inProcessClient: (any ClientEndpoint)? { get }
+    var _inProcessClient: (any ClientEndpoint)? { get }
 }
 
 extension ClientChannel {
     public var memberHint: Int32 { -1 }
     public func setMemberHint(_ slot: Int32) {}
-    public var inProcessClient: (any ClientEndpoint)? { nil }
-}
-
-extension ClientChannel where Self: ClientEndpoint {
-    /// A client that is its own channel (in one process) is the client this channel is.
-    public var inProcessClient: (any ClientEndpoint)? { self }
+    public var _inProcessClient: (any ClientEndpoint)? { nil }
 }
 
 /// The server side of one room, as a transport sees it.
@@ -49,7 +43,7 @@ public protocol RoomEndpoint: RoomChannel {
     var loop: any RuntimeLoop { get }
     /// The identity of ``loop``: what a transport compares to route a message, without a retain of the loop. The
     /// default reads it from ``loop``.
-    var loopIdentity: ObjectIdentifier { get }
+    var _loopIdentity: ObjectIdentifier { get }
     /// Handles `message`, which arrived on `channel`. Called on ``loop``'s thread.
     func deliver(_ message: ClientMessage, on channel: any ClientChannel)
     /// The connection `channel` closed while it carried `session` of `userID` (or, for a dialect whose media flows
@@ -76,7 +70,7 @@ public protocol RoomEndpoint: RoomChannel {
 }
 
 extension RoomEndpoint {
-    public var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+    public var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 }
 
 /// Finds, or opens, the server side of a room by its ID.

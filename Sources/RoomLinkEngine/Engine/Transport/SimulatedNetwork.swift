@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// A message's fate is drawn from the seed, its two endpoints, its direction and its send time, with no state per
 /// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop: a client's link
-/// state is kept in the client (``ClientEndpoint/keptLinkState``, an atomic byte of every ``RoomClient``), and a lock
+/// state is kept in the client (`ClientEndpoint/_keptLinkState`, an atomic byte of every ``RoomClient``), and a lock
 /// guards only those of clients that keep none.
 ///
 /// Given the loops it serves (``init(conditions:seed:batchingOn:)``), a network with no jitter carries the messages
@@ -114,8 +114,12 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         carrier.closed(channel, session: session, from: client)
     }
 
-    public func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-        carrier.send(message, on: channel, from: room)
+    /// An in-process channel gives nothing up: a client's attempts to its room travel the same network.
+    public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
+
+    /// A room's answer to a client that is its own channel travels this network.
+    public func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+        carrier.send(message, to: client, from: room)
     }
 }
 
@@ -255,15 +259,21 @@ extension SimulatedNetwork {
         }
 
         func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-            guard let client = channel.inProcessClient else {
+            guard let client = channel._inProcessClient else {
                 preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
             }
+            send(message, to: client, from: room)
+        }
+
+        /// Carries `message` from `room` to `client`, which is its own channel.
+        @inline(__always)
+        func send(_ message: ServerMessage, to client: any ClientEndpoint, from room: any RoomEndpoint) {
             let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
             guard case .delivered(let drawn) = transit, !isPartitioned(room.roomID) else { return }
             let delay = inOrder(drawn, client: client, upstream: false, sentAt: room.loop.now)
-            let clientLoop = client.loopIdentity
+            let clientLoop = client._loopIdentity
             delivered.increment(byLoop: clientLoop)
-            if let lane = lane(between: clientLoop, and: room.loopIdentity),
+            if let lane = lane(between: clientLoop, and: room._loopIdentity),
                 lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
             {
                 return
@@ -288,7 +298,7 @@ extension SimulatedNetwork {
             to room: any RoomEndpoint
         ) -> UInt {
             guard case .message(.heartbeat) = upstream, type(of: room) == ServerRoom.self else { return 0 }
-            let slot = client.inProcessChannel?.memberHint ?? -1
+            let slot = client._inProcessChannel?.memberHint ?? -1
             return slot >= 0 ? UInt(slot) &+ 1 : 0
         }
 
@@ -304,7 +314,7 @@ extension SimulatedNetwork {
 
         /// The room a channel this network opened leads to: the room itself.
         private static func room(of channel: any RoomChannel) -> any RoomEndpoint {
-            guard let room = channel.inProcessRoom else {
+            guard let room = channel._inProcessRoom else {
                 preconditionFailure("a room channel this network did not open: \(type(of: channel))")
             }
             return room
@@ -317,10 +327,10 @@ extension SimulatedNetwork {
             to room: any RoomEndpoint,
             after delay: Duration
         ) {
-            let roomLoop = room.loopIdentity
+            let roomLoop = room._loopIdentity
             delivered.increment(byLoop: roomLoop)
             // The client too: the room reads its member hint and answers it.
-            if let lane = lane(between: roomLoop, and: client.loopIdentity),
+            if let lane = lane(between: roomLoop, and: client._loopIdentity),
                 lane.add(
                     .toRoom(upstream, client: client, room: room),
                     prefetching: Self.address(of: room),
@@ -367,7 +377,7 @@ extension SimulatedNetwork {
             case closed(SessionID)
 
             func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
-                guard let channel = client.inProcessChannel else {
+                guard let channel = client._inProcessChannel else {
                     preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
                 }
                 switch self {
@@ -392,7 +402,7 @@ extension SimulatedNetwork {
 
         /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
         private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
-            let sender = upstream ? client.loopIdentity : room.loopIdentity
+            let sender = upstream ? client._loopIdentity : room._loopIdentity
             let nanoseconds =
                 if let laneSimulation, sender == laneLoop {
                     laneSimulation.now.nanoseconds
