@@ -155,15 +155,15 @@ struct RoomClientStateTests {
         #expect(_isPOD(RoomClientState.Rules.self))
         var rules = RoomClientState.Rules(Zego.self, timings: ZegoTimings.default.engine, retryPolicy: Self.policy)
         let again = RoomClientState.Rules(Agora.self, timings: AgoraTimings.default.engine, retryPolicy: Self.policy)
-        #expect(rules.sharedRetryPolicy === again.sharedRetryPolicy)
+        #expect(rules.sharedRetryPolicy.object === again.sharedRetryPolicy.object)
         #expect(rules.retryPolicy == Self.policy)
         // A new policy is the rules' own from then on; the copy made before keeps the old one.
         let before = rules
         let other = try RetryPolicy(schedule: .fixed([.seconds(3)]), maxAttempts: 2)
         rules.retryPolicy = other
-        #expect(rules.retryPolicy == other && rules.sharedRetryPolicy.policy == other)
+        #expect(rules.retryPolicy == other && rules.sharedRetryPolicy.object.policy == other)
         #expect(before.retryPolicy == Self.policy)
-        var shared = rules.sharedRetryPolicy.makeIterator(random: SeededRandom(seed: 1))
+        var shared = rules.sharedRetryPolicy.object.makeIterator(random: SeededRandom(seed: 1))
         var own = other.makeIterator(random: SeededRandom(seed: 1))
         for _ in 0..<3 { #expect(shared.next(elapsed: .zero) == own.next(elapsed: .zero)) }
     }

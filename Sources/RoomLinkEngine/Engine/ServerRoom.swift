@@ -62,14 +62,15 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         Self.receiveOnLoop(self, message, channel)
     }
 
-    /// `receive`, callable from the room's loop with no hop: made once, as a dialect's `EnginePath` is. Safe as
-    /// ``LoopPinnedActor/onLoop(_:)`` is: `deliver` calls it only after checking it runs on the room's loop's thread.
+    /// `receive`, callable from the room's loop with no hop: made once, as a dialect's `EnginePath` is. Safe by
+    /// `LoopPinnedActor.loopEntry(_:)`'s invariant: `deliver` calls it only after checking it runs on the room's
+    /// loop's thread.
     /// (Through `onLoop(call:with:)`, the pair of arguments cost an allocation on every message.)
     private static let receiveOnLoop: @Sendable (ServerRoom, ClientMessage, any ClientChannel) -> Void = {
         let receive: @Sendable (isolated ServerRoom, ClientMessage, any ClientChannel) -> Void = {
             $0.receive($1, on: $2)
         }
-        return unsafeBitCast(receive, to: (@Sendable (ServerRoom, ClientMessage, any ClientChannel) -> Void).self)
+        return loopEntry(receive)
     }()
 
     /// Starts loading, without waiting for it, what a heartbeat of the member the room last found at `slot`
@@ -84,7 +85,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// The state's `prefetchMember(at:)`, callable from the room's loop with no hop, as ``receiveOnLoop`` is.
     private static let prefetchMemberOnLoop: @Sendable (ServerRoom, Int32) -> Void = {
         let prefetch: @Sendable (isolated ServerRoom, Int32) -> Void = { $0.state.prefetchMember(at: $1) }
-        return unsafeBitCast(prefetch, to: (@Sendable (ServerRoom, Int32) -> Void).self)
+        return loopEntry(prefetch)
     }()
 
     public nonisolated func connectionClosed(userID: String, session: SessionID, on channel: any ClientChannel) {
@@ -141,7 +142,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 loginDone[request.session] = max(loginDone[request.session] ?? done, done)
                 let pending = PendingLogin(room: self, request: request, channel: channel, done: done)
                 if let lane = server.loginLane(on: loop),
-                    lane.add(pending, prefetching: UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
+                    lane.add(pending, prefetching: prefetchAddress(of: self))
                 {
                     return
                 }

@@ -136,11 +136,9 @@ public struct ServerRoomState {
     public let reportsMembership: Bool
     /// Members by user ID, in the order they joined (so every run sends in the same order).
     private var members: OrderedDictionary<String, Record> = [:]
-    /// Where the member table's user IDs and records start (0: not noted), for ``prefetchMember(at:)``, noted
-    /// whenever the table grows or shrinks: reading them from the table would wait for the very lines a prefetch is
-    /// meant to load. An address gone stale (a copy made the table move) only wastes the loads.
-    private var memberKeysAddress: UInt = 0
-    private var memberRecordsAddress: UInt = 0
+    /// Where the member table's user IDs and records start, for ``prefetchMember(at:)``, noted whenever the table
+    /// grows or shrinks (the storage type says why that is safe).
+    private var memberTables = ParallelArrayAddresses<String, Record>()
     /// The member cap set by the first member of the room's current life.
     public private(set) var maxMemberCount: Int?
     /// Identifies the room's current life (from its first member to its last); changes when it empties and refills.
@@ -182,16 +180,7 @@ public struct ServerRoomState {
     /// Where the member table's user IDs and records start, as noted for ``prefetchMember(at:)`` and as they are (for
     /// tests: the notes follow the table as it grows and shrinks).
     var memberTableAddresses: (noted: [UInt], actual: [UInt]) {
-        let actual = currentMemberTableAddresses
-        return ([memberKeysAddress, memberRecordsAddress], [actual.keys, actual.records])
-    }
-
-    /// Where the member table's user IDs and records start now.
-    private var currentMemberTableAddresses: (keys: UInt, records: UInt) {
-        (
-            members.keys.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0,
-            members.values.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
-        )
+        (memberTables.noted, ParallelArrayAddresses.addresses(of: members.keys, members.values.elements))
     }
 
     /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
@@ -276,9 +265,9 @@ public struct ServerRoomState {
         noteMemberTables()
     }
 
-    /// Notes where the member table's buffers are now (``memberKeysAddress``).
+    /// Notes where the member table's buffers are now (``memberTables``).
     private mutating func noteMemberTables() {
-        (memberKeysAddress, memberRecordsAddress) = currentMemberTableAddresses
+        memberTables.note(members.keys, members.values.elements)
     }
 
     /// Starts loading, without waiting for it, what ``heartbeat(userID:session:slot:now:)`` reads of the member at
@@ -286,21 +275,7 @@ public struct ServerRoomState {
     /// loads lines nobody reads, and nothing faults. (Mutating though it writes nothing: called on a room's stored
     /// state, a non-mutating method was given a copy of the whole state, every table in it retained.)
     mutating func prefetchMember(at slot: Int32) {
-        guard slot >= 0, memberRecordsAddress != 0, memberKeysAddress != 0 else { return }
-        // A contiguous array's elements follow its 32-byte header (object header, count, capacity).
-        let header = 32
-        let record = memberRecordsAddress &+ UInt(slot) &* UInt(MemoryLayout<Record>.stride)
-        let key = memberKeysAddress &+ UInt(slot) &* UInt(MemoryLayout<String>.stride)
-        Self.prefetch(memberRecordsAddress &- UInt(header), bytes: 1)
-        Self.prefetch(record, bytes: MemoryLayout<Record>.size)
-        Self.prefetch(memberKeysAddress &- UInt(header), bytes: 1)
-        Self.prefetch(key, bytes: MemoryLayout<String>.size)
-    }
-
-    /// Starts loading the cache lines `bytes` bytes from `address` span.
-    private static func prefetch(_ address: UInt, bytes: Int) {
-        guard let pointer = UnsafeRawPointer(bitPattern: address) else { return }
-        prefetchCacheLines(at: pointer, bytes: bytes)
+        memberTables.prefetch(slot: slot)
     }
 
     /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the

@@ -39,7 +39,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         /// not retained (the environment holds the object): a closure read from a stored property is retained around
         /// its call, and its context — the dialect's, one per process — was retained and released on every message by
         /// both shards' threads at once.
-        let entries: Unmanaged<Entries>
+        let entries: UnretainedReference<Entries>
+        /// The owner that keeps ``entries``' object alive (`UnretainedReference`'s invariant): the environment, which
+        /// every client holds.
         private let entriesObject: Entries
 
         /// The dialect's entry points (``EnginePath``), kept by an environment.
@@ -79,7 +81,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
             self.beat = Dialect.enginePath.beat
             self.entriesObject = Entries(engine: Dialect.enginePath.enter)
-            self.entries = Unmanaged.passUnretained(entriesObject)
+            self.entries = UnretainedReference(entriesObject)
         }
 
         /// A heartbeat in a lane: its client, and the token it was started with (a client that stops beating or
@@ -339,7 +341,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private nonisolated func enter(_ entry: Entry) {
         precondition(loop.isInServiceThread, "a RoomClient was called off its loop's thread")
         // Safe for the reasons `onLoop(_:)` gives: the client's executor is `loop`, and this is its thread.
-        environment.entries._withUnsafeGuaranteedRef { $0.engine(self, entry) }
+        environment.entries.withObject { $0.engine(self, entry) }
     }
 
     /// A heartbeat a simulation's lane brings (``Environment/heartbeatLane(on:every:)``, on the client's own loop),
@@ -448,12 +450,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             guard heartbeatBits == 0 else { break }
             if let lane = environment.heartbeatLane(on: loop, every: interval) {
                 let token = environment.nextHeartbeatToken()
-                let address = UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(self)))
+                let address = prefetchAddress(of: self)
                 // The room too: the heartbeat retains it to send, and 100,000 rooms' headers are in no cache. Kept for
                 // the heartbeat's life; a room the client left since is only a wasted load (a prefetch never faults).
-                let room = attachment.channel.map {
-                    UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier($0)))
-                }
+                let room = attachment.channel.map { prefetchAddress(of: $0) }
                 if lane.add(
                     Environment.Beat(client: self, token: token),
                     prefetching: address,

@@ -63,13 +63,13 @@ public struct RoomClientState: Sendable {
     public struct Rules: Sendable {
         public var timings: EngineTimings
         public var retryPolicy: RetryPolicy {
-            get { sharedRetryPolicy.policy }
-            set { sharedRetryPolicy = .interned(newValue) }
+            get { sharedRetryPolicy.withObject(\.policy) }
+            set { sharedRetryPolicy = UnretainedReference(.interned(newValue)) }
         }
         /// ``retryPolicy``, kept once for every iterator the clients make — interned, never freed, and so held
         /// without a reference count: the rules are handed to a client's state on every message and heartbeat, and
         /// with a counted reference each hand-over was a retain and a release (the rules hold nothing else counted).
-        private(set) unowned(unsafe) var sharedRetryPolicy: RetryPolicy.Shared
+        private(set) var sharedRetryPolicy: UnretainedReference<RetryPolicy.Shared>
         /// Whether every client hears of peers joining and leaving, whatever its options
         /// (``RoomDialect/alwaysNotifiesPeers``).
         public var alwaysNotifiesPeers: Bool
@@ -93,7 +93,7 @@ public struct RoomClientState: Sendable {
             logsAttempts: Bool = false
         ) {
             self.timings = timings
-            self.sharedRetryPolicy = .interned(retryPolicy)
+            self.sharedRetryPolicy = UnretainedReference(.interned(retryPolicy))
             self.alwaysNotifiesPeers = Dialect.alwaysNotifiesPeers
             self.firstJoinAttempts = Dialect.firstJoinAttempts
             self.reconnectsInModes = Dialect.reconnectsInModes
@@ -154,7 +154,7 @@ public struct RoomClientState: Sendable {
         var options = options
         if rules.alwaysNotifiesPeers { options.notifiesPeers = true }
         let session = newSession()
-        let retry = rules.sharedRetryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
+        let retry = rules.sharedRetryPolicy.withObject { $0.makeIterator(random: SeededRandom(seed: random.next())) }
         rooms.append(RoomConnection(roomID: roomID, options: options, session: session, now: now, retry: retry))
         act(.report(.joining, room: roomID), perform)
         rooms[rooms.count - 1].episodeDeadline = now.advanced(by: rules.timings.loginTimeout)
@@ -549,7 +549,7 @@ public struct RoomClientState: Sendable {
         if closed {
             _ = perform(.closed(room: roomID, session: session), &rooms[index].attachment)
         }
-        let retry = rules.sharedRetryPolicy.makeIterator(random: SeededRandom(seed: random.next()))
+        let retry = rules.sharedRetryPolicy.withObject { $0.makeIterator(random: SeededRandom(seed: random.next())) }
         if rooms[index].connectionLost(at: now, retry: retry) {
             act(.report(.lost(cause), room: roomID), perform)
             if rules.reconnectsInModes {

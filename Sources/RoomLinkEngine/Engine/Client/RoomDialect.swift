@@ -59,15 +59,13 @@ public struct EnginePath<Dialect: RoomDialect>: Sendable {
             client.handle(entry: entry)
         }
         // Made callable from the client's nonisolated entry points once, here: the same cast in the client's own
-        // generic code would wrap the function in a reabstraction thunk allocated on every call. Safe as
-        // `LoopPinnedActor.onLoop(_:)` is: the client calls it only after checking it runs on its loop's thread.
+        // generic code would wrap the function in a reabstraction thunk allocated on every call. Safe by
+        // `LoopPinnedActor.loopEntry(_:)`'s invariant: the client calls it only after checking it runs on its loop's
+        // thread.
         let beat: @Sendable (isolated RoomClient<Dialect>, UInt64) -> Bool = { client, token in
             client.beat(token: token)
         }
-        return EnginePath(
-            enter: unsafeBitCast(handle, to: (@Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void).self),
-            beat: unsafeBitCast(beat, to: (@Sendable (RoomClient<Dialect>, UInt64) -> Bool).self)
-        )
+        return EnginePath(enter: RoomClient.loopEntry(handle), beat: RoomClient.loopEntry(answering: beat))
     }
 }
 

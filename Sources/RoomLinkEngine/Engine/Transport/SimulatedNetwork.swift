@@ -307,7 +307,8 @@ extension SimulatedNetwork {
         /// and table counts were most of its time at a million clients (`perf annotate`): the room's address is known
         /// to the lane, the record's only to the room.
         private static func prefetchMember(_ room: UnsafeRawPointer, _ ahead: UInt) {
-            Unmanaged<ServerRoom>.fromOpaque(room)._withUnsafeGuaranteedRef {
+            // The lane holds the message, and the message its room (`UnretainedReference`'s owner): the room is alive.
+            UnretainedReference<ServerRoom>(at: room).withObject {
                 $0.prefetchMember(atSlot: Int32(truncatingIfNeeded: ahead &- 1))
             }
         }
@@ -368,7 +369,7 @@ extension SimulatedNetwork {
         /// Where `object` lives, for its line to prefetch before delivering to it (read without retaining it: a
         /// retain would itself wait for the cold object).
         private static func address(of object: AnyObject) -> UnsafeRawPointer? {
-            UnsafeRawPointer(bitPattern: UInt(bitPattern: ObjectIdentifier(object)))
+            prefetchAddress(of: object)
         }
 
         /// What crosses a channel towards its room: a message, or the server's view of the connection closing.
