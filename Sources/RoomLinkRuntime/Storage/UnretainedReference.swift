@@ -8,8 +8,8 @@
 /// **The invariant that makes it safe:** the object outlives every use of the reference. Whoever makes one names
 /// the owner that keeps the object — an environment that stores it beside the reference, an intern table that never
 /// frees, an actor whose method is running — and the reference must not be used after the owner lets go. Broken, a
-/// use reads freed memory: `UnretainedReferenceTests` keeps each owner's promise under AddressSanitizer in CI, which
-/// reports such a read as a heap use-after-free.
+/// use reads freed memory: `EngineFenceTests` exercises each owner's promise, and under AddressSanitizer
+/// (`swift test --sanitize=address`) such a read is reported as a heap use-after-free.
 ///
 /// The engine's other tricks with object lifetimes live here too, so that the rules read as rules: no
 /// `unowned(unsafe)`, no `Unmanaged` and no underscored standard-library call anywhere else in `RoomLinkEngine`.
@@ -54,7 +54,7 @@ extension LoopPinnedActor {
     /// constant) and called with no hop and no executor lookup from code running on the actor's loop.
     ///
     /// **The invariant that makes it safe:** every call of the result is made on `actor.loop`'s thread, checked
-    /// before the call (``onLoop(_:)`` says why that thread is the actor's isolation). `LoopEntryTests` shows a call
+    /// before the call (``onLoop(_:)`` says why that thread is the actor's isolation). `EngineFenceTests` shows a call
     /// off the thread stopping the process at the caller's check.
     @inlinable
     @inline(__always)
@@ -64,7 +64,7 @@ extension LoopPinnedActor {
         unsafeBitCast(function, to: (@Sendable (Self, Argument) -> Void).self)
     }
 
-    /// ``loopEntry(_:)-(_)`` for a function of two arguments (a tuple of them would be allocated on every call).
+    /// `loopEntry(_:)` for a function of two arguments (a tuple of them would be allocated on every call).
     @inlinable
     @inline(__always)
     public static func loopEntry<First, Second>(
@@ -73,7 +73,7 @@ extension LoopPinnedActor {
         unsafeBitCast(function, to: (@Sendable (Self, First, Second) -> Void).self)
     }
 
-    /// ``loopEntry(_:)-(_)`` for a function that answers.
+    /// `loopEntry(_:)` for a function that answers.
     @inlinable
     @inline(__always)
     public static func loopEntry<Argument, Result>(
@@ -99,7 +99,7 @@ public func prefetchAddress(of object: AnyObject) -> UnsafeRawPointer {
 /// faults, so an address gone stale (the arrays moved, and were not noted again) only wastes the loads. It leans on
 /// one fact of the standard library's layout, that a contiguous array's elements follow a 32-byte header (the
 /// object header, the count and the capacity, which a read's bounds check loads): were that to change, the loads
-/// would miss and nothing would break. `ParallelArrayAddressesTests` checks that the notes follow the arrays.
+/// would miss and nothing would break. `EngineFenceTests` checks that the notes follow the arrays.
 @frozen
 public struct ParallelArrayAddresses<First, Second>: Sendable {
     @usableFromInline var first: UInt = 0
