@@ -180,7 +180,7 @@ public struct ServerRoomState {
     /// Where the member table's user IDs and records start, as noted for ``prefetchMember(at:)`` and as they are (for
     /// tests: the notes follow the table as it grows and shrinks).
     var memberTableAddresses: (noted: [UInt], actual: [UInt]) {
-        (memberTables.noted, ParallelArrayAddresses.addresses(of: members.keys, members.values.elements))
+        (memberTables.noted, ParallelArrayAddresses.addresses(of: members.keys, members.values))
     }
 
     /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
@@ -267,7 +267,7 @@ public struct ServerRoomState {
 
     /// Notes where the member table's buffers are now (``memberTables``).
     private mutating func noteMemberTables() {
-        memberTables.note(members.keys, members.values.elements)
+        memberTables.note(members.keys, members.values)
     }
 
     /// Starts loading, without waiting for it, what ``heartbeat(userID:session:slot:now:)`` reads of the member at

@@ -118,17 +118,23 @@ public struct ParallelArrayAddresses<First, Second>: Sendable {
         of first: some Sequence<First>,
         _ second: some Sequence<Second>
     ) -> [UInt] {
-        [
-            first.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0,
-            second.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0,
-        ]
+        let (first, second) = start(of: first, second)
+        return [first, second]
     }
 
     /// Notes where the elements of `first` and `second` start now: call it whenever they grow or shrink.
     @inlinable
     public mutating func note(_ first: some Sequence<First>, _ second: some Sequence<Second>) {
-        let addresses = Self.addresses(of: first, second)
-        (self.first, self.second) = (addresses[0], addresses[1])
+        (self.first, self.second) = Self.start(of: first, second)
+    }
+
+    /// ``addresses(of:_:)`` without an array: a room notes its table on every join and leave.
+    @inlinable
+    static func start(of first: some Sequence<First>, _ second: some Sequence<Second>) -> (UInt, UInt) {
+        (
+            first.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0,
+            second.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? 0
+        )
     }
 
     /// Starts loading, without waiting for it, the elements at `slot` of both arrays and the headers a bounds check
