@@ -62,8 +62,8 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
-        // The engine: clients and rooms, their state machines, dialects, transport protocols, the simulated
-        // network. It imports no libevent: it runs on any `RuntimeLoop`.
+        // The engine: clients and rooms, their state machines, dialects, transport protocols. It imports no
+        // libevent: it runs on any `RuntimeLoop`, and it names no simulation.
         .target(
             name: "RoomLinkEngine",
             dependencies: [
@@ -74,11 +74,20 @@ let package = Package(
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
+        // The simulation: the in-process network and the lanes that batch the engine's timers in virtual time,
+        // behind the seam the engine defines (`InProcessTransport`, `BatchingLoop`). The engine never names it.
+        .target(
+            name: "RoomLinkSimulation",
+            dependencies: ["RoomLinkEngine", "RoomLinkRuntime"],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
         // Above the engine: scenarios and their runner, load tests, spec oracles, the event log.
         .target(
             name: "RoomLinkScenarios",
             dependencies: [
                 "RoomLinkEngine",
+                "RoomLinkSimulation",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ],
@@ -146,8 +155,8 @@ let package = Package(
         .target(
             name: "RoomLink",
             dependencies: [
-                "RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkScenarios", "RoomLinkWire",
-                "RoomLinkNetwork",
+                "RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkScenarios",
+                "RoomLinkWire", "RoomLinkNetwork",
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
@@ -182,7 +191,8 @@ let package = Package(
         .testTarget(
             name: "RoomLinkTests",
             dependencies: [
-                "RoomLink", "RoomLinkEngine", "RoomLinkScenarios", "RoomLinkRuntime", "RoomLinkTestSupport",
+                "RoomLink", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkScenarios", "RoomLinkRuntime",
+                "RoomLinkTestSupport",
             ],
             swiftSettings: swiftSettings
         ),

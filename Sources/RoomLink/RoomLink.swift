@@ -6,4 +6,5 @@
 @_exported public import RoomLinkNetwork
 @_exported public import RoomLinkRuntime
 @_exported public import RoomLinkScenarios
+@_exported public import RoomLinkSimulation
 @_exported public import RoomLinkWire

@@ -10,7 +10,7 @@ import Testing
 @Suite(.timeLimit(.minutes(10)))
 struct HeartbeatLaneTests {
     /// The simulated network, noting when each client's heartbeats leave.
-    final class CountingTransport: ClientTransport {
+    final class CountingTransport: InProcessTransport {
         let network: SimulatedNetwork
         let beats = Mutex<[String: [RuntimeInstant]]>([:])
 
@@ -34,6 +34,21 @@ struct HeartbeatLaneTests {
             return network.send(message, on: channel, from: client)
         }
 
+        /// The engine's clients send here (a wrapper of the in-process network carries them as it does).
+        func send(
+            _ message: ClientMessage,
+            on channel: any RoomChannel,
+            from client: any InProcessClient
+        )
+            -> SendOutcome
+        {
+            if case .heartbeat = message {
+                let now = client.loop.now
+                beats.withLock { $0[client.endpointID, default: []].append(now) }
+            }
+            return network.send(message, on: channel, from: client)
+        }
+
         func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
             network.closed(channel, session: session, from: client)
         }
@@ -42,8 +57,11 @@ struct HeartbeatLaneTests {
             network.abandon(channel, from: client)
         }
 
-        func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
-            network._carry(message, from: room, to: client)
+        func carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any InProcessClient) {
+            network.carry(message, from: room, to: client)
+        }
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any InProcessClient) {
+            network.closed(channel, session: session, from: client)
         }
     }
 
@@ -132,7 +150,7 @@ struct HeartbeatLaneTests {
                     let client = ZegoClient(id: name, loop: simulation, environment: environment)
                     await client.loginRoom("r1")
                     // Its heartbeats ride this simulation's lane, not the ended one's.
-                    let lane = environment.heartbeatLane(on: simulation, every: .seconds(1))
+                    let lane = simulation.heartbeatBatch(every: .seconds(1)) as? SimulationLane<BatchedHeartbeat>
                     #expect(lane?.loop as? SimulationRuntime === simulation)
                     try await simulation.sleep(until: .zero.advanced(by: .milliseconds(3_500)))
                     await client.logoutRoom("r1")

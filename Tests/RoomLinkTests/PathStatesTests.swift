@@ -4,7 +4,7 @@ import RoomLinkRuntime
 import Synchronization
 import Testing
 
-/// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (``ClientEndpoint/_keptLinkState``),
+/// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (`InProcessClient.keptLinkState`),
 /// read without a lock, and in a table for a client that keeps none — with the same answers either way.
 @Suite(.timeLimit(.minutes(10)))
 struct PathStatesTests {
@@ -37,19 +37,19 @@ struct PathStatesTests {
 
     @Test func aRoomClientKeepsItsOwnLinkAndOtherClientsAreUnaffected() async {
         await Self.withTwoClients { a, b, states in
-            #expect(a._keptLinkState == .up)
+            #expect(a.keptLinkState == .up)
 
             #expect(states.setLink(.down, for: a))
             #expect(!states.setLink(.down, for: a), "setting the state it has changes nothing")
-            #expect(a._keptLinkState == .down)
+            #expect(a.keptLinkState == .down)
             #expect(states.link(of: a) == .down)
             #expect(states.link(of: b) == .up)
             #expect(states.setLink(.blackhole, for: a))
             #expect(states.link(of: a) == .blackhole)
             #expect(states.setLink(.up, for: a))
             #expect(states.link(of: a) == .up)
-            #expect(a._keptLinkState == .up)
-            #expect(b._keptLinkState == .up)
+            #expect(a.keptLinkState == .up)
+            #expect(b.keptLinkState == .up)
         }
     }
 
@@ -59,26 +59,25 @@ struct PathStatesTests {
             let kept = ZegoClient(id: "A", loop: simulation, environment: environment)
             let bare = Bare("B", loop: simulation)
             let states = PathStates()
-            #expect(bare._keptLinkState == nil)
-            #expect(bare._exchangeKeptLinkState(.down) == nil)
+            let key = ObjectIdentifier(bare)
 
-            #expect(states.setLink(.blackhole, for: bare))
+            #expect(states.setLink(.blackhole, for: key))
             #expect(states.setLink(.down, for: kept))
-            #expect(states.link(of: bare) == .blackhole)
-            #expect(states.link(of: ObjectIdentifier(bare)) == .blackhole, "the table, by key")
+            #expect(states.link(of: key) == .blackhole, "the table, by key")
             #expect(states.link(of: kept) == .down)
+            #expect(kept.keptLinkState == .down, "the client, in place")
             // One back up: the other still reads as it was (the count of links not up is not a flag).
             #expect(states.setLink(.up, for: kept))
-            #expect(states.link(of: bare) == .blackhole)
-            #expect(states.setLink(.up, for: bare))
-            #expect(states.link(of: bare) == .up)
+            #expect(states.link(of: key) == .blackhole)
+            #expect(states.setLink(.up, for: key))
+            #expect(states.link(of: key) == .up)
         }
     }
 
     @Test func whileEveryLinkIsUpNothingIsReadFromTheClients() async {
         await Self.withTwoClients { a, b, states in
             // A state written behind the paths' back is not read while they count no link down…
-            #expect(a._exchangeKeptLinkState(.down) == .up)
+            #expect(a.exchangeKeptLinkState(.down) == .up)
             #expect(states.link(of: a) == .up)
             // …and is once another link goes down.
             #expect(states.setLink(.blackhole, for: b))
@@ -88,36 +87,75 @@ struct PathStatesTests {
         }
     }
 
-    /// A room's channel that counts how often a transport asks it for its room.
-    final class WatchedChannel: RoomChannel {
-        let room: any RoomEndpoint
+    /// A room that is not the engine's: it passes everything on to a room of the engine's and counts how often a
+    /// transport reads its loop (what a network reads of a room to route a message to it).
+    final class WatchedRoom: RoomEndpoint {
+        let inner: any RoomEndpoint
         let reads = Atomic<Int>(0)
 
-        init(_ room: any RoomEndpoint) { self.room = room }
+        init(_ inner: any RoomEndpoint) { self.inner = inner }
 
-        var _inProcessRoom: (any RoomEndpoint)? {
+        var roomID: String { inner.roomID }
+        var roomHash: UInt64 { inner.roomHash }
+        var loop: any RuntimeLoop {
             reads.add(1, ordering: .relaxed)
-            return room
+            return inner.loop
+        }
+        func deliver(_ message: ClientMessage, on channel: any ClientChannel) { inner.deliver(message, on: channel) }
+        func connectionClosed(userID: String, session: SessionID, on channel: any ClientChannel) {
+            inner.connectionClosed(userID: userID, session: session, on: channel)
+        }
+        func dataResumed(userID: String, session: SessionID, on channel: any ClientChannel) {
+            inner.dataResumed(userID: userID, session: session, on: channel)
+        }
+        func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void) {
+            inner.withMemberChannels(body)
         }
     }
+
+    /// A channel no network opened: neither a room nor anything a network knows.
+    final class StrayChannel: RoomChannel {}
 
     @Test func aDownLinkRefusesAMessageWithoutLookingAtItsRoom() async throws {
         try await ZegoClientTests.withWorld { world in
             let a = world.client("A")
             await a.loginRoom("r")
             try await world.simulation.sleep(for: .seconds(1))
-            let room = try #require(world.network.open(toRoom: "r", for: a)?._inProcessRoom)
-            let channel = WatchedChannel(room)
+            let room = try #require(world.network.open(toRoom: "r", for: a) as? any RoomEndpoint)
+            let watched = WatchedRoom(room)
             let heartbeat = ClientMessage.heartbeat(userID: "A", session: SessionID(rawValue: 1))
 
             world.network.setLink(.down, for: a)
+            let before = world.network.deliveredCount
             // A storm's retries: at scale the room is in no cache, and refusing needs nothing of it.
-            #expect(world.network.send(heartbeat, on: channel, from: a) == .refused)
-            #expect(channel.reads.load(ordering: .relaxed) == 0)
+            #expect(world.network.send(heartbeat, on: watched, from: a) == .refused)
+            #expect(watched.reads.load(ordering: .relaxed) == 0)
+            #expect(world.network.deliveredCount == before)
 
             world.network.setLink(.up, for: a)
-            #expect(world.network.send(heartbeat, on: channel, from: a) == .sent)
-            #expect(channel.reads.load(ordering: .relaxed) == 1, "a message that leaves goes to the channel's room")
+            let up = world.network.deliveredCount  // the client may answer its link's return at once
+            #expect(world.network.send(heartbeat, on: watched, from: a) == .sent)
+            #expect(watched.reads.load(ordering: .relaxed) >= 1, "a message that leaves goes to the channel's room")
+            #expect(world.network.deliveredCount == up + 1)
+        }
+    }
+
+    @Test func aChannelOrClientTheNetworkDoesNotKnowIsRefusedNotACrash() async throws {
+        try await ZegoClientTests.withWorld { world in
+            let a = world.client("A")
+            await a.loginRoom("r")
+            try await world.simulation.sleep(for: .seconds(1))
+            let heartbeat = ClientMessage.heartbeat(userID: "A", session: SessionID(rawValue: 1))
+            let before = world.network.deliveredCount
+            #expect(world.network.send(heartbeat, on: StrayChannel(), from: a) == .refused)
+            let room = try #require(world.network.open(toRoom: "r", for: a))
+            let stranger = Bare("S", loop: world.simulation)
+            #expect(world.network.send(heartbeat, on: room, from: stranger) == .refused)
+            world.network.closed(room, session: SessionID(rawValue: 1), from: stranger)
+            // A client of another kind still has a link the network keeps for it.
+            world.network.setLink(.blackhole, for: stranger)
+            #expect(world.network.link(of: stranger) == .blackhole)
+            #expect(world.network.deliveredCount == before)
         }
     }
 
@@ -129,12 +167,12 @@ struct PathStatesTests {
             await b.loginRoom("r")
             try await world.simulation.sleep(for: .seconds(1))
             world.network.setLink(.down, for: a)
-            #expect(a._keptLinkState == .down)
+            #expect(a.keptLinkState == .down)
             #expect(world.network.link(of: a) == .down)
             #expect(world.network.link(of: b) == .up)
             try await world.simulation.sleep(for: .seconds(1))
             world.network.setLink(.up, for: a)
-            #expect(a._keptLinkState == .up)
+            #expect(a.keptLinkState == .up)
             try await world.simulation.sleep(for: .seconds(5))
             #expect(
                 world.events.lines(of: "A") == [

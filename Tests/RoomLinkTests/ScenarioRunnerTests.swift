@@ -188,7 +188,7 @@ struct ScenarioRunnerTests {
 struct ScenarioRunnerNetworkTests {
     /// A transport that forwards to a simulated network and records the faults it was asked to inject and the
     /// servers it was asked to serve.
-    final class RecordingNetwork: RoomTransport, NetworkFaults {
+    final class RecordingNetwork: RoomTransport, NetworkFaults, InProcessTransport {
         let inner: SimulatedNetwork
         let faults = LockedBox<[String]>([])
         let served = LockedBox(0)
@@ -209,6 +209,15 @@ struct ScenarioRunnerNetworkTests {
         {
             inner.send(message, on: channel, from: client)
         }
+        func send(
+            _ message: ClientMessage,
+            on channel: any RoomChannel,
+            from client: any InProcessClient
+        )
+            -> SendOutcome
+        {
+            inner.send(message, on: channel, from: client)
+        }
         func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
             inner.closed(channel, session: session, from: client)
         }
@@ -216,9 +225,12 @@ struct ScenarioRunnerNetworkTests {
             inner.abandon(channel, from: client)
         }
         // The rooms answer on their clients, which are their own channels here: the answers travel the inner
-        // network, as a wrapper of it must say.
-        func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
-            inner._carry(message, from: room, to: client)
+        // network, as a wrapper of it must say (`InProcessTransport`).
+        func carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any InProcessClient) {
+            inner.carry(message, from: room, to: client)
+        }
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any InProcessClient) {
+            inner.closed(channel, session: session, from: client)
         }
         var deliveredCount: Int { inner.deliveredCount }
         func serve(_ rooms: any RoomDirectory) {

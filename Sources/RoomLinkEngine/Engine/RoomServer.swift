@@ -12,32 +12,18 @@ public final class RoomServer: RoomDirectory, ClusterNode {
     let shared: Shared
     private let rooms = LockedBox<[String: ServerRoom]>([:])
 
-    /// How rooms reach clients: the transport the server was made with, held weakly, since the transport keeps its
-    /// server alive (``ServerTransport/serve(_:)``) — `nil` once it is gone. For a ``SimulatedNetwork``, the part of it
-    /// that carries messages, which the rooms hold strongly (it keeps no server).
+    /// The transport the server was made with, held weakly, since the transport keeps its server alive
+    /// (``ServerTransport/serve(_:)``) — `nil` once it is gone. Its rooms answer on the channels their clients' messages
+    /// came on (``ClientChannel/send(_:from:)``), so they need no transport of their own.
     public var transport: (any ServerTransport)? { shared.transport }
     public var timings: ServerTimings { shared.timings }
 
     /// The part of a server its rooms use: timings, the transport, the token table.
     final class Shared: Sendable {
         let timings: ServerTimings
-        /// The transport the server was made with, unless it is a ``SimulatedNetwork`` (see ``transport``).
-        private weak let weakTransport: (any ServerTransport)?
-        /// A ``SimulatedNetwork``'s carrier: held strongly, where the network itself could only be held weakly — and a
-        /// weak reference sends every retain and release of its object down the runtime's slow path, a message's
-        /// worth each time (``SimulatedNetwork/Carrier``).
-        private let carrier: SimulatedNetwork.Carrier?
-        /// Where the rooms send what they send: the network's carrier, or the transport while it lives.
-        var transport: (any ServerTransport)? { carrier ?? weakTransport }
-
-        /// Sends `message` from `room` on `channel`: through the carrier with a direct call, or on the channel itself.
-        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-            if let carrier {
-                carrier.send(message, on: channel, from: room)
-            } else {
-                channel.send(message, from: room)
-            }
-        }
+        /// The transport the server was made with (see ``RoomServer/transport``). The rooms never read it: a weak
+        /// reference sends every retain and release of its object down the runtime's slow path.
+        weak let transport: (any ServerTransport)?
         /// The nodes, when their capacity is modelled.
         let nodes: ServerNodes?
         /// The cluster this server is a node of, if any.
@@ -49,21 +35,6 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         /// How many members each room makes room for when it is made, if the server was told.
         let expectedRoomSize: Int?
         private let tokens: LockedBox<TokenTable>
-        /// The lane that carries logins through the server's processing time on `loop`, when `loop` is a simulation
-        /// (and the time at least a lane's minimum): every login there waits the same time, so one FIFO keeps them
-        /// all in the simulation's order — the hundreds of thousands of logins a million-client storm keeps waiting
-        /// at its peak, without a timer and a handler object each (216 bytes a login, where the lane takes 128).
-        func loginLane(on loop: any RuntimeLoop) -> SimulationLane<ServerRoom.PendingLogin>? {
-            guard let simulation = loop as? SimulationRuntime else { return nil }
-            // Every server's logins come out the same way, so servers on one simulation share the lane.
-            return SimulationLane<ServerRoom.PendingLogin>.shared(on: simulation, delay: timings.loginProcessing) {
-                SimulationLane(on: simulation, delay: timings.loginProcessing, prefetches: true) { pending in
-                    pending.process()
-                    return false
-                }
-            }
-        }
-
         private struct TokenTable {
             /// The valid tokens of each user ID; `nil` when the server checks no tokens.
             var auth: AuthTable?
@@ -102,13 +73,7 @@ public final class RoomServer: RoomDirectory, ClusterNode {
             self.epoch = epoch
             self.membershipObserver = membershipObserver
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
-            if let network = transport as? SimulatedNetwork {
-                self.carrier = network.carrier
-                self.weakTransport = nil
-            } else {
-                self.carrier = nil
-                self.weakTransport = transport
-            }
+            self.transport = transport
             self.tokens = LockedBox(TokenTable(auth: auth))
         }
 

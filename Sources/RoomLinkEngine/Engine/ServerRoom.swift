@@ -23,6 +23,11 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// deadline fire in the order they were armed) — not before it, which would leave a member nobody is behind until
     /// its heartbeat timeout.
     private var loginDone: [SessionID: RuntimeInstant] = [:]
+    /// Where the room's logins wait out the server's processing time when its loop keeps them in a batch (a
+    /// simulation: ``BatchingLoop``); `nil` on any other loop, where each takes a timer. Asked for at the first login,
+    /// on the loop's thread (a loop hands out its batches there).
+    private var loginBatch: (any LoginBatch)?
+    private var askedForLoginBatch = false
 
     init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
@@ -42,7 +47,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+    /// The identity of ``loop``, read without a retain of the loop: what an in-process network compares to route a
+    /// message.
+    package nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { state.memberIDs }
@@ -77,7 +84,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// (``ClientChannel/memberHint``) will read of the room's tables: a simulation's network lane calls it two
     /// messages before the heartbeat arrives, when a million members' records are in no cache. Changes nothing.
     /// Call on the room's loop.
-    nonisolated func prefetchMember(atSlot slot: Int32) {
+    package nonisolated func prefetchMember(atSlot slot: Int32) {
         precondition(loop.isInServiceThread, "a ServerRoom was called off its loop's thread")
         Self.prefetchMemberOnLoop(self, slot)
     }
@@ -116,7 +123,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 channel: channel,
                 now: room.loop.now
             )
-            if let reply { room.server.send(reply, on: channel, from: room) }
+            if let reply { channel.send(reply, from: room) }
             if let arm { room.apply([arm]) }
         }
     }
@@ -141,11 +148,11 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                 let done = now.advanced(by: state.timings.loginProcessing)
                 loginDone[request.session] = max(loginDone[request.session] ?? done, done)
                 let pending = PendingLogin(room: self, request: request, channel: channel, done: done)
-                if let lane = server.loginLane(on: loop),
-                    lane.add(pending, prefetching: prefetchAddress(of: self))
-                {
-                    return
+                if !askedForLoginBatch {
+                    askedForLoginBatch = true
+                    loginBatch = (loop as? any BatchingLoop)?.loginBatch(after: server.timings.loginProcessing)
                 }
+                if let loginBatch, loginBatch.add(pending) { return }
                 _ = try? loop.schedule(at: done, handler: PendingLoginTimer(pending))
             } else {
                 handle(message, on: channel, arrivedAt: now)
@@ -195,7 +202,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         case .busy(let retryAfter):
             guard case .login(let request) = message else { return }
             let answer = ServerMessage.busy(session: request.session, attempt: request.attempt, retryAfter: retryAfter)
-            server.send(answer, on: channel, from: self)
+            channel.send(answer, from: self)
         case .shed:
             return
         }
@@ -259,10 +266,10 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// Whether the room holds members of its own (in a cluster, beside the other nodes').
     public var hasLocalMembers: Bool { state.hasLocalMembers }
 
-    /// A login waiting out the server's processing time, in its simulation's login lane
-    /// (``RoomServer/Shared/loginLane(on:)``) or in a timer's handler (``PendingLoginTimer``).
-    struct PendingLogin: Sendable {
-        let room: ServerRoom
+    /// A login waiting out the server's processing time, in its loop's batch of logins (``LoginBatch``) or in a
+    /// timer's handler (``PendingLoginTimer``).
+    package struct PendingLogin: Sendable {
+        package let room: ServerRoom
         /// When it is due: the clock may have moved past it when it fires (a real loop's timer runs late), and
         /// `loginDone` keeps deadlines.
         let done: RuntimeInstant
@@ -277,7 +284,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         }
 
         /// Processes the login, on the room's loop.
-        func process() {
+        package func process() {
             room.onLoop(call: ServerRoom.processLoginOnLoop, with: self)
         }
     }
@@ -322,7 +329,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             // dirty to write back — at ten million clients the memory bus is the limit.
             if slot >= 0, slot != hint { channel.setMemberHint(slot) }
             if state.isLate(reply, session: session, arrivedAt: arrivedAt) { node?.withLock { $0.lateHeartbeat() } }
-            server.send(reply, on: channel, from: self)
+            channel.send(reply, from: self)
             if let arm { apply([arm]) }
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
@@ -333,7 +340,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
             if case .heartbeatAck = reply {
                 state.rebind(userID: userID, session: session, to: channel)
             } else {
-                server.send(reply, on: channel, from: self)
+                channel.send(reply, from: self)
             }
             if let arm { apply([arm]) }
         case .setHidden(let userID, let session, let hidden):
@@ -378,7 +385,7 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
                     for _ in 0..<count { node.falseDeparture(at: now) }
                 }
             case .send(let message, let channel):
-                server.send(message, on: channel, from: self)
+                channel.send(message, from: self)
             case .armDeadline(let deadline):
                 at(deadline) { room in room.deadlinePassed() }
             case .armTokenDeadline(let userID, let deadline):

@@ -7,7 +7,7 @@ public enum LinkState: Sendable, Hashable, CustomStringConvertible {
     /// Messages are silently lost in both directions; the client learns only from missed heartbeats.
     case blackhole
 
-    /// The state as a byte, for a client to keep in an atomic (`ClientEndpoint/_keptLinkState`): `up` is 0.
+    /// The state as a byte, for a client to keep in an atomic (``InProcessClient/keptLinkState``): `up` is 0.
     var byte: UInt8 {
         switch self {
         case .up: 0

@@ -31,9 +31,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         public let rules: RoomClientState.Rules
         /// The sink and buffering every client's publisher shares.
         let publishing: EventPublisher<Dialect.Event>.Settings
+        /// ``transport`` when it carries the engine's clients itself (one process: ``InProcessTransport``), asked
+        /// once here: the clients send through it as what they are, and their rooms answer through it.
+        let inProcess: (any InProcessTransport)?
         /// The dialect's ``EnginePath`` heartbeat, kept as the bare closure: a function value copies without looking
         /// up any generic metadata, where an `EnginePath<Dialect>` value would need it on every call. Here once, not
-        /// in every client (the lane it is given to calls it).
+        /// in every client (a batched heartbeat calls it: ``RoomClient/beatFromBatch(token:)``).
         let beat: @Sendable (RoomClient, UInt64) -> Bool
         /// The dialect's entry into the engine, in an object of the environment's, called through a reference that is
         /// not retained (the environment holds the object): a closure read from a stored property is retained around
@@ -52,7 +55,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 self.engine = engine
             }
         }
-        /// The last heartbeat token handed out (``RoomClient/laneTokenBits``).
+        /// The last heartbeat token handed out (``RoomClient/batchTokenBits``).
         private let heartbeatTokens = Atomic<UInt64>(0)
 
         /// Creates an environment. `timings` and `retryPolicy` default to the dialect's.
@@ -68,6 +71,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.observer = observer
             self.logsAttempts = logsAttempts
             self.transport = transport
+            self.inProcess = transport as? any InProcessTransport
             self.timings = timings
             self.retryPolicy = retryPolicy
             self.sink = sink
@@ -84,30 +88,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.entries = UnretainedReference(entriesObject)
         }
 
-        /// A heartbeat in a lane: its client, and the token it was started with (a client that stops beating or
-        /// starts again has another, so the lane drops this one).
-        struct Beat {
-            let client: RoomClient
-            let token: UInt64
-        }
-
-        /// The lane that carries heartbeats of `interval` on `loop`, when `loop` is a simulation (and the interval
-        /// at least a lane's minimum): every client's heartbeat there waits the same period, so one FIFO keeps them
-        /// all in the simulation's order — a million clients' periodic timers without a timer each.
-        func heartbeatLane(on loop: any RuntimeLoop, every interval: Duration) -> SimulationLane<Beat>? {
-            guard let simulation = loop as? SimulationRuntime else { return nil }
-            // Every environment of the dialect beats the same way (`beat` is the dialect's), so they share the lane.
-            return SimulationLane<Beat>.shared(on: simulation, delay: interval) {
-                let beat = self.beat
-                return SimulationLane<Beat>(on: simulation, delay: interval, prefetches: true) {
-                    beat($0.client, $0.token)
-                }
-            }
-        }
-
-        /// A token no heartbeat of these clients had, with ``RoomClient/laneTokenBits`` set.
+        /// A token no heartbeat of these clients had, with ``RoomClient/batchTokenBits`` set.
         func nextHeartbeatToken() -> UInt64 {
-            heartbeatTokens.wrappingAdd(1, ordering: .relaxed).newValue | RoomClient.laneTokenBits
+            heartbeatTokens.wrappingAdd(1, ordering: .relaxed).newValue | RoomClient.batchTokenBits
         }
     }
 
@@ -115,7 +98,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     // next word: 344 bytes an actor, a 352-byte block from the allocator where 360 took 368 (a million-client run
     // keeps a million; `LaneFootprintTests` holds it). The publisher, the room mode and the member hint come before the
     // state, so that the hint is in the second cache line: with the names and the loop in the first, all a room reads
-    // of a client it answers is in the two lines a simulation's lane loads ahead.
+    // of a client it answers is in its first two cache lines (`LaneFootprint`, in the simulation, loads those ahead).
 
     /// The device's name on the network and in the event log.
     public nonisolated let endpointID: String
@@ -126,7 +109,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private var publisher: EventPublisher<Dialect.Event>
     /// Whether the client may be in several rooms at once (ZEGO's multi-room mode).
     public nonisolated let roomMode: RoomMode
-    /// `_keptLinkState` as its byte (`LinkState.byte`), in the padding before the hint.
+    /// ``keptLinkState`` as its byte (`LinkState.byte`), in the padding before the hint.
     private nonisolated let link = Atomic<UInt8>(0)
     /// See ``memberHint``.
     private nonisolated let hint = Atomic<Int32>(-1)
@@ -137,11 +120,12 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     private var inStep = false
     var isShutDown = false
     /// The heartbeat: its timer (as `TimerHandle.packed`: a word, where an optional handle takes two), or, in a
-    /// simulation's heartbeat lane, the token it beats with there (``laneTokenBits`` set); 0 when it does not beat.
+    /// loop's heartbeat batch (``HeartbeatBatch``), the token it beats with there (``batchTokenBits`` set); 0 when it
+    /// does not beat.
     private var heartbeatBits: UInt64 = 0
-    /// The top two bits, which mark a heartbeat's lane token: no timer handle has both (a queue's generation stays
+    /// The top two bits, which mark a batched heartbeat's token: no timer handle has both (a queue's generation stays
     /// below 2^31, so bit 63 of a local handle is clear; a remote one's counter never reaches bit 62).
-    static var laneTokenBits: UInt64 { 0b11 << 62 }
+    static var batchTokenBits: UInt64 { 0b11 << 62 }
     /// For a dialect without heartbeats: the timer that declares the connection lost after its data stopped.
     private var dataSilence: TimerHandle? {
         get { TimerHandle(packed: dataSilenceBits) }
@@ -195,27 +179,23 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     }
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
-    public nonisolated var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 
     /// In one process the client is its own channel as the server sees it: a room's answer travels the client's
-    /// own transport to it.
+    /// own transport to it (``InProcessTransport/carry(_:from:to:)``), or, over a transport that carries no clients
+    /// itself, is delivered on the client's loop as soon as it runs.
     public nonisolated func send(_ message: ServerMessage, from room: any RoomEndpoint) {
-        environment.transport._carry(message, from: room, to: self)
+        if let inProcess = environment.inProcess {
+            inProcess.carry(message, from: room, to: self)
+        } else {
+            let roomID = room.roomID
+            loop.runSoon { self.deliver(message, from: roomID) }
+        }
     }
-    /// In one process the client is its own channel as the server sees it.
-    public nonisolated var _inProcessChannel: (any ClientChannel)? { self }
-    /// In one process the channel the server answers on is the client itself.
-    public nonisolated var _inProcessClient: (any ClientEndpoint)? { self }
     /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
     /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
     /// those rooms a lookup.
     public nonisolated var memberHint: Int32 { hint.load(ordering: .relaxed) }
     public nonisolated func setMemberHint(_ slot: Int32) { hint.store(slot, ordering: .relaxed) }
-    /// The client keeps its link state for its transport, beside the hint that a room answering it reads.
-    public nonisolated var _keptLinkState: LinkState? { LinkState(byte: link.load(ordering: .acquiring)) }
-    public nonisolated func _exchangeKeptLinkState(_ state: LinkState) -> LinkState? {
-        LinkState(byte: link.exchange(state.byte, ordering: .acquiringAndReleasing))
-    }
 
     // MARK: - Public API common to every dialect
 
@@ -344,9 +324,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         environment.entries.withObject { $0.engine(self, entry) }
     }
 
-    /// A heartbeat a simulation's lane brings (``Environment/heartbeatLane(on:every:)``, on the client's own loop),
-    /// started with `token`: due if the client still beats with that token. Answers whether it beats on (the lane
-    /// then brings it again a period later).
+    /// A heartbeat a loop's batch brings (``HeartbeatBatch``, on the client's own loop), started with `token`: due if
+    /// the client still beats with that token. Answers whether it beats on (the batch then brings it again a period
+    /// later).
     func beat(token: UInt64) -> Bool {
         guard heartbeatBits == token else { return false }
         handle(entry: .heartbeat)
@@ -424,7 +404,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// refuses them without looking at the room.
     private func send(_ message: ClientMessage, over attachment: borrowing RoomConnection.Attachment) -> SendOutcome {
         guard attachment.channel != nil else { return .refused }
-        return environment.transport.send(message, on: attachment.channel.unsafelyUnwrapped, from: self)
+        let channel = attachment.channel.unsafelyUnwrapped
+        if let inProcess = environment.inProcess { return inProcess.send(message, on: channel, from: self) }
+        return environment.transport.send(message, on: channel, from: self)
     }
 
     /// Carries out one action of the client's state, with the attachment of the room it concerns; for a send, says
@@ -438,7 +420,13 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             }
             return send(message, over: attachment)
         case .closed(_, let session):
-            if let channel = attachment.channel { environment.transport.closed(channel, session: session, from: self) }
+            if let channel = attachment.channel {
+                if let inProcess = environment.inProcess {
+                    inProcess.closed(channel, session: session, from: self)
+                } else {
+                    environment.transport.closed(channel, session: session, from: self)
+                }
+            }
         case .report(let transition, let roomID):
             report(transition, room: roomID)
         case .arm(let timer, let deadline):
@@ -448,26 +436,17 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             replace(timer, with: nil, in: &attachment)
         case .startHeartbeat(let interval):
             guard heartbeatBits == 0 else { break }
-            if let lane = environment.heartbeatLane(on: loop, every: interval) {
+            if let batch = (loop as? any BatchingLoop)?.heartbeatBatch(every: interval) {
                 let token = environment.nextHeartbeatToken()
-                let address = prefetchAddress(of: self)
-                // The room too: the heartbeat retains it to send, and 100,000 rooms' headers are in no cache. Kept for
-                // the heartbeat's life; a room the client left since is only a wasted load (a prefetch never faults).
-                let room = attachment.channel.map { prefetchAddress(of: $0) }
-                if lane.add(
-                    Environment.Beat(client: self, token: token),
-                    prefetching: address,
-                    and: room ?? nil,
-                    secondBytes: LaneFootprint.roomHeader
-                ) {
+                if batch.add(BatchedHeartbeat(client: self, token: token), towards: attachment.channel) {
                     heartbeatBits = token
                     break
                 }
             }
             heartbeatBits = TimerHandle.packed(try? loop.schedulePeriodic(every: interval, handler: self))
         case .stopHeartbeat:
-            // A lane's heartbeat needs no cancelling: the lane drops it when its token is no longer the client's.
-            if heartbeatBits & Self.laneTokenBits != Self.laneTokenBits,
+            // A batched heartbeat needs no cancelling: it stops when its token is no longer the client's.
+            if heartbeatBits & Self.batchTokenBits != Self.batchTokenBits,
                 let heartbeat = TimerHandle(packed: heartbeatBits)
             {
                 loop.cancel(heartbeat)
@@ -555,4 +534,22 @@ enum ClientEntry {
     case heartbeat
     /// One of the client's timers on its loop (the heartbeat's, a room's, a notice's, the data silence's).
     case timer(TimerHandle)
+}
+
+// MARK: - In one process
+
+extension RoomClient: InProcessClient, HeartbeatBeater {
+    package nonisolated var loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
+
+    /// The client keeps its link state for its transport, beside the hint that a room answering it reads.
+    package nonisolated var keptLinkState: LinkState { LinkState(byte: link.load(ordering: .acquiring)) }
+
+    package nonisolated func exchangeKeptLinkState(_ state: LinkState) -> LinkState {
+        LinkState(byte: link.exchange(state.byte, ordering: .acquiringAndReleasing))
+    }
+
+    /// Through the dialect's compiled entry (``EnginePath``): this witness runs unspecialized.
+    package nonisolated func beatFromBatch(token: UInt64) -> Bool {
+        environment.beat(self, token)
+    }
 }

@@ -2,14 +2,12 @@
 ///
 /// A transport of your own implements four requirements: ``open(toRoom:for:)``, ``send(_:on:from:)``,
 /// ``closed(_:session:from:)`` and ``abandon(_:from:)``; ``drop(_:)`` and ``sessionSalt`` have defaults. <doc:Embedding>
-/// shows a complete one, over a socket, against `roomlink serve`. (Members whose names begin with an underscore, here
-/// and on the endpoint and channel protocols, are the in-process network's fast paths: they have defaults, are no
-/// part of the documented API, and a transport of your own leaves them alone.)
+/// shows a complete one, over a socket, against `roomlink serve`.
 ///
 /// A client opens a room's channel at its first login attempt to the room, sends every message for the room on it,
 /// and hears back through its ``ClientEndpoint``: the server's messages (``ClientEndpoint/deliver(_:from:)``) and
 /// its own link's changes (``ClientEndpoint/linkChanged(to:)``). What a channel is belongs to the transport: the
-/// in-process ``SimulatedNetwork`` pairs the client with the room's actor; a socket transport multiplexes a client's
+/// in-process simulated network (`SimulatedNetwork`) pairs the client with the room's actor; a socket transport multiplexes a client's
 /// rooms over one connection, as an SDK does. The client never learns which server object answers it.
 public protocol ClientTransport: AnyObject, Sendable {
     /// Opens `client`'s channel to the server of `roomID`, or returns `nil` when the transport cannot reach one (the
@@ -45,39 +43,17 @@ public protocol ClientTransport: AnyObject, Sendable {
     /// so that a second run of one scenario against it does not present the first run's sessions — which the server
     /// may still hold, or remember removed.
     var sessionSalt: UInt64 { get }
-
-    /// Carries `message` from `room` to `client`, for a room that answers on the client itself (in one process, the
-    /// client is its own channel: ``ClientChannel/send(_:from:)``). The in-process network's hook; the default
-    /// delivers it on the client's loop as soon as it runs.
-    func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint)
 }
 
 extension ClientTransport {
     public func drop(_ client: any ClientEndpoint) {}
     public var sessionSalt: UInt64 { 0 }
-    public func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
-        let roomID = room.roomID
-        client.loop.runSoon { client.deliver(message, from: roomID) }
-    }
 }
 
 /// A client's channel to the server of one room, as its ``ClientTransport`` opened it: opaque to the client, which
 /// only hands it back to the transport. (In one process the channel can be the room itself, as the simulated
 /// network's is: ``RoomEndpoint`` refines this protocol.)
-public protocol RoomChannel: AnyObject, Sendable {
-    /// The room this channel is, when it is one (in one process): how the in-process transport finds its room
-    /// without a dynamic cast on every message. A socket transport's channels are not rooms: `nil`, the default.
-    var _inProcessRoom: (any RoomEndpoint)? { get }
-}
-
-extension RoomChannel {
-    public var _inProcessRoom: (any RoomEndpoint)? { nil }
-}
-
-extension RoomEndpoint {
-    /// A room is its own channel in one process.
-    public var _inProcessRoom: (any RoomEndpoint)? { self }
-}
+public protocol RoomChannel: AnyObject, Sendable {}
 
 /// Whether a transport took a message.
 public enum SendOutcome: Sendable, Hashable {
@@ -100,9 +76,6 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     var userID: String { get }
     /// The loop the client runs on; deliveries are made there.
     var loop: any RuntimeLoop { get }
-    /// The identity of ``loop``: what a transport compares to route a message, without a retain of the loop. The
-    /// default reads it from ``loop``.
-    var _loopIdentity: ObjectIdentifier { get }
     /// Handles a message from the server of `room`. Called on ``loop``'s thread.
     func deliver(_ message: ServerMessage, from room: String)
     /// Handles a change of the client's own link (the operating system tells the SDK at once, except that a
@@ -111,26 +84,6 @@ public protocol ClientEndpoint: AnyObject, Sendable {
     /// Handles what the transport learned about the connection carrying the client's channel to `room`: it came up,
     /// closed under the client, or could not be opened. Called on ``loop``'s thread.
     func connectionChanged(_ event: ConnectionEvent, room: String)
-    /// The client as the server's channel to it, when it is one (in one process): how the in-process transport hands
-    /// a room the client itself, without a dynamic cast on every message. `nil`, the default, for a client reached
-    /// over a socket (the server's channel is its connection).
-    var _inProcessChannel: (any ClientChannel)? { get }
-    /// The link state the client's transport keeps in the client itself, when the client has room for it: what a
-    /// simulated network reads on every message to or from a client while any link is not up — in a storm, for
-    /// millions of messages — where a table keyed by client took a lock both shards share and a cache miss into a
-    /// table of millions. `nil`, the default, when the client keeps none (the transport keeps a table). A client
-    /// keeps the state of one transport: its own.
-    var _keptLinkState: LinkState? { get }
-    /// Sets `_keptLinkState` and returns the state it replaced, atomically (any thread may set it); `nil`, the
-    /// default, when the client keeps none (and nothing is set).
-    func _exchangeKeptLinkState(_ state: LinkState) -> LinkState?
-}
-
-extension ClientEndpoint {
-    public var _inProcessChannel: (any ClientChannel)? { nil }
-    public var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
-    public var _keptLinkState: LinkState? { nil }
-    public func _exchangeKeptLinkState(_ state: LinkState) -> LinkState? { nil }
 }
 
 /// What a client's transport learns about the connection carrying one room's channel. A socket transport raises

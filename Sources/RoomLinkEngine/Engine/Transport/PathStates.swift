@@ -4,8 +4,8 @@ import Synchronization
 /// Shared by the simulated network and the TCP client transport, which differ only in what a fault does.
 ///
 /// Reading is the hot path (every message asks): while every link is up and no room is cut off — the common case —
-/// a read is one atomic load and takes no lock; while some link is not up, a client that keeps its own state
-/// (`ClientEndpoint/_keptLinkState`, as every ``RoomClient`` does) is read in place, and only others take the lock.
+/// a read is one atomic load and takes no lock; while some link is not up, a client of the engine's
+/// (``InProcessClient``, which keeps its own state) is read in place, and only others take the lock.
 package final class PathStates: Sendable {
     private let links = LockedBox<[ObjectIdentifier: LinkState]>([:])
     /// How many links are not up.
@@ -32,18 +32,16 @@ package final class PathStates: Sendable {
         }
     }
 
-    /// The link of `client`: kept in the client where it keeps one (`ClientEndpoint/_keptLinkState`), otherwise in
-    /// the table. Use either these two methods for a transport's clients or the two that take a key, not both.
-    package func link(of client: any ClientEndpoint) -> LinkState {
+    /// The link of `client`, kept in the client (``InProcessClient/keptLinkState``). Use either these two methods
+    /// for a transport's clients or the two that take a key, not both, for one client.
+    package func link(of client: any InProcessClient) -> LinkState {
         guard linksNotUp.load(ordering: .acquiring) > 0 else { return .up }
-        return client._keptLinkState ?? links.withLock { $0[ObjectIdentifier(client)] ?? .up }
+        return client.keptLinkState
     }
 
-    /// Sets the link of `client`, in the client where it keeps one; `false` when it already had that state.
-    package func setLink(_ state: LinkState, for client: any ClientEndpoint) -> Bool {
-        guard let old = client._exchangeKeptLinkState(state) else {
-            return setLink(state, for: ObjectIdentifier(client))
-        }
+    /// Sets the link of `client`, in the client; `false` when it already had that state.
+    package func setLink(_ state: LinkState, for client: any InProcessClient) -> Bool {
+        let old = client.exchangeKeptLinkState(state)
         guard old != state else { return false }
         countChange(from: old, to: state)
         return true

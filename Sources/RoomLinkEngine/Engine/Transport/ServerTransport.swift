@@ -23,15 +23,11 @@ public protocol ClientChannel: AnyObject, Sendable {
     var memberHint: Int32 { get }
     /// Remembers where the room found this channel's member (see ``memberHint``). Called on the room's loop.
     func setMemberHint(_ slot: Int32)
-    /// The client this channel is, when it is one (in one process): how the in-process transport finds its client
-    /// without a dynamic cast on every reply. A socket transport's channels are connections: `nil`, the default.
-    var _inProcessClient: (any ClientEndpoint)? { get }
 }
 
 extension ClientChannel {
     public var memberHint: Int32 { -1 }
     public func setMemberHint(_ slot: Int32) {}
-    public var _inProcessClient: (any ClientEndpoint)? { nil }
 }
 
 /// The server side of one room, as a transport sees it.
@@ -41,9 +37,6 @@ public protocol RoomEndpoint: RoomChannel {
     var roomHash: UInt64 { get }
     /// The loop the room runs on; deliveries are made there.
     var loop: any RuntimeLoop { get }
-    /// The identity of ``loop``: what a transport compares to route a message, without a retain of the loop. The
-    /// default reads it from ``loop``.
-    var _loopIdentity: ObjectIdentifier { get }
     /// Handles `message`, which arrived on `channel`. Called on ``loop``'s thread.
     func deliver(_ message: ClientMessage, on channel: any ClientChannel)
     /// The connection `channel` closed while it carried `session` of `userID` (or, for a dialect whose media flows
@@ -67,10 +60,6 @@ public protocol RoomEndpoint: RoomChannel {
     /// Calls `body` with the channels of the room's current members, in the order they joined, on ``loop``'s thread
     /// as soon as it runs (a network that cuts the room off tells their clients).
     func withMemberChannels(_ body: @escaping @Sendable ([any ClientChannel]) -> Void)
-}
-
-extension RoomEndpoint {
-    public var _loopIdentity: ObjectIdentifier { ObjectIdentifier(loop) }
 }
 
 /// Finds, or opens, the server side of a room by its ID.

@@ -10,9 +10,9 @@
 ///
 /// These are layout facts: `LaneFootprintTests` reads the types' field offsets and fails when a field moves past
 /// them, so that whoever moves it updates the figure here.
-enum LaneFootprint {
+package enum LaneFootprint {
     /// A client, as the room answering it reads it: its header, its names and loop, and its member hint (byte 104).
-    static let clientAnswered = 104
+    package static let clientAnswered = 104
     /// A room, as a heartbeat sent to it reads it: its header, its ID, hash and loop (byte 56).
-    static let roomHeader = 56
+    package static let roomHeader = 56
 }

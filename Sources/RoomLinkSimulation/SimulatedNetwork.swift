@@ -1,4 +1,5 @@
-@_spi(RoomLinkInternals) import RoomLinkRuntime
+public import RoomLinkEngine
+@_spi(RoomLinkInternals) public import RoomLinkRuntime
 import Synchronization
 
 /// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss) and a
@@ -12,15 +13,17 @@ import Synchronization
 ///
 /// A message's fate is drawn from the seed, its two endpoints, its direction and its send time, with no state per
 /// client: the same scenario and seed give the same fates in virtual time. Safe to use from any loop: a client's link
-/// state is kept in the client (`ClientEndpoint/_keptLinkState`, an atomic byte of every ``RoomClient``), and a lock
-/// guards only those of clients that keep none.
+/// state is kept in the client (an atomic byte of every `RoomClient`).
+///
+/// It carries the engine's own clients and rooms (`RoomClient`, `ServerRoom`), reaching them through the seam the
+/// engine defines for a network in its process; a client of another kind is refused.
 ///
 /// Given the loops it serves (``init(conditions:seed:batchingOn:)``), a network with no jitter carries the messages
 /// between a client and a room on the same loop in one FIFO per loop instead of a timer each: every such message
 /// takes the same time, so they arrive in the order sent. On the real clock that is a `DelayLine` (one FIFO and one
 /// timer carry them all, with no allocation per message); in a simulation, a `SimulationLane`, whose messages
 /// arrive in exactly the order their timers would have — the same event log, without a timer each.
-public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFaults {
+public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFaults, InProcessTransport {
     /// What carries the messages, both ways; the server's rooms answer through it (``Carrier``).
     let carrier: Carrier
     private let directory = LockedBox<(any RoomDirectory)?>(nil)
@@ -51,13 +54,20 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        carrier.paths.link(of: client)
+        guard let client = client as? any InProcessClient else { return carrier.paths.link(of: ObjectIdentifier(client)) }
+        return carrier.paths.link(of: client)
     }
 
     /// Sets the link of `client` and tells the client (at once when called on its loop, otherwise as soon as its
     /// loop runs). Setting the state it already has does nothing.
     public func setLink(_ state: LinkState, for client: any ClientEndpoint) {
-        guard carrier.paths.setLink(state, for: client) else { return }
+        let changed =
+            if let client = client as? any InProcessClient {
+                carrier.paths.setLink(state, for: client)
+            } else {
+                carrier.paths.setLink(state, for: ObjectIdentifier(client))
+            }
+        guard changed else { return }
         // Directly on the client's loop, without the closure `runSoon` would allocate: a storm takes millions of
         // links at one instant, from the simulation's own thread.
         let loop = client.loop
@@ -100,6 +110,9 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         directory.withLock { $0 }?.room(roomID)
     }
 
+    /// Sends `message` from `client`, which must be one of the engine's clients (a `RoomClient`, whose own calls come
+    /// through ``send(_:on:from:)-(_,_,any InProcessClient)`` with no cast); any other client's messages are
+    /// refused, as are those on a channel this network did not open.
     public func send(
         _ message: ClientMessage,
         on channel: any RoomChannel,
@@ -107,18 +120,34 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     )
         -> SendOutcome
     {
-        carrier.send(message, on: channel, from: client)
+        guard let client = client as? any InProcessClient else { return .refused }
+        return carrier.send(message, on: channel, from: client)
     }
 
     public func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
+        guard let client = client as? any InProcessClient else { return }
         carrier.closed(channel, session: session, from: client)
     }
 
     /// An in-process channel gives nothing up: a client's attempts to its room travel the same network.
     public func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) {}
 
+    package func send(
+        _ message: ClientMessage,
+        on channel: any RoomChannel,
+        from client: any InProcessClient
+    )
+        -> SendOutcome
+    {
+        carrier.send(message, on: channel, from: client)
+    }
+
+    package func closed(_ channel: any RoomChannel, session: SessionID, from client: any InProcessClient) {
+        carrier.closed(channel, session: session, from: client)
+    }
+
     /// A room's answer to a client that is its own channel travels this network.
-    public func _carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any ClientEndpoint) {
+    package func carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any InProcessClient) {
         carrier.send(message, to: client, from: room)
     }
 }
@@ -126,12 +155,8 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 extension SimulatedNetwork {
     /// The part of a network that carries messages, both ways: the model, the links and partitions, the lanes.
     ///
-    /// A server's rooms answer through it, holding it strongly, where they held the network weakly: the network keeps
-    /// its server alive (``serve(_:)``), so the server must not keep the network, and a weak reference gives an object
-    /// a side table that sends every retain and release of it — once or twice a message — down the runtime's slow
-    /// path. The carrier keeps no server, so the rooms may keep it. As a ``ServerTransport`` it serves no rooms (the
-    /// network routes clients to them): ``serve(_:)`` does nothing.
-    final class Carrier: ServerTransport {
+    /// The network keeps its server alive (``serve(_:)``); the carrier keeps no server.
+    final class Carrier: Sendable {
         let model: NetworkModel
         /// Links not up and rooms cut off (read without a lock while there are none).
         let paths = PathStates()
@@ -188,7 +213,7 @@ extension SimulatedNetwork {
         /// connection each way, which delivers them in the order they were sent, however their times vary.
         private func inOrder(
             _ delay: Duration,
-            client: any ClientEndpoint,
+            client: any InProcessClient,
             upstream: Bool,
             sentAt now: RuntimeInstant
         ) -> Duration {
@@ -209,9 +234,7 @@ extension SimulatedNetwork {
             return lane
         }
 
-        func serve(_ rooms: any RoomDirectory) {}
-
-        func link(of client: any ClientEndpoint) -> LinkState {
+        func link(of client: any InProcessClient) -> LinkState {
             paths.link(of: client)
         }
 
@@ -222,7 +245,7 @@ extension SimulatedNetwork {
         func send(
             _ message: ClientMessage,
             on channel: any RoomChannel,
-            from client: any ClientEndpoint
+            from client: any InProcessClient
         )
             -> SendOutcome
         {
@@ -230,16 +253,16 @@ extension SimulatedNetwork {
             // A link that is down refuses every message before the room is touched: a storm's retries go nowhere,
             // and their rooms (at scale, in no cache) are not loaded for them.
             if link == .down { return .refused }
-            let room = Self.room(of: channel)
+            guard let room = RoomEnd(channel) else { return .refused }
             let transit: Transit
             if case .connectionResumed = message {
                 // The data flows again: an edge of a continuous stream, not one packet that loss could take.
                 guard link == .up else { return .refused }
-                guard !isPartitioned(room.roomID) else { return .sent }
+                guard !isPartitioned(room.endpoint.roomID) else { return .sent }
                 transit = .delivered(after: model.conditions.latency)
             } else {
                 transit = model.transit(link: link, key: key(client, room, upstream: true))
-                if case .delivered = transit, isPartitioned(room.roomID) { return .sent }  // lost on the way
+                if case .delivered = transit, isPartitioned(room.endpoint.roomID) { return .sent }  // lost on the way
             }
             switch transit {
             case .refused: return .refused
@@ -251,41 +274,37 @@ extension SimulatedNetwork {
             }
         }
 
-        func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
+        func closed(_ channel: any RoomChannel, session: SessionID, from client: any InProcessClient) {
+            guard let room = RoomEnd(channel) else { return }
             // The server sees the socket close (or the data stop): nothing the dead link must carry — but after what
             // the connection carried before it.
             let delay = inOrder(model.conditions.latency, client: client, upstream: true, sentAt: client.loop.now)
-            toRoom(.closed(session), from: client, to: Self.room(of: channel), after: delay)
-        }
-
-        func send(_ message: ServerMessage, on channel: any ClientChannel, from room: any RoomEndpoint) {
-            guard let client = channel._inProcessClient else {
-                preconditionFailure("a client channel this network did not deliver: \(type(of: channel))")
-            }
-            send(message, to: client, from: room)
+            toRoom(.closed(session), from: client, to: room, after: delay)
         }
 
         /// Carries `message` from `room` to `client`, which is its own channel.
         @inline(__always)
-        func send(_ message: ServerMessage, to client: any ClientEndpoint, from room: any RoomEndpoint) {
+        func send(_ message: ServerMessage, to client: any InProcessClient, from endpoint: any RoomEndpoint) {
+            let room = RoomEnd(endpoint)
             let transit = model.transit(link: link(of: client), key: key(client, room, upstream: false))
-            guard case .delivered(let drawn) = transit, !isPartitioned(room.roomID) else { return }
-            let delay = inOrder(drawn, client: client, upstream: false, sentAt: room.loop.now)
-            let clientLoop = client._loopIdentity
+            guard case .delivered(let drawn) = transit, !isPartitioned(endpoint.roomID) else { return }
+            let delay = inOrder(drawn, client: client, upstream: false, sentAt: endpoint.loop.now)
+            let clientLoop = client.loopIdentity
             delivered.increment(byLoop: clientLoop)
-            if let lane = lane(between: clientLoop, and: room._loopIdentity),
-                lane.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
+            let roomID = endpoint.roomID
+            if let lane = lane(between: clientLoop, and: room.loop),
+                lane.add(.toClient(message, roomID: roomID, client: client), prefetching: Self.address(of: client))
             {
                 return
             }
-            if !lines.isEmpty, let line = line(from: room.loop, to: client.loop, after: delay),
-                line.add(.toClient(message, roomID: room.roomID, client: client), prefetching: Self.address(of: client))
+            if !lines.isEmpty, let line = line(from: endpoint.loop, to: client.loop, after: delay),
+                line.add(.toClient(message, roomID: roomID, client: client), prefetching: Self.address(of: client))
             {
                 return
             }
             _ = try? client.loop.schedule(
                 after: delay,
-                handler: ToClient(message: message, roomID: room.roomID, client: client)
+                handler: ToClient(message: message, roomID: roomID, client: client)
             )
         }
 
@@ -294,11 +313,11 @@ extension SimulatedNetwork {
         /// ``ServerRoom`` from a client that keeps one; 0 otherwise. Read as the client sends, while its lines are hot.
         private static func memberAhead(
             _ upstream: Upstream,
-            from client: any ClientEndpoint,
-            to room: any RoomEndpoint
+            from client: any InProcessClient,
+            to room: RoomEnd
         ) -> UInt {
-            guard case .message(.heartbeat) = upstream, type(of: room) == ServerRoom.self else { return 0 }
-            let slot = client._inProcessChannel?.memberHint ?? -1
+            guard case .message(.heartbeat) = upstream, room.isServerRoom else { return 0 }
+            let slot = client.memberHint
             return slot >= 0 ? UInt(slot) &+ 1 : 0
         }
 
@@ -313,31 +332,66 @@ extension SimulatedNetwork {
             }
         }
 
-        /// The room a channel this network opened leads to: the room itself.
-        private static func room(of channel: any RoomChannel) -> any RoomEndpoint {
-            guard let room = channel._inProcessRoom else {
-                preconditionFailure("a room channel this network did not open: \(type(of: channel))")
+        /// One end of a message at a room: the room, and what the network reads of it on every message. A channel this
+        /// network opened is the room itself; the engine's rooms (`ServerRoom`, a final class: its cast compares one
+        /// pointer) give their loop's identity without a retain of the loop.
+        struct RoomEnd {
+            let endpoint: any RoomEndpoint
+            let loop: ObjectIdentifier
+            let isServerRoom: Bool
+
+            @inline(__always)
+            init(_ room: any RoomEndpoint) {
+                if let room = room as? ServerRoom {
+                    self.init(room)
+                } else {
+                    self.init(endpoint: room, loop: ObjectIdentifier(room.loop), isServerRoom: false)
+                }
             }
-            return room
+
+            @inline(__always)
+            init(_ room: ServerRoom) {
+                self.init(endpoint: room, loop: room.loopIdentity, isServerRoom: true)
+            }
+
+            @inline(__always)
+            private init(endpoint: any RoomEndpoint, loop: ObjectIdentifier, isServerRoom: Bool) {
+                self.endpoint = endpoint
+                self.loop = loop
+                self.isServerRoom = isServerRoom
+            }
+
+            /// The room `channel` leads to, or `nil` for a channel this network did not open.
+            @inline(__always)
+            init?(_ channel: any RoomChannel) {
+                if let room = channel as? ServerRoom {
+                    self.init(room)
+                } else if let room = channel as? any RoomEndpoint {
+                    self.init(room)
+                } else {
+                    return nil
+                }
+            }
         }
 
         /// Carries `upstream` from `client` to `room`, arriving after `delay`.
         private func toRoom(
             _ upstream: Upstream,
-            from client: any ClientEndpoint,
-            to room: any RoomEndpoint,
+            from client: any InProcessClient,
+            to end: RoomEnd,
             after delay: Duration
         ) {
-            let roomLoop = room._loopIdentity
+            let room = end.endpoint
+            let roomLoop = end.loop
             delivered.increment(byLoop: roomLoop)
             // The client too: the room reads its member hint and answers it.
-            if let lane = lane(between: roomLoop, and: client._loopIdentity),
+            if let lane = lane(between: roomLoop, and: client.loopIdentity),
                 lane.add(
                     .toRoom(upstream, client: client, room: room),
                     prefetching: Self.address(of: room),
                     and: Self.address(of: client),
                     secondBytes: LaneFootprint.clientAnswered,
-                    ahead: Self.memberAhead(upstream, from: client, to: room)
+                    ahead: Self.memberAhead(upstream, from: client, to: end)
                 )
             {
                 return
@@ -377,21 +431,19 @@ extension SimulatedNetwork {
             case message(ClientMessage)
             case closed(SessionID)
 
-            func deliver(from client: any ClientEndpoint, to room: any RoomEndpoint) {
-                guard let channel = client._inProcessChannel else {
-                    preconditionFailure("a simulated network's client must be its own channel: \(type(of: client))")
-                }
+            func deliver(from client: any InProcessClient, to room: any RoomEndpoint) {
+                // The client is its own channel.
                 switch self {
-                case .message(let message): room.deliver(message, on: channel)
-                case .closed(let session): room.connectionClosed(userID: client.userID, session: session, on: channel)
+                case .message(let message): room.deliver(message, on: client)
+                case .closed(let session): room.connectionClosed(userID: client.userID, session: session, on: client)
                 }
             }
         }
 
         /// A message in a `DelayLine`.
         private enum InFlight {
-            case toRoom(Upstream, client: any ClientEndpoint, room: any RoomEndpoint)
-            case toClient(ServerMessage, roomID: String, client: any ClientEndpoint)
+            case toRoom(Upstream, client: any InProcessClient, room: any RoomEndpoint)
+            case toClient(ServerMessage, roomID: String, client: any InProcessClient)
 
             func deliver() {
                 switch self {
@@ -402,26 +454,26 @@ extension SimulatedNetwork {
         }
 
         /// Identifies a message for its fate: endpoints, direction, and the sender's clock.
-        private func key(_ client: any ClientEndpoint, _ room: any RoomEndpoint, upstream: Bool) -> UInt64 {
-            let sender = upstream ? client._loopIdentity : room._loopIdentity
+        private func key(_ client: any InProcessClient, _ room: RoomEnd, upstream: Bool) -> UInt64 {
+            let sender = upstream ? client.loopIdentity : room.loop
             let nanoseconds =
                 if let laneSimulation, sender == laneLoop {
                     laneSimulation.now.nanoseconds
                 } else {
-                    (upstream ? client.loop : room.loop).now.nanoseconds
+                    (upstream ? client.loop : room.endpoint.loop).now.nanoseconds
                 }
             let time = UInt64(bitPattern: nanoseconds)
-            return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
+            return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.endpoint.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
                 ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
         }
 
         /// A message on its way to a room: one allocation that is both the timer's handler and the message.
         private final class ToRoom: TimerHandler {
             let upstream: Upstream
-            let client: any ClientEndpoint
+            let client: any InProcessClient
             let room: any RoomEndpoint
 
-            init(upstream: Upstream, client: any ClientEndpoint, room: any RoomEndpoint) {
+            init(upstream: Upstream, client: any InProcessClient, room: any RoomEndpoint) {
                 self.upstream = upstream
                 self.client = client
                 self.room = room
@@ -434,9 +486,9 @@ extension SimulatedNetwork {
         private final class ToClient: TimerHandler {
             let message: ServerMessage
             let roomID: String
-            let client: any ClientEndpoint
+            let client: any InProcessClient
 
-            init(message: ServerMessage, roomID: String, client: any ClientEndpoint) {
+            init(message: ServerMessage, roomID: String, client: any InProcessClient) {
                 self.message = message
                 self.roomID = roomID
                 self.client = client
