@@ -12,18 +12,11 @@ public final class RoomServer: RoomDirectory, ClusterNode {
     let shared: Shared
     private let rooms = LockedBox<[String: ServerRoom]>([:])
 
-    /// The transport the server was made with, held weakly, since the transport keeps its server alive
-    /// (``ServerTransport/serve(_:)``) — `nil` once it is gone. Its rooms answer on the channels their clients' messages
-    /// came on (``ClientChannel/send(_:from:)``), so they need no transport of their own.
-    public var transport: (any ServerTransport)? { shared.transport }
     public var timings: ServerTimings { shared.timings }
 
-    /// The part of a server its rooms use: timings, the transport, the token table.
+    /// The part of a server its rooms use: timings, the nodes, the token table.
     final class Shared: Sendable {
         let timings: ServerTimings
-        /// The transport the server was made with (see ``RoomServer/transport``). The rooms never read it: a weak
-        /// reference sends every retain and release of its object down the runtime's slow path.
-        weak let transport: (any ServerTransport)?
         /// The nodes, when their capacity is modelled.
         let nodes: ServerNodes?
         /// The cluster this server is a node of, if any.
@@ -59,7 +52,6 @@ public final class RoomServer: RoomDirectory, ClusterNode {
 
         init(
             timings: ServerTimings,
-            transport: any ServerTransport,
             auth: AuthTable?,
             policy: ServerPolicy,
             cluster: (any RoomCluster)?,
@@ -73,7 +65,6 @@ public final class RoomServer: RoomDirectory, ClusterNode {
             self.epoch = epoch
             self.membershipObserver = membershipObserver
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
-            self.transport = transport
             self.tokens = LockedBox(TokenTable(auth: auth))
         }
 
@@ -113,8 +104,11 @@ public final class RoomServer: RoomDirectory, ClusterNode {
     ///
     /// - Parameters:
     ///   - group: Where the rooms run.
-    ///   - transport: How rooms reach clients; the server asks it to route clients' messages to its rooms
-    ///     (``ServerTransport/serve(_:)``), and a ``SimulatedNetwork`` keeps it alive for that.
+    ///   - transport: How clients reach the rooms; the server asks it to route clients' messages to its rooms
+    ///     (``ServerTransport/serve(_:)``), and a `SimulatedNetwork` keeps it alive for that. The server keeps no
+    ///     reference to it: its rooms answer on the channels their clients' messages came on
+    ///     (``ClientChannel/send(_:from:)``). (A weak one would give the transport a side table, which sends every
+    ///     retain and release of it down the runtime's slow path — an in-process network's, twice a message.)
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid tokens of each user ID. When present, a login or a token renewal whose token it does not
     ///     list for the user is refused.
@@ -143,7 +137,6 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         self.group = group
         self.shared = Shared(
             timings: timings,
-            transport: transport,
             auth: auth,
             policy: policy,
             cluster: cluster,

@@ -1,4 +1,4 @@
-/// How messages between clients and rooms travel: the conditions every message of a ``SimulatedNetwork`` meets.
+/// How messages between clients and rooms travel: the conditions every message of a `SimulatedNetwork` meets.
 public struct NetworkConditions: Sendable, Equatable {
     /// One-way latency.
     public var latency: Duration = .milliseconds(50)

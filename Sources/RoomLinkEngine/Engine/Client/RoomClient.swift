@@ -18,6 +18,11 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// What many clients share: the transport, the timings, the retry policy and the event sink.
     public final class Environment: Sendable {
         public let transport: any ClientTransport
+        /// How the clients send and hear their rooms' answers: ``transport`` itself when it carries the engine's
+        /// clients (one process: ``InProcessTransport``), asked once here, or ``transport`` behind an adapter that
+        /// delivers a room's answer on the client's loop. Never optional, and ahead of the fields whose layout depends
+        /// on the dialect, so that the unspecialized code of a room's answer reads it at a fixed offset.
+        let carrier: any InProcessTransport
         public let timings: Dialect.Timings
         public let retryPolicy: RetryPolicy
         public let sink: (any EventSink<Dialect.Event>)?
@@ -31,13 +36,6 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         public let rules: RoomClientState.Rules
         /// The sink and buffering every client's publisher shares.
         let publishing: EventPublisher<Dialect.Event>.Settings
-        /// ``transport`` when it carries the engine's clients itself (one process: ``InProcessTransport``), asked
-        /// once here: the clients send through it as what they are, and their rooms answer through it.
-        let inProcess: (any InProcessTransport)?
-        /// The dialect's ``EnginePath`` heartbeat, kept as the bare closure: a function value copies without looking
-        /// up any generic metadata, where an `EnginePath<Dialect>` value would need it on every call. Here once, not
-        /// in every client (a batched heartbeat calls it: ``RoomClient/beatFromBatch(token:)``).
-        let beat: @Sendable (RoomClient, UInt64) -> Bool
         /// The dialect's entry into the engine, in an object of the environment's, called through a reference that is
         /// not retained (the environment holds the object): a closure read from a stored property is retained around
         /// its call, and its context — the dialect's, one per process — was retained and released on every message by
@@ -50,9 +48,15 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         /// The dialect's entry points (``EnginePath``), kept by an environment.
         final class Entries: Sendable {
             let engine: @Sendable (RoomClient, Entry) -> Void
+            /// The dialect's ``EnginePath`` heartbeat: a batched heartbeat calls it (``RoomClient/beatFromBatch(token:)``).
+            let beat: @Sendable (RoomClient, UInt64) -> Bool
 
-            init(engine: @escaping @Sendable (RoomClient, Entry) -> Void) {
+            init(
+                engine: @escaping @Sendable (RoomClient, Entry) -> Void,
+                beat: @escaping @Sendable (RoomClient, UInt64) -> Bool
+            ) {
                 self.engine = engine
+                self.beat = beat
             }
         }
         /// The last heartbeat token handed out (``RoomClient/batchTokenBits``).
@@ -71,7 +75,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.observer = observer
             self.logsAttempts = logsAttempts
             self.transport = transport
-            self.inProcess = transport as? any InProcessTransport
+            self.carrier = transport as? any InProcessTransport ?? AnsweringOnLoop(transport)
             self.timings = timings
             self.retryPolicy = retryPolicy
             self.sink = sink
@@ -83,8 +87,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
                 logsAttempts: logsAttempts && sink != nil
             )
             self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
-            self.beat = Dialect.enginePath.beat
-            self.entriesObject = Entries(engine: Dialect.enginePath.enter)
+            self.entriesObject = Entries(engine: Dialect.enginePath.enter, beat: Dialect.enginePath.beat)
             self.entries = UnretainedReference(entriesObject)
         }
 
@@ -184,12 +187,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// own transport to it (``InProcessTransport/carry(_:from:to:)``), or, over a transport that carries no clients
     /// itself, is delivered on the client's loop as soon as it runs.
     public nonisolated func send(_ message: ServerMessage, from room: any RoomEndpoint) {
-        if let inProcess = environment.inProcess {
-            inProcess.carry(message, from: room, to: self)
-        } else {
-            let roomID = room.roomID
-            loop.runSoon { self.deliver(message, from: roomID) }
-        }
+        environment.carrier.carry(message, from: room, to: self)
     }
     /// Where the room of the client's latest heartbeat found it (an in-process transport's ``ClientChannel`` hint:
     /// the client is its own channel there). One per client, not per room: a client in several rooms only costs
@@ -404,9 +402,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// refuses them without looking at the room.
     private func send(_ message: ClientMessage, over attachment: borrowing RoomConnection.Attachment) -> SendOutcome {
         guard attachment.channel != nil else { return .refused }
-        let channel = attachment.channel.unsafelyUnwrapped
-        if let inProcess = environment.inProcess { return inProcess.send(message, on: channel, from: self) }
-        return environment.transport.send(message, on: channel, from: self)
+        return environment.carrier.send(message, on: attachment.channel.unsafelyUnwrapped, from: self)
     }
 
     /// Carries out one action of the client's state, with the attachment of the room it concerns; for a send, says
@@ -420,13 +416,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             }
             return send(message, over: attachment)
         case .closed(_, let session):
-            if let channel = attachment.channel {
-                if let inProcess = environment.inProcess {
-                    inProcess.closed(channel, session: session, from: self)
-                } else {
-                    environment.transport.closed(channel, session: session, from: self)
-                }
-            }
+            if let channel = attachment.channel { environment.carrier.closed(channel, session: session, from: self) }
         case .report(let transition, let roomID):
             report(transition, room: roomID)
         case .arm(let timer, let deadline):
@@ -548,8 +538,41 @@ extension RoomClient: InProcessClient, HeartbeatBeater {
         LinkState(byte: link.exchange(state.byte, ordering: .acquiringAndReleasing))
     }
 
-    /// Through the dialect's compiled entry (``EnginePath``): this witness runs unspecialized.
+    /// Through the dialect's compiled entry (``EnginePath``), unretained: this witness runs unspecialized, and the
+    /// closure's context is the dialect's, which both shards' threads would retain and release on every heartbeat.
     package nonisolated func beatFromBatch(token: UInt64) -> Bool {
-        environment.beat(self, token)
+        environment.entries.withObject { $0.beat(self, token) }
+    }
+}
+
+/// A transport that carries no client itself, as the environment's carrier: what the clients send goes to it through
+/// the public protocol, and a room that answers on a client itself (in one process, over a transport of your own)
+/// has its answer delivered on the client's loop as soon as it runs.
+final class AnsweringOnLoop: InProcessTransport {
+    let base: any ClientTransport
+
+    init(_ base: any ClientTransport) { self.base = base }
+
+    func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
+        base.open(toRoom: roomID, for: client)
+    }
+    func send(_ message: ClientMessage, on channel: any RoomChannel, from client: any ClientEndpoint) -> SendOutcome {
+        base.send(message, on: channel, from: client)
+    }
+    func closed(_ channel: any RoomChannel, session: SessionID, from client: any ClientEndpoint) {
+        base.closed(channel, session: session, from: client)
+    }
+    func abandon(_ channel: any RoomChannel, from client: any ClientEndpoint) { base.abandon(channel, from: client) }
+    func drop(_ client: any ClientEndpoint) { base.drop(client) }
+    var sessionSalt: UInt64 { base.sessionSalt }
+    func send(_ message: ClientMessage, on channel: any RoomChannel, from client: any InProcessClient) -> SendOutcome {
+        base.send(message, on: channel, from: client)
+    }
+    func closed(_ channel: any RoomChannel, session: SessionID, from client: any InProcessClient) {
+        base.closed(channel, session: session, from: client)
+    }
+    func carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any InProcessClient) {
+        let roomID = room.roomID
+        client.loop.runSoon { client.deliver(message, from: roomID) }
     }
 }

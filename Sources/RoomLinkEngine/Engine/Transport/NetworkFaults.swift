@@ -1,5 +1,5 @@
 /// The faults a transport can inject: what scenarios and load tests do to the path between clients and servers.
-/// Only a transport that controls the path adopts it — ``SimulatedNetwork``, and a proxy in front of a real
+/// Only a transport that controls the path adopts it — `SimulatedNetwork`, and a proxy in front of a real
 /// server — and a scenario's outages and partitions need one.
 public protocol NetworkFaults: AnyObject, Sendable {
     /// The link state of `client`.
