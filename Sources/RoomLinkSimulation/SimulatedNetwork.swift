@@ -54,7 +54,9 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
 
     /// The link state of `client`.
     public func link(of client: any ClientEndpoint) -> LinkState {
-        guard let client = client as? any InProcessClient else { return carrier.paths.link(of: ObjectIdentifier(client)) }
+        guard let client = client as? any InProcessClient else {
+            return carrier.paths.link(of: ObjectIdentifier(client))
+        }
         return carrier.paths.link(of: client)
     }
 
@@ -463,7 +465,8 @@ extension SimulatedNetwork {
                     (upstream ? client.loop : room.endpoint.loop).now.nanoseconds
                 }
             let time = UInt64(bitPattern: nanoseconds)
-            return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ room.endpoint.roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
+            let roomHash = room.endpoint.roomHash
+            return client.endpointHash &* 0x9E37_79B9_7F4A_7C15 ^ roomHash &+ time &* 0xBF58_476D_1CE4_E5B9
                 ^ (upstream ? 0 : 0x94D0_49BB_1331_11EB)
         }
 
