@@ -184,7 +184,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
     /// In one process the client is its own channel as the server sees it: a room's answer travels the client's
-    /// own transport to it (``InProcessTransport/carry(_:from:to:)``), or, over a transport that carries no clients
+    /// own transport to it (the environment's in-process carrier), or, over a transport that carries no clients
     /// itself, is delivered on the client's loop as soon as it runs.
     public nonisolated func send(_ message: ServerMessage, from room: any RoomEndpoint) {
         environment.carrier.carry(message, from: room, to: self)
