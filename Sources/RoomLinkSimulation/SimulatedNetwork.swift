@@ -2,7 +2,7 @@ public import RoomLinkEngine
 @_spi(RoomLinkInternals) public import RoomLinkRuntime
 import Synchronization
 
-/// RoomLink's simulated transport: every message crosses a ``NetworkModel`` (seeded latency, jitter and loss) and a
+/// RoomLink's simulated transport: every message crosses a `NetworkModel` (seeded latency, jitter and loss) and a
 /// link state per client, and is delivered as a timer on the receiver's loop.
 ///
 /// Change a client's link with ``setLink(_:for:)``: `down` refuses its messages and tells it at once, `blackhole`
@@ -45,7 +45,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     /// Messages sent into the network that it delivers (or will), both directions.
     public var deliveredCount: Int { carrier.delivered.total }
 
-    /// Connects the network to the servers it carries messages to. A ``RoomServer`` does this when it is created
+    /// Connects the network to the servers it carries messages to. A `RoomServer` does this when it is created
     /// with this network. The network keeps the server alive (clients hold the network, so a server nobody else
     /// names stays up while its clients run); the server holds the network weakly, so there is no cycle.
     public func serve(_ rooms: any RoomDirectory) {
@@ -88,7 +88,7 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
     /// Cuts `roomID` off from every client (`true`) or heals it (`false`): while cut off, every message between the
     /// room's server and a client is lost in both directions, and new logins to it go unanswered. Neither side is
     /// told — a partition looks like silence — except that the room's current members see their data for the room
-    /// stop or resume (``RouteObserver/routeChanged(toRoom:reachable:)``), which dialects that watch their media
+    /// stop or resume (`RouteObserver.routeChanged(toRoom:reachable:)`), which dialects that watch their media
     /// (Agora) notice after their detection time. Setting the state the room already has does nothing.
     public func setPartitioned(_ cutOff: Bool, room roomID: String) {
         guard carrier.paths.setPartitioned(cutOff, room: roomID), let room = directory.withLock({ $0 })?.room(roomID)
@@ -112,9 +112,9 @@ public final class SimulatedNetwork: ClientTransport, ServerTransport, NetworkFa
         directory.withLock { $0 }?.room(roomID)
     }
 
-    /// Sends `message` from `client`, which must be one of the engine's clients (a `RoomClient`, whose own calls come
-    /// through ``send(_:on:from:)-(_,_,any InProcessClient)`` with no cast); any other client's messages are
-    /// refused, as are those on a channel this network did not open.
+    /// Sends `message` from `client`, which must be one of the engine's clients (a `RoomClient`, whose own sends come
+    /// through the engine's in-process seam with no cast); any other client's messages are refused, as are those on a
+    /// channel this network did not open.
     public func send(
         _ message: ClientMessage,
         on channel: any RoomChannel,
@@ -312,7 +312,7 @@ extension SimulatedNetwork {
 
         /// What the lane needs, two messages before `upstream` arrives, to have its room start loading the sender's
         /// member record (``prefetchMember(_:_:)``): the sender's member hint plus one, for a heartbeat to a
-        /// ``ServerRoom`` from a client that keeps one; 0 otherwise. Read as the client sends, while its lines are hot.
+        /// `ServerRoom` from a client that keeps one; 0 otherwise. Read as the client sends, while its lines are hot.
         private static func memberAhead(
             _ upstream: Upstream,
             from client: any InProcessClient,
@@ -323,7 +323,7 @@ extension SimulatedNetwork {
             return slot >= 0 ? UInt(slot) &+ 1 : 0
         }
 
-        /// A lane's `prefetchAhead`: the heartbeat's room (a ``ServerRoom``: ``memberAhead(_:from:to:)`` gave a word
+        /// A lane's `prefetchAhead`: the heartbeat's room (a `ServerRoom`: ``memberAhead(_:from:to:)`` gave a word
         /// for no other) starts loading the record of the member at the slot `ahead` names. The room's record, user ID
         /// and table counts were most of its time at a million clients (`perf annotate`): the room's address is known
         /// to the lane, the record's only to the room.
