@@ -16,6 +16,13 @@ struct HeartbeatLaneTests {
 
         init(_ network: SimulatedNetwork) { self.network = network }
 
+        /// Notes when `message` leaves `client`, if it is a heartbeat.
+        private func note(_ message: ClientMessage, from client: any ClientEndpoint) {
+            guard case .heartbeat = message else { return }
+            let now = client.loop.now
+            beats.withLock { $0[client.endpointID, default: []].append(now) }
+        }
+
         func open(toRoom roomID: String, for client: any ClientEndpoint) -> (any RoomChannel)? {
             network.open(toRoom: roomID, for: client)
         }
@@ -27,10 +34,7 @@ struct HeartbeatLaneTests {
         )
             -> SendOutcome
         {
-            if case .heartbeat = message {
-                let now = client.loop.now
-                beats.withLock { $0[client.endpointID, default: []].append(now) }
-            }
+            note(message, from: client)
             return network.send(message, on: channel, from: client)
         }
 
@@ -42,10 +46,7 @@ struct HeartbeatLaneTests {
         )
             -> SendOutcome
         {
-            if case .heartbeat = message {
-                let now = client.loop.now
-                beats.withLock { $0[client.endpointID, default: []].append(now) }
-            }
+            note(message, from: client)
             return network.send(message, on: channel, from: client)
         }
 
