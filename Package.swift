@@ -183,6 +183,20 @@ let package = Package(
             path: "Tests/RoomLinkTestSupport",
             swiftSettings: swiftSettings
         ),
+        // The storage types' memory invariants as checks (`EngineFenceTests` runs them), and a process that runs them
+        // all: CI builds it alone with AddressSanitizer, which the whole suite would take minutes more to build.
+        .target(
+            name: "RoomLinkFenceChecks",
+            dependencies: ["RoomLinkRuntime", "RoomLinkEngine", "RoomLinkSimulation"],
+            path: "Tests/RoomLinkFenceChecks",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "roomlink-fence-checks",
+            dependencies: ["RoomLinkFenceChecks"],
+            path: "Tests/RoomLinkFenceCheckRunner",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RoomLinkRuntimeTests",
             dependencies: ["RoomLinkRuntime", "RoomLinkTestSupport"],
@@ -192,7 +206,7 @@ let package = Package(
             name: "RoomLinkTests",
             dependencies: [
                 "RoomLink", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkScenarios", "RoomLinkRuntime",
-                "RoomLinkTestSupport",
+                "RoomLinkTestSupport", "RoomLinkFenceChecks",
             ],
             swiftSettings: swiftSettings
         ),

@@ -57,8 +57,8 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// A policy kept once for many iterators (a client population's ``RoomClientState/Rules``), which hold it by
     /// reference: a reconnecting client's iterator is 56 bytes, not the policy's 80 more.
-    final class Shared: Sendable {
-        let policy: RetryPolicy
+    package final class Shared: Sendable {
+        package let policy: RetryPolicy
 
         init(_ policy: RetryPolicy) {
             self.policy = policy

@@ -83,7 +83,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     /// ``lanes``, unretained (`lanes` holds them): what the simulation calls a lane through. An element of an array of
     /// references is retained to be called, and so is the array's buffer to be read in place (`withUnsafeBufferPointer`)
     /// — six times a message; a trivial element is neither.
-    @exclusivity(unchecked) private var laneRefs: [Unmanaged<LaneHooks>] = []
+    @exclusivity(unchecked) private var laneRefs: [UnretainedReference<LaneHooks>] = []
     @exclusivity(unchecked) private var mergeBuffer: [TimerWheel<TimerRecord>.Expired] = []
     /// The lanes everyone who asks for one of an item type and a delay shares (``SimulationLane/shared(on:delay:make:)``):
     /// the simulation holds them, so they live as long as it does, and nothing holds the simulation weakly to find
@@ -245,7 +245,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     @_spi(RoomLinkInternals) public func register(_ lane: LaneHooks) {
         precondition(isInServiceThread, "a lane registered off the simulation's thread")
         lanes.append(lane)
-        laneRefs.append(Unmanaged.passUnretained(lane))
+        laneRefs.append(UnretainedReference(lane))
     }
 
     /// What names a shared lane: its items' type and its delay.
@@ -301,7 +301,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
     private var nextDeadline: UInt64? {
         var next = timers.nextRealDeadline
         for index in laneRefs.indices {
-            guard let front = laneRefs[index]._withUnsafeGuaranteedRef({ $0.front() }) else { continue }
+            guard let front = laneRefs[index].withObject({ $0.front() }) else { continue }
             let (rounded, overflow) = front.addingReportingOverflow(Self.tickNanoseconds - 1)
             let end = overflow ? .max : (rounded >> Self.tickShift) << Self.tickShift
             next = min(next ?? end, end)
@@ -475,7 +475,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
         if !lanes.isEmpty {
             let fromWheel = dueBuffer.count
             for number in laneRefs.indices {
-                laneRefs[number]._withUnsafeGuaranteedRef {
+                laneRefs[number].withObject {
                     $0.collect(time, TimerQueueID(rawValue: UInt64(number)), &dueBuffer)
                 }
             }
@@ -498,7 +498,7 @@ public final class SimulationRuntime: RuntimeLoop, RuntimeLoopGroup, @unchecked 
             if due.id.generation == 0 {
                 // A lane's first item (the lane's items come in its order).
                 fired.wrappingAdd(1, ordering: .relaxed)
-                laneRefs[Int(due.id.rawValue)]._withUnsafeGuaranteedRef { $0.fireFront() }
+                laneRefs[Int(due.id.rawValue)].withObject { $0.fireFront() }
             } else {
                 guard let (handler, handle) = timers.beginFiring(due.id) else { continue }
                 fired.wrappingAdd(1, ordering: .relaxed)

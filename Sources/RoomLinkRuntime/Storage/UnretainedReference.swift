@@ -7,9 +7,10 @@
 ///
 /// **The invariant that makes it safe:** the object outlives every use of the reference. Whoever makes one names
 /// the owner that keeps the object — an environment that stores it beside the reference, an intern table that never
-/// frees, an actor whose method is running — and the reference must not be used after the owner lets go. Broken, a
-/// use reads freed memory: `EngineFenceTests` exercises each owner's promise, and under AddressSanitizer
-/// (`swift test --sanitize=address`) such a read is reported as a heap use-after-free.
+/// frees, a simulation that holds its lanes, an actor whose method is running — and the reference must not be used
+/// after the owner lets go. Broken, a use reads freed memory: `FenceChecks` (run by `EngineFenceTests`, and by CI in
+/// `roomlink-fence-checks` built with AddressSanitizer) exercises each owner's promise, and under AddressSanitizer
+/// such a read is reported as a heap use-after-free.
 ///
 /// The engine's other tricks with object lifetimes live here too, so that the rules read as rules: no
 /// `unowned(unsafe)`, no `Unmanaged` and no underscored standard-library call anywhere else in `RoomLinkEngine`.
@@ -99,7 +100,7 @@ public func prefetchAddress(of object: AnyObject) -> UnsafeRawPointer {
 /// faults, so an address gone stale (the arrays moved, and were not noted again) only wastes the loads. It leans on
 /// one fact of the standard library's layout, that a contiguous array's elements follow a 32-byte header (the
 /// object header, the count and the capacity, which a read's bounds check loads): were that to change, the loads
-/// would miss and nothing would break. `EngineFenceTests` checks that the notes follow the arrays.
+/// would miss and nothing would break. `FenceChecks` checks that the notes follow the arrays.
 @frozen
 public struct ParallelArrayAddresses<First, Second>: Sendable {
     @usableFromInline var first: UInt = 0

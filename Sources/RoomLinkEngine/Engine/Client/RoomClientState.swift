@@ -69,7 +69,7 @@ public struct RoomClientState: Sendable {
         /// ``retryPolicy``, kept once for every iterator the clients make — interned, never freed, and so held
         /// without a reference count: the rules are handed to a client's state on every message and heartbeat, and
         /// with a counted reference each hand-over was a retain and a release (the rules hold nothing else counted).
-        private(set) var sharedRetryPolicy: UnretainedReference<RetryPolicy.Shared>
+        package private(set) var sharedRetryPolicy: UnretainedReference<RetryPolicy.Shared>
         /// Whether every client hears of peers joining and leaving, whatever its options
         /// (``RoomDialect/alwaysNotifiesPeers``).
         public var alwaysNotifiesPeers: Bool
