@@ -138,13 +138,23 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
         ),
+        // zlib: Agora's AccessToken2 is a zlib stream, and its older AccessToken names a channel by CRC-32.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // The vendors' own tokens — Agora's AccessToken2 and AccessToken, ZEGO's token04 — read, verified and made, on
+        // libcrypto and zlib. No sockets: it runs anywhere.
+        .target(
+            name: "RoomLinkTokens",
+            dependencies: ["CLibcrypto", "CZlib"],
+            exclude: ["CMakeLists.txt"],
+            swiftSettings: swiftSettings
+        ),
         // `roomlink serve --protocol livekit`: LiveKit's signalling (protobuf over WebSocket), access tokens and
         // server API, in front of the same rooms. Only the CLI links it: an embedder's RoomLink needs no WebSocket.
         .target(
             name: "RoomLinkLiveKit",
             dependencies: [
                 "CLibevent", "CWslay", "CHTTPParser", "CLibcrypto", "RoomLinkLibevent", "RoomLinkEngine",
-                "RoomLinkRuntime", "RoomLinkNetwork",
+                "RoomLinkRuntime", "RoomLinkNetwork", "RoomLinkTokens",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -167,7 +177,7 @@ let package = Package(
         .executableTarget(
             name: "RoomLinkCLI",
             dependencies: [
-                "RoomLink", "RoomLinkRedis", "RoomLinkLiveKit", "CRoomLinkMalloc",
+                "RoomLink", "RoomLinkRedis", "RoomLinkLiveKit", "RoomLinkTokens", "CRoomLinkMalloc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -234,6 +244,11 @@ let package = Package(
                 "RoomLinkLiveKit", "RoomLinkNetwork", "RoomLinkEngine", "RoomLinkRuntime",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RoomLinkTokensTests",
+            dependencies: ["RoomLinkTokens"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

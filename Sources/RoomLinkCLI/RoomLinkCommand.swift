@@ -9,7 +9,9 @@ struct RoomLinkCommand: AsyncParsableCommand {
         commandName: "roomlink",
         abstract: "Reproduce how real-time SDK clients keep their connection to a room, at scale.",
         version: RoomLinkVersion.description,
-        subcommands: [Run.self, Load.self, Check.self, Serve.self, Heartbeats.self, ReportCommand.self]
+        subcommands: [
+            Run.self, Load.self, Check.self, Serve.self, Heartbeats.self, ReportCommand.self, TokenCommand.self,
+        ]
     )
 
     /// Parses and runs a command. A flag or argument the parser refuses is reported like every other error —

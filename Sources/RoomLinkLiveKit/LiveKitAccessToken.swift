@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTokens
 
 /// A LiveKit access token: a JWT (RFC 7519) signed with HMAC-SHA256 by the secret of an API key, whose claims say
 /// who may do what — `iss` the API key, `sub` the participant's identity, `nbf` and `exp` its validity in UNIX

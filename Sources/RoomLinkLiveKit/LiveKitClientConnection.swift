@@ -4,6 +4,7 @@ import RoomLinkEngine
 @_spi(RoomLinkInternals) import RoomLinkLibevent
 import RoomLinkNetwork
 import RoomLinkRuntime
+import RoomLinkTokens
 import SwiftProtobuf
 
 #if canImport(Glibc)

@@ -5,6 +5,7 @@ import RoomLinkEngine
 @_spi(RoomLinkInternals) import RoomLinkLibevent
 import RoomLinkNetwork
 import RoomLinkRuntime
+import RoomLinkTokens
 import RoomLinkWire
 import SwiftProtobuf
 

@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTokens
 
 /// The API keys a LiveKit-protocol server accepts, each with its secret (`roomlink serve --keys KEY:SECRET`, several
 /// allowed, as livekit-server's `keys:`): an access token is valid when signed by the secret of the key it names.

@@ -5,6 +5,7 @@ import RoomLinkEngine
 @_spi(RoomLinkInternals) import RoomLinkLibevent
 import RoomLinkNetwork
 import RoomLinkRuntime
+import RoomLinkTokens
 import SwiftProtobuf
 
 /// LiveKit's webhooks from `roomlink serve --protocol livekit --webhook URL`: `room_started`, `participant_joined`,

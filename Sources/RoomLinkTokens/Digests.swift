@@ -1,25 +1,26 @@
 internal import CLibcrypto
-import Foundation
+package import Foundation
 
-/// The digests LiveKit's protocols use, from the system's libcrypto (OpenSSL): HMAC-SHA256 signs and checks access
-/// tokens, SHA-256 names a webhook's body, SHA-1 answers a WebSocket handshake (RFC 6455 §4.2.2).
+/// The digests the vendors' tokens and protocols use, from the system's libcrypto (OpenSSL): HMAC-SHA256 signs and
+/// checks LiveKit's access tokens and Agora's, SHA-256 names a webhook's body, SHA-1 answers a WebSocket handshake
+/// (RFC 6455 §4.2.2).
 ///
 /// libcrypto rather than swift-crypto: on Linux swift-crypto compiles its own copy of BoringSSL into every build —
-/// about a minute of two cores for each of CI's three builds (debug, ThreadSanitizer, CMake), for three functions
+/// about a minute of two cores for each of CI's three builds (debug, ThreadSanitizer, CMake), for a few functions
 /// the system library has.
-enum Digests {
+package enum Digests {
     /// SHA-1 of `data` (20 bytes).
-    static func sha1(_ data: Data) -> Data {
+    package static func sha1(_ data: Data) -> Data {
         digest(data, EVP_sha1())
     }
 
     /// SHA-256 of `data` (32 bytes).
-    static func sha256(_ data: Data) -> Data {
+    package static func sha256(_ data: Data) -> Data {
         digest(data, EVP_sha256())
     }
 
     /// HMAC-SHA256 of `data` under `key` (32 bytes).
-    static func hmacSHA256(_ data: Data, key: Data) -> Data {
+    package static func hmacSHA256(_ data: Data, key: Data) -> Data {
         var code = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let done = withBytes(of: key) { key, keyCount in
@@ -35,19 +36,22 @@ enum Digests {
 
     /// Whether `code` is the HMAC-SHA256 of `data` under `key`, compared in constant time (a forger learns nothing
     /// from how long a wrong code took to refuse).
-    static func isValidHMACSHA256(_ code: Data, for data: Data, key: Data) -> Bool {
-        let expected = hmacSHA256(data, key: key)
-        guard code.count == expected.count else { return false }
-        return code.withUnsafeBytes { code in
-            expected.withUnsafeBytes { expected in
-                CRYPTO_memcmp(code.baseAddress, expected.baseAddress, expected.count) == 0
-            }
+    package static func isValidHMACSHA256(_ code: Data, for data: Data, key: Data) -> Bool {
+        constantTimeEqual(code, hmacSHA256(data, key: key))
+    }
+
+    /// Whether `a` and `b` hold the same bytes, compared in constant time once their lengths agree.
+    package static func constantTimeEqual(_ a: Data, _ b: Data) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBytes { a in
+            b.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
         }
     }
 
     /// Calls `body` with `data`'s bytes and their count: never a null pointer, even for no bytes (libcrypto's
     /// functions are not all documented to take one with a zero length).
-    private static func withBytes<R>(of data: Data, _ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
+    static func withBytes<R>(of data: Data, _ body: (UnsafePointer<UInt8>, Int) -> R) -> R {
         if data.isEmpty {
             var none: UInt8 = 0
             return body(&none, 0)

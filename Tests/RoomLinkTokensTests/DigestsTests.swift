@@ -1,10 +1,10 @@
 import Foundation
+import RoomLinkTokens
 import Testing
 
-@testable import RoomLinkLiveKit
-
-/// The digests LiveKit's protocols use, from libcrypto, against the published test vectors: FIPS 180's for SHA-1 and
-/// SHA-256, RFC 4231's for HMAC-SHA256 (a short key, and a key longer than the hash's block), RFC 6455's handshake.
+/// The digests the vendors' tokens and LiveKit's protocols use, from libcrypto, against the published test vectors:
+/// FIPS 180's for SHA-1 and SHA-256, RFC 4231's for HMAC-SHA256 (a short key, and a key longer than the hash's
+/// block), RFC 6455's handshake.
 @Suite
 struct DigestsTests {
     static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }

@@ -1,0 +1,211 @@
+import ArgumentParser
+import Foundation
+import RoomLink
+import RoomLinkTokens
+
+/// `roomlink token`: the vendors' own tokens, made as an app's token server makes them and checked as the vendor's
+/// cloud checks them.
+struct TokenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Make and check the vendors' tokens (Agora AccessToken2 and AccessToken, ZEGO token04).",
+        subcommands: [Make.self, Check.self]
+    )
+
+    /// The app a token is for, and its secret.
+    struct AppOptions: ParsableArguments {
+        @Option(help: "The vendor: agora or zego.") var dialect: String
+        @Option(help: "The app's ID (Agora: 32 hexadecimal characters; ZEGO: a number).") var appID: String
+        @Option(help: "Agora: the app certificate that signs tokens.") var appCertificate: String?
+        @Option(help: "ZEGO: the server secret that seals tokens (32 characters).") var serverSecret: String?
+        @Option(help: "The user: Agora a uid (0: any) or an account; ZEGO a user ID.") var user: String
+        @Option(help: "Agora: the channel. ZEGO: the room (a checked token that names one must name this one).")
+        var room: String?
+
+        enum Vendor {
+            case agora(certificate: String)
+            case zego(appID: UInt32, secret: String)
+        }
+
+        func vendor() throws -> Vendor {
+            switch dialect {
+            case "agora":
+                guard let appCertificate else { throw fail("token: --dialect agora needs --app-certificate") }
+                guard serverSecret == nil else {
+                    throw fail("token: --server-secret is ZEGO's; Agora's is --app-certificate")
+                }
+                return .agora(certificate: appCertificate)
+            case "zego":
+                guard let serverSecret else { throw fail("token: --dialect zego needs --server-secret") }
+                guard appCertificate == nil else {
+                    throw fail("token: --app-certificate is Agora's; ZEGO's is --server-secret")
+                }
+                guard let number = UInt32(appID) else {
+                    throw fail("token: --app-id: a ZEGO app ID is a number, not '\(appID)'")
+                }
+                return .zego(appID: number, secret: serverSecret)
+            default:
+                throw fail(
+                    "token: --dialect: tokens of 'agora' or 'zego' (LiveKit's are JWTs: serve --keys), not '\(dialect)'"
+                )
+            }
+        }
+    }
+
+    /// `roomlink token make`.
+    struct Make: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a token, as the vendor's token builder makes it.",
+            discussion: """
+                Agora: an AccessToken2 (007) with the privilege to join --room for --privilege-lifetime (default: the \
+                token's), or with --format 006 the older AccessToken. ZEGO: a token04 sealed with AES-GCM, naming \
+                --room in its payload when given.
+                """
+        )
+
+        @OptionGroup var app: AppOptions
+        @Option(help: "How long the token lives.") var lifetime = DurationArgument("1h")
+        @Option(help: "Agora: how long the join privilege lives (at most the token's).") var privilegeLifetime:
+            DurationArgument?
+        @Option(help: "Agora: 007 (AccessToken2) or 006 (AccessToken).") var format = "007"
+        @Option(help: "When the token is made, in Unix seconds (default: now).") var issuedAt: UInt32?
+
+        func run() throws {
+            let issued = issuedAt ?? UInt32(Date().timeIntervalSince1970)
+            let lifetime = try seconds(lifetime, "--lifetime")
+            let token: String
+            do {
+                switch try app.vendor() {
+                case .agora(let certificate):
+                    guard let channel = app.room else {
+                        throw fail("token make: --dialect agora needs --room (the channel)")
+                    }
+                    let privilege = try privilegeLifetime.map { try seconds($0, "--privilege-lifetime") } ?? lifetime
+                    switch format {
+                    case "007":
+                        token = try AgoraAccessToken2.make(
+                            appID: app.appID,
+                            certificate: certificate,
+                            channel: channel,
+                            user: app.user,
+                            issuedAt: issued,
+                            lifetime: lifetime,
+                            privileges: [.joinChannel: privilege]
+                        )
+                    case "006":
+                        token = try AgoraAccessToken.make(
+                            appID: app.appID,
+                            certificate: certificate,
+                            channel: channel,
+                            user: app.user,
+                            timestamp: issued &+ lifetime,
+                            privileges: [.joinChannel: issued &+ privilege]
+                        )
+                    default:
+                        throw fail("token make: --format: 007 or 006, not '\(format)'")
+                    }
+                case .zego(let appID, let secret):
+                    let claims = ZegoToken04.Claims(
+                        appID: appID,
+                        userID: app.user,
+                        nonce: Int64(Int32.random(in: .min ... .max)),
+                        created: Int64(issued),
+                        expire: Int64(issued) + Int64(lifetime),
+                        payload: app.room.map { ZegoToken04.roomPayload($0) } ?? ""
+                    )
+                    token = try ZegoToken04.make(claims: claims, secret: secret)
+                }
+            } catch let error as TokenError {
+                throw fail("token make: \(error)")
+            }
+            print(token)
+        }
+
+        func seconds(_ duration: DurationArgument, _ flag: String) throws -> UInt32 {
+            let seconds = duration.duration.components.seconds
+            guard seconds > 0, seconds <= Int64(UInt32.max) else {
+                throw fail("token make: \(flag): a whole number of seconds from 1 s to 136 years, not \(duration)")
+            }
+            return UInt32(seconds)
+        }
+    }
+
+    /// `roomlink token check`.
+    struct Check: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a token as the vendor's cloud does for a join.",
+            discussion: """
+                Prints the token's verdict as JSON on standard output: {"valid": true, "format": …, "expires": UNIX} \
+                or {"valid": false, "format": …, "reason": …}. Exit status 0 for a valid token, 1 for a refused one, \
+                2 for bad flags.
+                """
+        )
+
+        @OptionGroup var app: AppOptions
+        @Argument(help: "The token.") var token: String
+        @Option(help: "The time to check at, in Unix seconds (default: now).") var now: UInt64?
+
+        func run() throws {
+            let now = now ?? UInt64(Date().timeIntervalSince1970)
+            let vendor = try app.vendor()
+            var format = "unknown"
+            let verdict: Result<UInt64, TokenError>
+            do throws(TokenError) {
+                switch vendor {
+                case .agora(let certificate):
+                    guard let channel = app.room else { throw .wrongRoom("(none: give --room)") }
+                    if token.hasPrefix(AgoraAccessToken.version) {
+                        format = AgoraAccessToken.version
+                        verdict = .success(
+                            try AgoraAccessToken(token).verify(
+                                certificate: certificate,
+                                appID: app.appID,
+                                channel: channel,
+                                user: app.user,
+                                now: now
+                            )
+                        )
+                    } else {
+                        format = AgoraAccessToken2.version
+                        verdict = .success(
+                            try AgoraAccessToken2(token).verify(
+                                certificate: certificate,
+                                appID: app.appID,
+                                channel: channel,
+                                user: app.user,
+                                now: now
+                            )
+                        )
+                    }
+                case .zego(let appID, let secret):
+                    format = ZegoToken04.version
+                    let expiry = try ZegoToken04(token).verify(
+                        secret: secret,
+                        appID: appID,
+                        user: app.user,
+                        room: app.room ?? "",
+                        now: Int64(clamping: now)
+                    )
+                    verdict = .success(UInt64(clamping: expiry))
+                }
+            } catch {
+                verdict = .failure(error)
+            }
+            var answer: [String: Any] = ["format": format]
+            switch verdict {
+            case .success(let expiry):
+                answer["valid"] = true
+                answer["expires"] = expiry
+            case .failure(let error):
+                answer["valid"] = false
+                answer["reason"] = error.description
+            }
+            let json = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
+            print(String(decoding: json, as: UTF8.self))
+            if case .failure(let error) = verdict {
+                StandardStream.error.write("roomlink: token check: \(error)\n")
+                throw ExitCode(1)
+            }
+        }
+    }
+}
