@@ -141,10 +141,10 @@ let package = Package(
         // zlib: Agora's AccessToken2 is a zlib stream, and its older AccessToken names a channel by CRC-32.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         // The vendors' own tokens — Agora's AccessToken2 and AccessToken, ZEGO's token04 — read, verified and made, on
-        // libcrypto and zlib. No sockets: it runs anywhere.
+        // libcrypto and zlib, and the engine's token verifiers of each. No sockets: it runs anywhere.
         .target(
             name: "RoomLinkTokens",
-            dependencies: ["CLibcrypto", "CZlib"],
+            dependencies: ["CLibcrypto", "CZlib", "RoomLinkEngine"],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings
         ),
@@ -216,7 +216,7 @@ let package = Package(
             name: "RoomLinkTests",
             dependencies: [
                 "RoomLink", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkScenarios", "RoomLinkRuntime",
-                "RoomLinkTestSupport", "RoomLinkFenceChecks",
+                "RoomLinkTestSupport", "RoomLinkFenceChecks", "RoomLinkTokens",
             ],
             swiftSettings: swiftSettings
         ),
@@ -248,7 +248,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkTokensTests",
-            dependencies: ["RoomLinkTokens"],
+            dependencies: ["RoomLinkTokens", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkRuntime"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

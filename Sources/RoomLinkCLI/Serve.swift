@@ -58,6 +58,11 @@ struct Serve: AsyncParsableCommand {
     var auth: String?
     /// A configuration file's inline auth table, as JSON (`ServeConfiguration`); `--auth` overrides it.
     @Option(help: .hidden) var authTable: String?
+    @Option(help: "Check the vendor's own tokens for this app (with --app-certificate or --server-secret).")
+    var appID: String?
+    @Option(help: "Agora: verify AccessToken2 and AccessToken signed with this app certificate.")
+    var appCertificate: String?
+    @Option(help: "ZEGO: verify token04 sealed with this server secret.") var serverSecret: String?
     @Option(help: "Close a connection that has not logged in within this time.") var loginTimeout: DurationArgument?
     @Option(help: "Close a connection whose unread output passes this size (a slow reader).")
     var maxOutput: ByteCount?

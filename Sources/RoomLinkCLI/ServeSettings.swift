@@ -103,6 +103,17 @@ struct ServeSettings {
         }
         if let authTable, authTable.isEmpty { throw Self.invalid("auth", "at least one user and token") }
 
+        // The vendor's own tokens, in place of a table.
+        let verifier = try TokenCommand.verifier(
+            dialect: dialect.rawValue,
+            appID: flags.appID,
+            certificate: flags.appCertificate,
+            secret: flags.serverSecret
+        )
+        if verifier != nil, authTable != nil {
+            throw Self.invalid("auth", "no table with --app-id (the vendor's tokens are checked instead)")
+        }
+
         let policy = try flags.serverOptions.apply(to: .unlimited)
 
         var server = NetworkServer.Configuration(
@@ -112,6 +123,7 @@ struct ServeSettings {
             auth: authTable,
             policy: policy
         )
+        server.tokenVerifier = verifier
         if let loginTimeout = flags.loginTimeout?.duration {
             guard loginTimeout > .zero else { throw Self.invalid("loginTimeout", "a positive duration") }
             server.loginTimeout = loginTimeout

@@ -12,6 +12,41 @@ struct TokenCommand: ParsableCommand {
         subcommands: [Make.self, Check.self]
     )
 
+    /// The verifier of the vendor's tokens for `dialect`'s app `appID`, signed with `certificate` (Agora) or sealed with
+    /// `secret` (ZEGO); `nil` when none of the three is given. Each flag missing or out of place is named.
+    static func verifier(
+        dialect: String,
+        appID: String?,
+        certificate: String?,
+        secret: String?
+    ) throws(RoomLinkError) -> (any TokenVerifier)? {
+        func invalid(_ field: String, _ message: String) -> RoomLinkError {
+            RoomLinkError(code: .invalidInput, field: field, message: "\(field): \(message)")
+        }
+        guard appID != nil || certificate != nil || secret != nil else { return nil }
+        guard let appID else { throw invalid("--app-id", "the vendor's tokens need the app's ID") }
+        switch dialect {
+        case "agora":
+            guard secret == nil else { throw invalid("--server-secret", "is ZEGO's; Agora's is --app-certificate") }
+            guard let certificate else { throw invalid("--app-certificate", "Agora's tokens need the certificate") }
+            return AgoraTokenVerifier(appID: appID, certificate: certificate)
+        case "zego":
+            guard certificate == nil else {
+                throw invalid("--app-certificate", "is Agora's; ZEGO's is --server-secret")
+            }
+            guard let secret else { throw invalid("--server-secret", "ZEGO's tokens need the server secret") }
+            guard let number = UInt32(appID) else {
+                throw invalid("--app-id", "a ZEGO app ID is a number, not '\(appID)'")
+            }
+            return ZegoTokenVerifier(appID: number, secret: secret)
+        default:
+            throw invalid(
+                "--app-id",
+                "vendor tokens are Agora's and ZEGO's (LiveKit's are JWTs: --keys), not \(dialect)'s"
+            )
+        }
+    }
+
     /// The app a token is for, and its secret.
     struct AppOptions: ParsableArguments {
         @Option(help: "The vendor: agora or zego.") var dialect: String
@@ -147,63 +182,43 @@ struct TokenCommand: ParsableCommand {
 
         func run() throws {
             let now = now ?? UInt64(Date().timeIntervalSince1970)
-            let vendor = try app.vendor()
-            var format = "unknown"
-            let verdict: Result<UInt64, TokenError>
-            do throws(TokenError) {
-                switch vendor {
-                case .agora(let certificate):
-                    guard let channel = app.room else { throw .wrongRoom("(none: give --room)") }
-                    if token.hasPrefix(AgoraAccessToken.version) {
-                        format = AgoraAccessToken.version
-                        verdict = .success(
-                            try AgoraAccessToken(token).verify(
-                                certificate: certificate,
-                                appID: app.appID,
-                                channel: channel,
-                                user: app.user,
-                                now: now
-                            )
-                        )
-                    } else {
-                        format = AgoraAccessToken2.version
-                        verdict = .success(
-                            try AgoraAccessToken2(token).verify(
-                                certificate: certificate,
-                                appID: app.appID,
-                                channel: channel,
-                                user: app.user,
-                                now: now
-                            )
-                        )
-                    }
-                case .zego(let appID, let secret):
-                    format = ZegoToken04.version
-                    let expiry = try ZegoToken04(token).verify(
-                        secret: secret,
-                        appID: appID,
-                        user: app.user,
-                        room: app.room ?? "",
-                        now: Int64(clamping: now)
+            let verifier: any TokenVerifier
+            do {
+                guard
+                    let made = try TokenCommand.verifier(
+                        dialect: app.dialect,
+                        appID: app.appID,
+                        certificate: app.appCertificate,
+                        secret: app.serverSecret
                     )
-                    verdict = .success(UInt64(clamping: expiry))
-                }
-            } catch {
-                verdict = .failure(error)
+                else { throw fail("token check: give the app's certificate or secret") }
+                verifier = made
+            } catch let error as RoomLinkError {
+                throw fail(error)
             }
+            let format =
+                [AgoraAccessToken2.version, AgoraAccessToken.version, ZegoToken04.version].first {
+                    token.hasPrefix($0)
+                } ?? "unknown"
+            let verdict = verifier.verify(
+                token,
+                userID: app.user,
+                roomID: app.room ?? "",
+                unixTime: Int64(clamping: now)
+            )
             var answer: [String: Any] = ["format": format]
             switch verdict {
-            case .success(let expiry):
+            case .accepted(let expiry):
                 answer["valid"] = true
                 answer["expires"] = expiry
-            case .failure(let error):
+            case .refused(let reason):
                 answer["valid"] = false
-                answer["reason"] = error.description
+                answer["reason"] = reason
             }
             let json = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])
             print(String(decoding: json, as: UTF8.self))
-            if case .failure(let error) = verdict {
-                StandardStream.error.write("roomlink: token check: \(error)\n")
+            if case .refused(let reason) = verdict {
+                StandardStream.error.write("roomlink: token check: \(reason)\n")
                 throw ExitCode(1)
             }
         }

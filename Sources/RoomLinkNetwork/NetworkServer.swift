@@ -47,6 +47,10 @@ public final class NetworkServer: Sendable {
         public var heartbeatInterval: Duration?
         /// The valid tokens of each user ID; without a table, tokens are not checked (a renewal needs one not empty).
         public var auth: AuthTable?
+        /// Signed tokens checked as a vendor's cloud checks them (`RoomLinkTokens`' verifiers: `serve --app-id …
+        /// --app-certificate …` or `--server-secret …`), in place of ``auth``. A token's expiry is read in Unix time on
+        /// the server's clock: the wall clock when the server starts, running on at the loops' time scale.
+        public var tokenVerifier: (any TokenVerifier)?
         /// Capacity and admission control, as the simulated server's (contract §9).
         public var policy: ServerPolicy
         /// How long a new connection may take to log in before it is closed.
@@ -145,6 +149,10 @@ public final class NetworkServer: Sendable {
             transport: transport,
             timings: configuration.timings,
             auth: configuration.auth,
+            tokens: configuration.tokenVerifier.map { verifier in
+                let wall = Int64(time(nil))
+                return VerifiedTokens(verifier: verifier, unixTimeAtZero: wall - group.now.nanoseconds / 1_000_000_000)
+            },
             policy: configuration.policy,
             cluster: configuration.cluster,
             // A process of its own: its rooms' lives (room_session_id) are not an earlier process's.

@@ -16,6 +16,7 @@ import secrets
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -151,6 +152,79 @@ class AgoraTokens(unittest.TestCase):
             self.assertEqual(result.returncode, 1, (token[:50], result.stderr))
             self.assertFalse(json.loads(result.stdout)["valid"])
             self.assertTrue(result.stderr.startswith("roomlink: token check: "), result.stderr)
+
+
+class ServeVerifiesTokens(unittest.TestCase):
+    """`roomlink serve --dialect agora --app-id … --app-certificate …` over real sockets: clients of `roomlink run
+    --server` join with tokens Agora's library made, a forged one is refused with invalidToken, and a token that
+    expires mid-run warns its member 30 s before and removes it at its expiry (the server's clock at time scale
+    0.02, from the wall clock at its start)."""
+
+    def serve(self, *extra):
+        process = subprocess.Popen(
+            [ROOMLINK, "serve", "--listen", "127.0.0.1:0", "--dialect", "agora", "--time-scale", "0.02",
+             "--log-level", "warning", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        line = process.stdout.readline()
+        address = next(word for word in line.split() if word.count(":") == 1 and word[0].isdigit())
+        return process, address
+
+    def test_serve_accepts_agoras_tokens_refuses_a_forged_one_and_expires_them(self):
+        process, address = self.serve("--app-id", APP_ID, "--app-certificate", CERTIFICATE)
+        try:
+            now = int(time.time())
+            # The run starts within a few seconds of now; scenario time runs 50 times faster than the wall clock
+            # from serve's start, so a 300 s token lives about 300 s of the run.
+            good = RtcTokenBuilder.build_token_with_uid(APP_ID, CERTIFICATE, "c1", 42, Role_Publisher, 300, 300)
+            other = RtcTokenBuilder.build_token_with_uid(APP_ID, CERTIFICATE, "c1", 43, Role_Publisher, 3600, 3600)
+            forged = RtcTokenBuilder.build_token_with_uid(APP_ID, "0" * 32, "c1", 44, Role_Publisher, 3600, 3600)
+            scenario = {
+                "dialect": "agora",
+                "users": [{"id": "42", "token": good}, {"id": "43", "token": other}, {"id": "44", "token": forged}],
+                "timeline": [{"at": "0s", "user": user, "action": "login", "room": "c1"} for user in ("42", "43", "44")],
+                "end": "10m",
+            }
+            with tempfile.TemporaryDirectory() as directory:
+                path = os.path.join(directory, "scenario.json")
+                with open(path, "w") as file:
+                    json.dump(scenario, file)
+                events = os.path.join(directory, "events.jsonl")
+                run = subprocess.run(
+                    [ROOMLINK, "run", path, "--server", address, "--clock", "real", "--time-scale", "0.02",
+                     "--events", events, "--report", "/dev/null"],
+                    capture_output=True, text=True, timeout=120,
+                )
+                self.assertIn(run.returncode, (0, 1), run.stderr)
+                with open(events) as file:
+                    lines = [json.loads(line) for line in file]
+            def states(user):
+                return [(line["t_ms"], line.get("state"), line.get("reason")) for line in lines
+                        if line.get("user") == user and line.get("type") == "connectionState"]
+            self.assertEqual(states("44")[-1][1:], ("disconnected", "invalidToken"), states("44"))
+            self.assertIn(("connected", "joinSuccess"), [state[1:] for state in states("43")])
+            self.assertEqual(states("43")[-1][1:], ("connected", "joinSuccess"), "43's token outlives the run")
+            self.assertIn(("connected", "joinSuccess"), [state[1:] for state in states("42")])
+            failed = [state for state in states("42") if state[1:] == ("failed", "tokenExpired")]
+            self.assertEqual(len(failed), 1, states("42"))
+            warned = [line["t_ms"] for line in lines if line.get("user") == "42"
+                      and line.get("type") == "tokenPrivilegeWillExpire"]
+            self.assertEqual(len(warned), 1, warned)
+            # Warned 30 s (of scenario time) before the removal, give or take the wall clock's whole seconds.
+            self.assertAlmostEqual((failed[0][0] - warned[0]) / 1000, 30, delta=2.5)
+            # Removed at the token's expiry, counted from serve's start a little before the run's.
+            self.assertTrue(200 <= failed[0][0] / 1000 <= 301, failed)
+        finally:
+            process.terminate()
+            process.communicate(timeout=30)
+
+    def test_serve_refuses_token_flags_out_of_place(self):
+        for flags in (["--app-id", APP_ID], ["--app-id", APP_ID, "--server-secret", ZEGO_SECRET],
+                      ["--app-certificate", CERTIFICATE]):
+            result = subprocess.run([ROOMLINK, "serve", "--dialect", "agora", *flags], capture_output=True, text=True,
+                                    timeout=30)
+            self.assertEqual(result.returncode, 2, (flags, result.stderr))
+            self.assertTrue(result.stderr.startswith("roomlink: --"), result.stderr)
 
 
 class ZegoTokens(unittest.TestCase):

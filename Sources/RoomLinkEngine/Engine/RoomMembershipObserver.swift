@@ -7,7 +7,7 @@ public enum MembershipChange: Sendable, Hashable {
     case left(userID: String, session: SessionID, reason: DepartureReason, kicked: KickReason?)
 }
 
-/// Hears every change of the membership of a server's rooms (``RoomServer/init(group:transport:timings:auth:policy:cluster:epoch:membershipObserver:expectedRoomSize:)``):
+/// Hears every change of the membership of a server's rooms (``RoomServer/init(group:transport:timings:auth:tokens:policy:cluster:epoch:membershipObserver:expectedRoomSize:)``):
 /// LiveKit's webhooks, for one. Called on the room's loop, in the room's order; it must not block.
 public protocol RoomMembershipObserver: AnyObject, Sendable {
     /// `change` happened in `roomID`, whose current life is `roomSessionID`, at `now` (the room's clock).

@@ -28,6 +28,8 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         /// How many members each room makes room for when it is made, if the server was told.
         let expectedRoomSize: Int?
         private let tokens: LockedBox<TokenTable>
+        /// The vendor's token checks, when the server verifies signed tokens rather than a table.
+        let verified: VerifiedTokens?
         private struct TokenTable {
             /// The valid tokens of each user ID; `nil` when the server checks no tokens.
             var auth: AuthTable?
@@ -53,6 +55,7 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         init(
             timings: ServerTimings,
             auth: AuthTable?,
+            verified: VerifiedTokens?,
             policy: ServerPolicy,
             cluster: (any RoomCluster)?,
             epoch: UInt64,
@@ -66,6 +69,51 @@ public final class RoomServer: RoomDirectory, ClusterNode {
             self.membershipObserver = membershipObserver
             self.nodes = policy.isModelled ? ServerNodes(policy: policy, loginProcessing: timings.loginProcessing) : nil
             self.tokens = LockedBox(TokenTable(auth: auth))
+            self.verified = verified
+        }
+
+        /// Whether `token` lets `userID` log in to `roomID` at `now` and, for a verified token, until when. A token
+        /// the admin API expired stays refused whichever way tokens are checked.
+        func checkLogin(
+            _ token: String?,
+            for userID: String,
+            roomID: String,
+            now: RuntimeInstant
+        ) -> (valid: Bool, expiry: RuntimeInstant?) {
+            guard let verified else { return (admitsLogin(token, for: userID), nil) }
+            let expired = tokens.withLock { $0.expired[userID]?.contains(token ?? "") ?? false }
+            guard !expired else { return (false, nil) }
+            return check(token, for: userID, roomID: roomID, now: now, with: verified)
+        }
+
+        /// Whether a renewal with `token` is accepted and, for a verified token, until when it holds.
+        func checkRenewal(
+            _ token: String,
+            for userID: String,
+            roomID: String,
+            now: RuntimeInstant
+        ) -> (valid: Bool, expiry: RuntimeInstant?) {
+            guard let verified else { return (renewToken(token, for: userID), nil) }
+            guard !token.isEmpty else { return (false, nil) }
+            return check(token, for: userID, roomID: roomID, now: now, with: verified)
+        }
+
+        private func check(
+            _ token: String?,
+            for userID: String,
+            roomID: String,
+            now: RuntimeInstant,
+            with verified: VerifiedTokens
+        ) -> (valid: Bool, expiry: RuntimeInstant?) {
+            let unixTime = verified.unixTime(at: now)
+            switch verified.verifier.verify(token, userID: userID, roomID: roomID, unixTime: unixTime) {
+            case .accepted(let expiresAt):
+                guard expiresAt > unixTime else { return (false, nil) }
+                tokens.withLock { $0.setCurrent(token ?? "", for: userID) }
+                return (true, verified.instant(atUnixTime: expiresAt))
+            case .refused:
+                return (false, nil)
+            }
         }
 
         /// Marks the current token of `userID` expired: the one it last logged in or renewed with.
@@ -112,6 +160,9 @@ public final class RoomServer: RoomDirectory, ClusterNode {
     ///   - timings: The dialect's server timings.
     ///   - auth: The valid tokens of each user ID. When present, a login or a token renewal whose token it does not
     ///     list for the user is refused.
+    ///   - tokens: Signed tokens checked as a vendor's cloud checks them (``TokenVerifier``), in place of `auth`: a
+    ///     login or renewal whose token does not verify for the user and the room is refused, and a member is warned
+    ///     the renewal grace before its token's expiry and removed at it unless it renews.
     ///   - policy: The nodes' capacity and admission control (contract §9); unlimited by default.
     ///   - cluster: The cluster this server is one node of (``RoomCluster``), if any: rooms then share their members
     ///     with the other nodes, and the business server's calls reach the node that holds the users.
@@ -128,6 +179,7 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         transport: any ServerTransport,
         timings: ServerTimings = .zego,
         auth: AuthTable? = nil,
+        tokens: VerifiedTokens? = nil,
         policy: ServerPolicy = .unlimited,
         cluster: (any RoomCluster)? = nil,
         epoch: UInt64 = 0,
@@ -138,6 +190,7 @@ public final class RoomServer: RoomDirectory, ClusterNode {
         self.shared = Shared(
             timings: timings,
             auth: auth,
+            verified: tokens,
             policy: policy,
             cluster: cluster,
             epoch: epoch,

@@ -28,6 +28,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// on the loop's thread (a loop hands out its batches there).
     private var loginBatch: (any LoginBatch)?
     private var askedForLoginBatch = false
+    /// With verified tokens (``VerifiedTokens``): when each user's token expires, as its last login or renewal here
+    /// showed. A warning timer armed for another expiry than the one noted finds it renewed, and does nothing.
+    private var tokenExpiries: [String: RuntimeInstant] = [:]
 
     init(roomID: String, loop: any RuntimeLoop, shared server: RoomServer.Shared) {
         self.roomID = roomID
@@ -209,7 +212,8 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }
 
     private func login(_ request: LoginRequest, on channel: any ClientChannel) {
-        let valid = server.admitsLogin(request.token, for: request.userID)
+        let (valid, expiry) = server.checkLogin(request.token, for: request.userID, roomID: roomID, now: loop.now)
+        if let expiry { noteTokenExpiry(expiry, of: request.userID) }
         state.loginArrived(session: request.session)
         guard valid, let cluster = server.cluster else {
             apply(state.login(request, from: channel, tokenValid: valid, now: loop.now))
@@ -334,7 +338,15 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
         case .logout(let userID, let session):
             apply(state.logout(userID: userID, session: session, now: now))
         case .renewToken(let userID, let session, let token):
-            if server.renewToken(token, for: userID) { state.tokenRenewed(userID: userID, session: session) }
+            let (valid, expiry) = server.checkRenewal(token, for: userID, roomID: roomID, now: now)
+            guard valid else { return }
+            if let expiry {
+                guard state.member(userID)?.session == session else { return }
+                state.tokenRenewed(userID: userID, session: session)
+                noteTokenExpiry(expiry, of: userID)
+            } else {
+                state.tokenRenewed(userID: userID, session: session)
+            }
         case .connectionResumed(let userID, let session):
             let (reply, _, arm) = state.heartbeat(userID: userID, session: session, now: now)
             if case .heartbeatAck = reply {
@@ -363,6 +375,25 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// renewal grace unless it renews.
     public func tokenExpired(_ userID: String) {
         apply(state.tokenExpired(userID: userID, now: loop.now))
+    }
+
+    /// Notes that the token of `userID` expires at `expiry`, and arms its warning: the renewal grace before it, or
+    /// at once when less is left.
+    private func noteTokenExpiry(_ expiry: RuntimeInstant, of userID: String) {
+        tokenExpiries[userID] = expiry
+        let warning = max(loop.now, expiry.advanced(by: .zero - server.timings.tokenRenewalGrace))
+        at(warning) { room in room.tokenExpiryNear(userID, expiry) }
+    }
+
+    /// A verified token's warning is due: the member is told the time left and removed at the expiry unless it
+    /// renews — if it is still a member, and its token is still the one the warning was armed for.
+    private func tokenExpiryNear(_ userID: String, _ expiry: RuntimeInstant) {
+        guard tokenExpiries[userID] == expiry else { return }
+        guard state.member(userID) != nil else {
+            tokenExpiries[userID] = nil
+            return
+        }
+        apply(state.tokenExpiring(userID: userID, at: expiry, now: loop.now))
     }
 
     private func apply(_ effects: [ServerRoomState.Effect]) {

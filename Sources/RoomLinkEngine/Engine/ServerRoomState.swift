@@ -673,11 +673,16 @@ public struct ServerRoomState {
 
     /// The token of `userID` expired: warn the member and kick it after the grace period unless it renews.
     public mutating func tokenExpired(userID: String, now: RuntimeInstant) -> [Effect] {
+        tokenExpiring(userID: userID, at: now.advanced(by: timings.tokenRenewalGrace), now: now)
+    }
+
+    /// The token of `userID` expires at `deadline` (a verified token's own expiry): warn the member of the time
+    /// left and kick it then unless it renews.
+    public mutating func tokenExpiring(userID: String, at deadline: RuntimeInstant, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID], member.node == nil, member.tokenDeadline == nil else { return [] }
-        let deadline = now.advanced(by: timings.tokenRenewalGrace)
         members[userID]!.tokenDeadline = deadline
         return [
-            .send(.tokenWillExpire(session: member.session, remaining: timings.tokenRenewalGrace), to: member.channel),
+            .send(.tokenWillExpire(session: member.session, remaining: now.duration(to: deadline)), to: member.channel),
             .armTokenDeadline(userID: userID, at: deadline),
         ]
     }
