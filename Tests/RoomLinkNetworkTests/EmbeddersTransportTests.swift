@@ -126,7 +126,7 @@ final class SocketTransport: ClientTransport {
 
 /// The transport above, compiled here against the public API only, and run against `roomlink serve` — the binary
 /// this package builds beside its tests.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct EmbeddersTransportTests {
     struct Failure: Error, CustomStringConvertible {
         let description: String
