@@ -21,6 +21,7 @@ struct ConnectionMetricsTests {
 
     @Test func attemptsOpensLoginsAndHeartbeatsAreCounted() async throws {
         try await NetworkTest.withGroup { group in
+            try NetworkTest.watchStalls(of: group)
             let (server, address) = try await NetworkTest.server(on: group)
             let statistics = ConnectionStatistics(origin: group.now)
             let transport = try TCPClientTransport(
@@ -32,14 +33,21 @@ struct ConnectionMetricsTests {
             for client in clients { #expect(await client.loginRoom("room-1") == .success) }
             try await NetworkTest.until("all six are in and a heartbeat came back") {
                 let tally = statistics.tally(end: 1)
-                return tally.login.count == 6 && tally.heartbeatRoundTrip.count >= 1
+                return tally.login.count >= 6 && tally.heartbeatRoundTrip.count >= 1
+                    && server.statistics.connectionsOpen == 6
             }
             let report = ConnectionReport(statistics.tally(end: 1))
-            #expect(report.attempts == 6 && report.opened == 6 && report.loggedIn == 6)
-            #expect(report.failures.isEmpty)
-            #expect(report.tcpConnect.count == 6 && report.login.count == 6)
-            #expect(report.openPeak == 6)
+            // What no stall can shift: every client is in, on one connection each.
+            #expect(report.attempts >= 6 && report.opened >= 6 && report.loggedIn >= 6)
             #expect(server.statistics.connectionsOpen == 6, "from two source addresses, each client one connection")
+            // The exact count, unless a loop stalled long enough to condemn a connection (a loaded machine's
+            // late heartbeat ack is a silence, and the client dials again: a failure, another attempt).
+            NetworkTest.ifNoStall(of: group, in: "attemptsOpensLoginsAndHeartbeatsAreCounted") {
+                #expect(report.attempts == 6 && report.opened == 6 && report.loggedIn == 6)
+                #expect(report.failures.isEmpty)
+                #expect(report.tcpConnect.count == 6 && report.login.count == 6)
+                #expect(report.openPeak == 6)
+            }
             for client in clients { await client.shutdown() }
             await transport.close()
             await server.shutdown()
