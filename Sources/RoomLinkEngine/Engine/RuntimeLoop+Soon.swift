@@ -1,5 +1,5 @@
 extension RuntimeLoop {
-    /// Runs `body` on this loop: at once when called on its thread (so a simulation's driver and the engine's own
+    /// Runs `body` on this loop: at once when called on its thread (so a loop's own driver and the engine's own
     /// calls keep their order), otherwise as a zero-delay timer. Dropped if the loop has shut down.
     public func runSoon(_ body: @escaping @Sendable () -> Void) {
         if isInServiceThread {

@@ -23,8 +23,8 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     /// deadline fire in the order they were armed) — not before it, which would leave a member nobody is behind until
     /// its heartbeat timeout.
     private var loginDone: [SessionID: RuntimeInstant] = [:]
-    /// Where the room's logins wait out the server's processing time when its loop keeps them in a batch (a
-    /// simulation: ``BatchingLoop``); `nil` on any other loop, where each takes a timer. Asked for at the first login,
+    /// Where the room's logins wait out the server's processing time when its loop keeps them in a batch
+    /// (``BatchingLoop``); `nil` on any other loop, where each takes a timer. Asked for at the first login,
     /// on the loop's thread (a loop hands out its batches there).
     private var loginBatch: (any LoginBatch)?
     private var askedForLoginBatch = false
@@ -84,9 +84,9 @@ public actor ServerRoom: RoomEndpoint, ClusteredRoom, LoopPinnedActor {
     }()
 
     /// Starts loading, without waiting for it, what a heartbeat of the member the room last found at `slot`
-    /// (``ClientChannel/memberHint``) will read of the room's tables: a simulation's network lane calls it two
-    /// messages before the heartbeat arrives, when a million members' records are in no cache. Changes nothing.
-    /// Call on the room's loop.
+    /// (``ClientChannel/memberHint``) will read of the room's tables: for a transport that knows a heartbeat's member
+    /// before it delivers the heartbeat (an in-process one, ``InProcessTransport``). Changes nothing. Call on the
+    /// room's loop.
     package nonisolated func prefetchMember(atSlot slot: Int32) {
         precondition(loop.isInServiceThread, "a ServerRoom was called off its loop's thread")
         Self.prefetchMemberOnLoop(self, slot)

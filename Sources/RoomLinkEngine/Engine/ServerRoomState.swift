@@ -55,10 +55,9 @@ public struct ServerRoomState {
 
     /// A member as the room keeps it, under its user ID (the table's key, not kept twice).
     ///
-    /// Its fields are declared widest first and the one-byte ones together after the optional instant, whose tag
-    /// leaves seven bytes they fill: 88 bytes a member, where the order they were first written took 128 and the
-    /// user ID kept beside its key another 16 (a room of a hundred keeps a hundred; in a cluster spread over nodes,
-    /// every node keeps every room's).
+    /// Its fields are declared widest first, the one-byte ones together last, so that a member stays small (a room
+    /// of a hundred keeps a hundred; in a cluster spread over nodes, every node keeps every room's):
+    /// `ServerRoomStateTests` holds its size.
     struct Record {
         public var session: SessionID
         /// The channel the member logged in on: where its messages go.
@@ -85,12 +84,11 @@ public struct ServerRoomState {
         var connectionClosed = false
         /// The member's place in the order members were heard (counted from the room's first), if its deadline runs.
         var queued: UInt64? {
-            get { queuedBits == 0 ? nil : queuedBits &- 1 }
-            set { queuedBits = newValue.map { $0 &+ 1 } ?? 0 }
+            get { queuedPlace.value }
+            set { queuedPlace.value = newValue }
         }
-        /// ``queued`` plus one, 0 when not queued: a word, where the optional's tag took another (the record is 104
-        /// bytes, not 112; a position never reaches 2^64 − 1).
-        fileprivate var queuedBits: UInt64 = 0
+        /// ``queued`` in one word (a position never reaches 2^64 − 1).
+        fileprivate var queuedPlace = PackedOptional<UInt64>()
     }
 
     /// What the room's actor must do.
@@ -135,10 +133,7 @@ public struct ServerRoomState {
     /// a ``RoomMembershipObserver`` (webhooks), so that other servers' rooms build no such effects.
     public let reportsMembership: Bool
     /// Members by user ID, in the order they joined (so every run sends in the same order).
-    private var members: OrderedDictionary<String, Record> = [:]
-    /// Where the member table's user IDs and records start, for ``prefetchMember(at:)``, noted whenever the table
-    /// grows or shrinks (the storage type says why that is safe).
-    private var memberTables = ParallelArrayAddresses<String, Record>()
+    private var members = PrefetchedTable<String, Record>()
     /// The member cap set by the first member of the room's current life.
     public private(set) var maxMemberCount: Int?
     /// Identifies the room's current life (from its first member to its last); changes when it empties and refills.
@@ -179,12 +174,10 @@ public struct ServerRoomState {
 
     /// Where the member table's user IDs and records start, as noted for ``prefetchMember(at:)`` and as they are (for
     /// tests: the notes follow the table as it grows and shrinks).
-    var memberTableAddresses: (noted: [UInt], actual: [UInt]) {
-        (memberTables.noted, ParallelArrayAddresses.addresses(of: members.keys, members.values))
-    }
+    var memberTableAddresses: (noted: [UInt], actual: [UInt]) { members.notedAddresses }
 
     /// How many members the room has room for before its tables grow (for tests of ``reserveMembers(_:)``).
-    var memberCapacity: Int { members.values.elements.capacity }
+    var memberCapacity: Int { members.capacity }
 
     /// The user IDs of the members, in the order they joined.
     public var memberIDs: [String] { Array(members.keys) }
@@ -262,12 +255,6 @@ public struct ServerRoomState {
     /// grow by doubling, and a room of a hundred keeps space for 128. Memory only.
     public mutating func reserveMembers(_ count: Int) {
         members.reserveCapacity(count)
-        noteMemberTables()
-    }
-
-    /// Notes where the member table's buffers are now (``memberTables``).
-    private mutating func noteMemberTables() {
-        memberTables.note(members.keys, members.values)
     }
 
     /// Starts loading, without waiting for it, what ``heartbeat(userID:session:slot:now:)`` reads of the member at
@@ -275,7 +262,7 @@ public struct ServerRoomState {
     /// loads lines nobody reads, and nothing faults. (Mutating though it writes nothing: called on a room's stored
     /// state, a non-mutating method was given a copy of the whole state, every table in it retained.)
     mutating func prefetchMember(at slot: Int32) {
-        memberTables.prefetch(slot: slot)
+        members.prefetch(slot: slot)
     }
 
     /// Handles a login whose token the server has already checked (`tokenValid`). In a cluster, `admitted` is the
@@ -386,14 +373,14 @@ public struct ServerRoomState {
                 )
             }
             let changesHidden = members.values[place].hidden != request.hidden
-            members.values.withUnsafeMutableBufferPointer { records in
-                records[place].session = request.session
-                records[place].channel = channel
-                records[place].node = nil
-                records[place].clusterSequence = sequence
-                records[place].userStatusNotify = request.userStatusNotify
-                if existingSession != request.session { records[place].tokenDeadline = nil }
-                if changesHidden { records[place].hidden = request.hidden }
+            members.update(at: place) { record in
+                record.session = request.session
+                record.channel = channel
+                record.node = nil
+                record.clusterSequence = sequence
+                record.userStatusNotify = request.userStatusNotify
+                if existingSession != request.session { record.tokenDeadline = nil }
+                if changesHidden { record.hidden = request.hidden }
             }
             if changesHidden {
                 effects += recordChange(
@@ -437,7 +424,6 @@ public struct ServerRoomState {
                 hidden: request.hidden
             )
             let (_, place) = members.updateValue(record, forKey: request.userID, insertingAt: members.count)
-            noteMemberTables()
             if let arm = heard(memberAt: place, at: now) { effects.append(arm) }
             if reportsMembership {
                 effects.append(.membership(.joined(userID: request.userID, session: request.session)))
@@ -486,8 +472,10 @@ public struct ServerRoomState {
             if let reason = kickedSessions[session] { return (.kicked(session: session, reason: reason), -1, nil) }
             return (.sessionUnknown(session: session), -1, nil)
         }
-        members.values[index].lastHeard = now
-        members.values[index].connectionClosed = false
+        members.update(at: index) {
+            $0.lastHeard = now
+            $0.connectionClosed = false
+        }
         // A member whose data flows is heard all the time: no deadline until its data stops.
         return (.heartbeatAck(session: session), Int32(index), queueOrUnqueue(memberAt: index, heardAt: now))
     }
@@ -498,7 +486,7 @@ public struct ServerRoomState {
         guard let index = members.index(forKey: userID), members.values[index].session == session,
             members.values[index].node == nil, members.values[index].channel !== channel
         else { return }
-        members.values[index].channel = channel
+        members.update(at: index) { $0.channel = channel }
     }
 
     /// The member's connection `channel` closed (or, with continuous data, its data stopped): its timeout runs from
@@ -514,8 +502,10 @@ public struct ServerRoomState {
             members.values[index].node == nil, !members.values[index].connectionClosed,
             members.values[index].channel === channel
         else { return nil }
-        members.values[index].lastHeard = now
-        members.values[index].connectionClosed = true
+        members.update(at: index) {
+            $0.lastHeard = now
+            $0.connectionClosed = true
+        }
         return queue(memberAt: index, heardAt: now)
     }
 
@@ -551,7 +541,7 @@ public struct ServerRoomState {
         guard let index = members.index(forKey: userID), members.values[index].session == session,
             members.values[index].node == nil, members.values[index].hidden != hidden
         else { return [] }
-        members.values[index].hidden = hidden
+        members.update(at: index) { $0.hidden = hidden }
         let announced: [Effect] =
             clustered ? [.announce(.hiddenChanged(userID: userID, session: session, hidden: hidden))] : []
         return announced + recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
@@ -680,7 +670,7 @@ public struct ServerRoomState {
     /// left and kick it then unless it renews.
     public mutating func tokenExpiring(userID: String, at deadline: RuntimeInstant, now: RuntimeInstant) -> [Effect] {
         guard let member = members[userID], member.node == nil, member.tokenDeadline == nil else { return [] }
-        members[userID]!.tokenDeadline = deadline
+        members.update(forKey: userID) { $0.tokenDeadline = deadline }
         return [
             .send(.tokenWillExpire(session: member.session, remaining: now.duration(to: deadline)), to: member.channel),
             .armTokenDeadline(userID: userID, at: deadline),
@@ -690,7 +680,7 @@ public struct ServerRoomState {
     /// The member renewed its token with one the server accepted.
     public mutating func tokenRenewed(userID: String, session: SessionID) {
         guard members[userID]?.session == session else { return }
-        members[userID]!.tokenDeadline = nil
+        members.update(forKey: userID) { $0.tokenDeadline = nil }
     }
 
     /// A token-deadline timer fired: kicks the member if it did not renew.
@@ -727,22 +717,26 @@ public struct ServerRoomState {
                 members.values[index].session == session, members.values[index].clusterSequence < sequence,
                 members.values[index].hidden != hidden
             else { return [] }
-            members.values[index].hidden = hidden
-            members.values[index].clusterSequence = sequence
+            members.update(at: index) {
+                $0.hidden = hidden
+                $0.clusterSequence = sequence
+            }
             return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
         case .snapshot(let listed, let sequence, let restarted):
             var effects: [Effect] = []
             if restarted {
                 // A store that restarted numbers its changes from 1 again.
-                for index in members.values.indices { members.values[index].clusterSequence = 0 }
+                for index in members.values.indices { members.update(at: index) { $0.clusterSequence = 0 } }
             }
             let byUser = Dictionary(listed.map { ($0.userID, $0) }, uniquingKeysWith: { _, last in last })
             for (userID, member) in members.elements where member.node != nil && byUser[userID] == nil {
                 if restarted {
                     // Its node may not have restored it yet: it gets a heartbeat timeout to come back.
                     guard !member.orphaned, let index = members.index(forKey: userID) else { continue }
-                    members.values[index].orphaned = true
-                    members.values[index].lastHeard = now
+                    members.update(at: index) {
+                        $0.orphaned = true
+                        $0.lastHeard = now
+                    }
                     if let arm = queue(memberAt: index, heardAt: now) { effects.append(arm) }
                 } else {
                     // It left while the room was not listening.
@@ -769,7 +763,7 @@ public struct ServerRoomState {
                 member.orphaned = false
                 member.node = joined.node
                 member.clusterSequence = sequence
-                members[joined.userID] = member
+                members.setValue(member, forKey: joined.userID)
                 return remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
             if existing.node == nil {
@@ -787,11 +781,11 @@ public struct ServerRoomState {
                 member.channel = RemoteMemberChannel.shared
                 member.tokenDeadline = nil
                 member.clusterSequence = sequence
-                members[joined.userID] = member
+                members.setValue(member, forKey: joined.userID)
                 return effects + remoteHidden(joined.userID, hidden: joined.hidden, now: now)
             }
         }
-        members[joined.userID] = Record(
+        let record = Record(
             session: joined.session,
             channel: RemoteMemberChannel.shared,
             lastHeard: now,
@@ -802,7 +796,7 @@ public struct ServerRoomState {
             userStatusNotify: false,
             hidden: joined.hidden
         )
-        noteMemberTables()
+        members.setValue(record, forKey: joined.userID)
         if !joined.hidden { effects += recordChange(.add, of: joined.userID, now: now) }
         return effects
     }
@@ -810,7 +804,7 @@ public struct ServerRoomState {
     /// A remote member's visibility as the cluster lists it.
     private mutating func remoteHidden(_ userID: String, hidden: Bool, now: RuntimeInstant) -> [Effect] {
         guard let index = members.index(forKey: userID), members.values[index].hidden != hidden else { return [] }
-        members.values[index].hidden = hidden
+        members.update(at: index) { $0.hidden = hidden }
         return recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
     }
 
@@ -861,7 +855,6 @@ public struct ServerRoomState {
         now: RuntimeInstant
     ) -> [Effect] {
         guard let member = members.removeValue(forKey: userID) else { return [] }
-        noteMemberTables()
         var announced: [Effect] =
             clustered && announce && member.node == nil
             ? [.announce(.left(userID: userID, session: member.session, reason: reason, kicked: kicked))] : []
@@ -888,8 +881,10 @@ public struct ServerRoomState {
 
     /// Records that the member at `index` was heard at `now`; returns the deadline timer to arm if none is.
     private mutating func heard(memberAt index: Int, at now: RuntimeInstant) -> Effect? {
-        members.values[index].lastHeard = now
-        members.values[index].connectionClosed = false
+        members.update(at: index) {
+            $0.lastHeard = now
+            $0.connectionClosed = false
+        }
         return queueOrUnqueue(memberAt: index, heardAt: now)
     }
 
@@ -897,14 +892,14 @@ public struct ServerRoomState {
     /// (``ServerTimings/continuousData``), takes the member out of the queue: it has no deadline until its data stops.
     private mutating func queueOrUnqueue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
         guard timings.continuousData else { return queue(memberAt: index, heardAt: now) }
-        members.values[index].queued = nil
+        members.update(at: index) { $0.queued = nil }
         return nil
     }
 
     /// Queues the deadline of the member at `index` (its `lastHeard` is already `now`): it takes the next place in
     /// the order members were heard, which makes any entry of it on the timer's list stale.
     private mutating func queue(memberAt index: Int, heardAt now: RuntimeInstant) -> Effect? {
-        members.values[index].queued = heardCount
+        members.update(at: index) { $0.queued = heardCount }
         heardCount &+= 1
         guard !deadlineArmed else { return nil }
         deadlineArmed = true

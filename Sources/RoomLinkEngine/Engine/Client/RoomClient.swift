@@ -97,11 +97,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         }
     }
 
-    // The fields are ordered so that the small ones fill the bytes the publisher and the state leave before the
-    // next word: 344 bytes an actor, a 352-byte block from the allocator where 360 took 368 (a million-client run
-    // keeps a million; `LaneFootprintTests` holds it). The publisher, the room mode and the member hint come before the
-    // state, so that the hint is in the second cache line: with the names and the loop in the first, all a room reads
-    // of a client it answers is in its first two cache lines (`LaneFootprint`, in the simulation, loads those ahead).
+    // Declared in this order on purpose: what a room reads of a client it answers (the names, the loop, the room
+    // mode, the link and the member hint) before the client's state, and the small fields where they fill the bytes
+    // the wider ones leave. A transport may load a client's first bytes ahead of answering it; `LaneFootprintTests`
+    // fails if a field moves past what that covers, or the client grows past its allocator block.
 
     /// The device's name on the network and in the event log.
     public nonisolated let endpointID: String
@@ -139,12 +138,11 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
     /// callback one cause produces has the same time — as in virtual time, where the clock stands still — though on
     /// the real clock `loop.now` moves between two reads.
     private var stepTime: RuntimeInstant? {
-        get { stepTimeBits == .min ? nil : RuntimeInstant(nanoseconds: stepTimeBits) }
-        set { stepTimeBits = newValue?.nanoseconds ?? .min }
+        get { stepNanoseconds.value.map(RuntimeInstant.init(nanoseconds:)) }
+        set { stepNanoseconds.value = newValue?.nanoseconds }
     }
-    /// ``stepTime`` in nanoseconds, `Int64.min` for none (a word, where the optional took nine bytes; no clock reads
-    /// `Int64.min`).
-    private var stepTimeBits = Int64.min
+    /// ``stepTime`` in one word (no clock reads `Int64.max`).
+    private var stepNanoseconds = PackedOptional<Int64>()
 
     /// The FNV-1a of ``endpointID``, for what spreads clients by name (a message's fate, a source address). Computed
     /// on each read — a few nanoseconds over a short name — rather than kept: eight bytes of every client.
@@ -342,38 +340,36 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             stepTime = nil
         }
         let now = loop.now
-        // The state's actions come back through closures that hold the client unowned(unsafe): it is this method's
-        // receiver, which its caller keeps alive until it returns, and the closures do not escape. Held strongly,
-        // the client was retained and released half a dozen times a heartbeat (0.94× the CPU of a million-client run).
+        let rules = environment.rules
         switch entry {
         case .message(let message, let roomID):
-            state.receive(message, from: roomID, at: now, rules: environment.rules) { [unowned(unsafe) self] in
-                self.perform($0, &$1)
-            }
+            withState { $0.receive(message, from: roomID, at: now, rules: rules, perform: $1) }
         case .link(let link):
-            state.linkChanged(to: link, at: now, rules: environment.rules) { [unowned(unsafe) self] in
-                self.perform($0, &$1)
-            }
+            withState { $0.linkChanged(to: link, at: now, rules: rules, perform: $1) }
         case .route(let roomID, let reachable):
-            state.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: environment.rules) {
-                [unowned(unsafe) self] in self.perform($0, &$1)
-            }
+            withState { $0.routeChanged(toRoom: roomID, reachable: reachable, at: now, rules: rules, perform: $1) }
         case .connection(let event, let roomID):
-            state.connectionChanged(event, room: roomID, at: now, rules: environment.rules) { [unowned(unsafe) self] in
-                self.perform($0, &$1)
-            }
+            withState { $0.connectionChanged(event, room: roomID, at: now, rules: rules, perform: $1) }
         case .heartbeat:
-            state.heartbeatDue(at: now, rules: environment.rules) { [unowned(unsafe) self] in self.perform($0, &$1) }
+            withState { $0.heartbeatDue(at: now, rules: rules, perform: $1) }
         case .timer(let handle):
             if heartbeatBits == handle.rawValue {
-                state.heartbeatDue(at: now, rules: environment.rules) { [unowned(unsafe) self] in self.perform($0, &$1)
-                }
+                withState { $0.heartbeatDue(at: now, rules: rules, perform: $1) }
             } else if let timer = timer(firedAs: handle) {
-                state.timerFired(timer, at: now, rules: environment.rules) { [unowned(unsafe) self] in
-                    self.perform($0, &$1)
-                }
+                withState { $0.timerFired(timer, at: now, rules: rules, perform: $1) }
             }
         }
+    }
+
+    /// Runs `body` on the client's state, with what carries out the state's actions (``perform(_:_:)``).
+    ///
+    /// That closure holds the client `unowned(unsafe)`, which is safe because the client is this method's receiver,
+    /// kept alive by its caller until it returns, and the closure cannot outlive the call: `body` takes it as a
+    /// non-escaping parameter, which the compiler holds. Held strongly, the client was retained and released half a
+    /// dozen times a heartbeat (0.94× the CPU of a million-client run).
+    @inline(__always)
+    private func withState(_ body: (inout RoomClientState, RoomClientState.Perform) -> Void) {
+        body(&state) { [unowned(unsafe) self] in self.perform($0, &$1) }
     }
 
     /// What the timer of `handle` was armed for: the one of the client's armed timers whose handle it is (a room's

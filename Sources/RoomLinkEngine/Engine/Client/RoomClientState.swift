@@ -120,7 +120,7 @@ public struct RoomClientState: Sendable {
     /// The FNV-1a of `"<clientID>#"`: session `n` is the FNV-1a of `"<clientID>#<n>"`, continued from it (a hash,
     /// not the name, kept per client).
     private let sessionPrefix: UInt64
-    // The small fields last, together: a million clients' actors keep their allocation size class.
+    // The small fields last, together: they share one word.
     private var sessionsStarted: UInt32 = 0
     /// Whether the heartbeat runs.
     public private(set) var isBeating = false
@@ -730,9 +730,8 @@ public struct RoomClientState: Sendable {
     private mutating func startHeartbeat(at index: Int, rules: Rules, perform: Perform) {
         guard !isBeating, let interval = rules.timings.heartbeatInterval else { return }
         isBeating = true
-        // With the room's attachment, not an empty one: a simulation's heartbeat lane loads the room's header ahead
-        // of each beat from its channel, and with none it loaded nothing — the beat's retain of the room then waited
-        // for memory, 12 % of a ten-million-client run's steady CPU.
+        // With the room's attachment, not an empty one: the heartbeat goes where the attachment's channel leads, and
+        // whoever carries it out may look there ahead of each beat.
         _ = perform(.startHeartbeat(every: interval), &rooms[index].attachment)
     }
 

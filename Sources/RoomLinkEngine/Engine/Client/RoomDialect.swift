@@ -50,7 +50,8 @@ public protocol RoomDialect: Sendable {
 public struct EnginePath<Dialect: RoomDialect>: Sendable {
     /// Runs the engine for one entry; call it only on the client's loop's thread (``RoomClient`` checks first).
     let enter: @Sendable (RoomClient<Dialect>, RoomClient<Dialect>.Entry) -> Void
-    /// Runs the heartbeat a simulation's lane brings with the token given, and answers whether it beats on.
+    /// Runs the heartbeat a loop's heartbeat batch (``HeartbeatBatch``) brings with the token given, and answers
+    /// whether it beats on.
     let beat: @Sendable (RoomClient<Dialect>, UInt64) -> Bool
 
     /// The entry points compiled for `Dialect`; write `EnginePath<YourDialect>.compiled` with the concrete type.
