@@ -105,7 +105,7 @@ let package = Package(
         .target(
             name: "RoomLinkNetwork",
             dependencies: [
-                "CLibevent", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkWire",
+                "CLibevent", "CLibeventTLS", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -137,6 +137,13 @@ let package = Package(
             name: "CLibcrypto",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
+        ),
+        // TLS: OpenSSL's libssl under libevent's OpenSSL bufferevents (`libevent_openssl`), for every socket RoomLink
+        // opens or accepts, and the HTTPS it calls.
+        .systemLibrary(
+            name: "CLibeventTLS",
+            pkgConfig: "libevent_openssl",
+            providers: [.apt(["libevent-dev", "libssl-dev"])]
         ),
         // zlib: Agora's AccessToken2 is a zlib stream, and its older AccessToken names a channel by CRC-32.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),

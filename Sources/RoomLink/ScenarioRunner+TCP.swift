@@ -16,6 +16,8 @@ public struct TCPServerTarget: Sendable {
     /// another protocol than RoomLink's own (LiveKit's signalling: `roomlink run --protocol livekit`); `nil`: a
     /// `TCPClientTransport` to ``servers``.
     public var makeTransport: (@Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport)?
+    /// TLS on the clients' connections (`--server tls://HOST:PORT`) and on the admin API's; `nil` for plain TCP.
+    public var tls: TLSClientConfiguration?
 
     public init(
         servers: [SocketAddress],
@@ -23,6 +25,7 @@ public struct TCPServerTarget: Sendable {
         adminToken: String? = nil,
         sourceAddresses: [String] = [],
         routing: ServerRouting = .byClient,
+        tls: TLSClientConfiguration? = nil,
         makeTransport: (@Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport)? = nil
     ) {
         self.servers = servers
@@ -30,6 +33,7 @@ public struct TCPServerTarget: Sendable {
         self.adminToken = adminToken
         self.sourceAddresses = sourceAddresses
         self.routing = routing
+        self.tls = tls
         self.makeTransport = makeTransport
     }
 
@@ -106,16 +110,32 @@ extension ScenarioRunner {
                     configuration: .init(
                         sourceAddresses: target.sourceAddresses,
                         observer: connections,
-                        routing: target.routing
+                        routing: target.routing,
+                        tls: target.tls
                     )
                 )
             } catch {
                 throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
             }
         }
-        let administration: any RoomAdministration =
-            target.admin.map { AdminClient(address: $0, token: target.adminToken, loop: group.eventLoops[0]) }
-            ?? NoAdministration()
+        let administration: any RoomAdministration
+        do {
+            administration =
+                try target.admin.map { address throws(NetworkError) in
+                    // Over HTTPS when the server's listeners are TLS (one certificate serves both).
+                    if let tls = target.tls {
+                        return try AdminClient(
+                            address: address,
+                            token: target.adminToken,
+                            loop: group.eventLoops[0],
+                            tls: tls
+                        )
+                    }
+                    return AdminClient(address: address, token: target.adminToken, loop: group.eventLoops[0])
+                } ?? NoAdministration()
+        } catch {
+            throw RoomLinkError(code: .invalidInput, field: "admin", message: "admin: \(error.description)")
+        }
         // The scenario's faults, latency and jitter wrap the sockets; the path is the same for every share.
         let network = FaultInjectingTransport(
             wrapping: transport,

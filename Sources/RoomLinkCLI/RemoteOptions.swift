@@ -7,12 +7,20 @@ struct RemoteOptions: ParsableArguments {
     @Option(
         help: """
             Play against `roomlink serve` at HOST:PORT over TCP, on the real clock (scaled by --time-scale; the server \
-            needs the same scale and timings), instead of an in-process server. A list (a:7800,b:7800) names the \
-            nodes of one cluster (serve --redis): each client starts on one and moves to the next when its \
-            connection fails.
+            needs the same scale and timings), instead of an in-process server; tls://HOST:PORT over TLS. A list \
+            (a:7800,b:7800) names the nodes of one cluster (serve --redis): each client starts on one and moves to \
+            the next when its connection fails.
             """
     )
     var server: String?
+
+    @Option(
+        help: """
+            With a TLS --server (tls://, wss://): trust the certificate authorities in this PEM file instead of the \
+            system's. A server certificate that does not verify is a failed connection, never plain text.
+            """
+    )
+    var ca: String?
 
     @Option(
         help: "The server's admin API, HOST:PORT: where the scenario's kicks, reconnect requests and token expiries go."
@@ -48,11 +56,11 @@ struct RemoteOptions: ParsableArguments {
     @Option(help: "With --protocol livekit: the API key and secret, KEY:SECRET, that sign the clients' tokens.")
     var keys: String?
 
-    /// The servers' addresses, checked; `nil` without `--server`.
-    func addresses() throws(RoomLinkError) -> [SocketAddress]? {
+    /// The servers' addresses, checked, and whether they speak TLS; `nil` without `--server`.
+    func addresses() throws(RoomLinkError) -> (servers: [SocketAddress], tls: TLSClientConfiguration?)? {
         for (flag, value) in [
             ("--server-admin", serverAdmin), ("--server-admin-token", serverAdminToken), ("--route", route?.rawValue),
-            ("--protocol", wireProtocol?.rawValue), ("--keys", keys),
+            ("--protocol", wireProtocol?.rawValue), ("--keys", keys), ("--ca", ca),
         ]
         where value != nil && server == nil {
             throw RoomLinkError(code: .invalidInput, field: flag, message: "\(flag) needs --server")
@@ -60,22 +68,40 @@ struct RemoteOptions: ParsableArguments {
         guard let server else { return nil }
         let parts = server.split(separator: ",", omittingEmptySubsequences: false)
         var addresses: [SocketAddress] = []
+        var secure: Bool?
         for part in parts {
             var text = part.filter { $0 != " " }
-            for scheme in ["ws://", "wss://", "http://", "https://"] where text.lowercased().hasPrefix(scheme) {
-                // LiveKit's URLs: its SDKs and tools are given ws://HOST:PORT.
-                guard scheme == "ws://", wireProtocol == .livekit else {
+            var isTLS = false
+            for scheme in ["ws://", "wss://", "tls://", "http://", "https://"] where text.lowercased().hasPrefix(scheme)
+            {
+                // LiveKit's URLs are ws:// and wss:// (its SDKs and tools are given them); RoomLink's over TLS is
+                // tls://.
+                let liveKit = wireProtocol == .livekit
+                let fits = liveKit ? scheme == "ws://" || scheme == "wss://" : scheme == "tls://"
+                guard fits else {
                     throw RoomLinkError(
                         code: .invalidInput,
                         field: "--server",
-                        message: scheme == "ws://"
-                            ? "--server: a ws:// URL is LiveKit's: add --protocol livekit"
-                            : "--server: '\(part)': only ws:// (no TLS) or HOST:PORT"
+                        message: liveKit
+                            ? "--server: '\(part)': LiveKit's protocol takes ws://, wss:// or HOST:PORT"
+                            : scheme.hasPrefix("ws")
+                                ? "--server: a \(scheme) URL is LiveKit's: add --protocol livekit"
+                                : "--server: '\(part)': RoomLink's protocol takes tls://HOST:PORT or HOST:PORT"
                     )
                 }
+                isTLS = scheme != "ws://"
                 text = String(text.dropFirst(scheme.count))
                 if text.hasSuffix("/") { text.removeLast() }
             }
+            if let secure, secure != isTLS {
+                throw RoomLinkError(
+                    code: .invalidInput,
+                    field: "--server",
+                    message:
+                        "--server: '\(server)' mixes TLS and plain addresses: a cluster's nodes speak one or the other"
+                )
+            }
+            secure = isTLS
             guard !text.isEmpty else {
                 throw RoomLinkError(
                     code: .invalidInput,
@@ -85,7 +111,14 @@ struct RemoteOptions: ParsableArguments {
             }
             addresses.append(try Self.parse(text, flag: "--server"))
         }
-        return addresses
+        if secure != true, ca != nil {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--ca",
+                message: "--ca: the server is not a TLS one (give tls://HOST:PORT, or wss:// with --protocol livekit)"
+            )
+        }
+        return (addresses, secure == true ? TLSClientConfiguration(caFile: ca) : nil)
     }
 
     /// `--source-addresses`, expanded: every address of each range, in order.
@@ -107,7 +140,8 @@ struct RemoteOptions: ParsableArguments {
         servers: [SocketAddress],
         keys: String?,
         sources: [String],
-        routing: ServerRouting
+        routing: ServerRouting,
+        tls: TLSClientConfiguration?
     ) throws(RoomLinkError)
         -> @Sendable (any ConnectionObserver) throws(RoomLinkError) -> any ClientTransport
     {
@@ -131,7 +165,7 @@ struct RemoteOptions: ParsableArguments {
                     servers: servers,
                     apiKey: key.name,
                     secret: key.secret,
-                    configuration: .init(sourceAddresses: sources, observer: observer, routing: routing)
+                    configuration: .init(sourceAddresses: sources, observer: observer, routing: routing, tls: tls)
                 )
             } catch {
                 throw RoomLinkError(code: .invalidInput, field: "server", message: "server: \(error.description)")
@@ -160,7 +194,7 @@ struct RemoteOptions: ParsableArguments {
         capacityFlags: ServerOptions,
         comparison: ComparisonOptions? = nil
     ) throws(RoomLinkError) {
-        guard let servers = try addresses() else {
+        guard let (servers, tls) = try addresses() else {
             if comparison?.compareWithVirtual == true {
                 throw RoomLinkError(
                     code: .invalidInput,
@@ -177,14 +211,16 @@ struct RemoteOptions: ParsableArguments {
             admin: try adminAddress(),
             adminToken: serverAdminToken,
             sourceAddresses: sourceAddresses,
-            routing: routing
+            routing: routing,
+            tls: tls
         )
         if wireProtocol == .livekit {
             target.makeTransport = try Self.liveKit(
                 servers: servers,
                 keys: keys,
                 sources: sourceAddresses,
-                routing: routing
+                routing: routing,
+                tls: tls
             )
             guard scenario.dialect == .livekit else {
                 throw RoomLinkError(

@@ -33,7 +33,7 @@ struct Serve: AsyncParsableCommand {
     var `protocol`: ServedWireProtocol?
     @Option(help: "A LiveKit API key and its secret, KEY:SECRET (repeatable): tokens signed by one are accepted.")
     var keys: [String] = []
-    @Option(help: "With --protocol livekit: post LiveKit's webhooks to this http:// URL (repeatable).")
+    @Option(help: "With --protocol livekit: post LiveKit's webhooks to this http:// or https:// URL (repeatable).")
     var webhook: [String] = []
     @Option(help: "The API key that signs the webhooks (default: the only one of --keys).") var webhookKey: String?
     @Option(help: "Webhook events in flight at most (default 10000); more are dropped and counted in /metrics.")
@@ -63,6 +63,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Agora: verify AccessToken2 and AccessToken signed with this app certificate.")
     var appCertificate: String?
     @Option(help: "ZEGO: verify token04 sealed with this server secret.") var serverSecret: String?
+    @Option(
+        help: """
+            Serve TLS on every listener — RoomLink's protocol (clients dial tls://), LiveKit's (wss://) and the admin \
+            API (https://) — with the certificate chain in this PEM file (with --tls-key).
+            """
+    )
+    var tlsCert: String?
+    @Option(help: "The private key of --tls-cert, in PEM.") var tlsKey: String?
+    @Option(
+        help: "Trust the certificate authorities in this PEM file, not the system's, for the https:// URLs serve calls."
+    )
+    var ca: String?
     @Option(help: "Close a connection that has not logged in within this time.") var loginTimeout: DurationArgument?
     @Option(help: "Close a connection whose unread output passes this size (a slow reader).")
     var maxOutput: ByteCount?
@@ -159,6 +171,7 @@ struct Serve: AsyncParsableCommand {
                 + "\(statistics[.loginsRejected]) rejected, \(statistics[.loginsBusy]) busy), "
                 + "\(statistics[.heartbeatsReceived]) heartbeats, "
                 + "\(statistics.connectionsClosed(by: .protocolError)) protocol errors"
+                + (settings.server.tls == nil ? "" : ", \(statistics[.tlsHandshakesFailed]) failed TLS handshakes")
         )
     }
 
@@ -178,6 +191,9 @@ struct Serve: AsyncParsableCommand {
                 tokenRefresh: settings.tokenRefresh
             )
         } catch {
+            if case .webhookTLS = error {
+                throw fail(RoomLinkError(code: .invalidInput, field: "--ca", message: "--ca: \(error)"))
+            }
             throw fail(RoomLinkError(code: .invalidInput, field: "--webhook-key", message: "--webhook-key: \(error)"))
         }
     }
@@ -187,6 +203,9 @@ struct Serve: AsyncParsableCommand {
         if case .nodeIDInUse = failure {
             return RoomLinkError(code: .invalidInput, field: "--node-id", message: failure.description)
         }
+        if case .listen(.tls(let error)) = failure {
+            return RoomLinkError(code: .invalidInput, field: "--tls-cert", message: "--tls-cert/--tls-key: \(error)")
+        }
         return RoomLinkError(code: .ioFailure, message: failure.description)
     }
 
@@ -195,7 +214,8 @@ struct Serve: AsyncParsableCommand {
     private func announce(_ addresses: ServedNode.Addresses, settings: ServeSettings, openFiles: Int) {
         if let admin = addresses.admin {
             let loopbackOnly = settings.adminToken == nil ? " (no token: loopback only)" : ""
-            say("roomlink serve: admin API on http://\(admin)\(loopbackOnly)")
+            let scheme = settings.server.tls == nil ? "http" : "https"
+            say("roomlink serve: admin API on \(scheme)://\(admin)\(loopbackOnly)")
         }
         if let presence = settings.presence {
             say(
@@ -206,6 +226,7 @@ struct Serve: AsyncParsableCommand {
         let connections = OpenFileLimit.connections(loops: settings.loops, reserve: OpenFileLimit.serverReserve)
         say(
             "roomlink serve: \(settings.server.dialect.rawValue)\(settings.liveKitKeys == nil ? "" : " (LiveKit's protocol)") "
+                + (settings.server.tls == nil ? "" : "over TLS ")
                 + "on \(addresses.server) — \(settings.loops) loops "
                 + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "
                 + "connections"

@@ -124,6 +124,26 @@ struct ServeSettings {
             policy: policy
         )
         server.tokenVerifier = verifier
+        if flags.ca != nil, webhooks == nil {
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--ca",
+                message: "--ca: serve calls no https:// URL here (it is for --webhook https://…)"
+            )
+        }
+        switch (flags.tlsCert, flags.tlsKey) {
+        case (let certificate?, let key?):
+            server.tls = TLSServerConfiguration(certificateFile: certificate, keyFile: key)
+        case (nil, nil): break
+        case (nil, _?):
+            throw RoomLinkError(code: .invalidInput, field: "--tls-key", message: "--tls-key needs --tls-cert")
+        case (_?, nil):
+            throw RoomLinkError(
+                code: .invalidInput,
+                field: "--tls-cert",
+                message: "--tls-cert needs --tls-key (the certificate's private key)"
+            )
+        }
         if let loginTimeout = flags.loginTimeout?.duration {
             guard loginTimeout > .zero else { throw Self.invalid("loginTimeout", "a positive duration") }
             server.loginTimeout = loginTimeout
@@ -204,7 +224,15 @@ struct ServeSettings {
         guard keys.contains(key) else { throw Self.invalid("webhookKey", "one of --keys' API keys, not '\(key)'") }
         let queue = flags.webhookQueue ?? 10_000
         guard queue >= 1 else { throw Self.invalid("webhookQueue", "at least 1") }
-        return LiveKitWebhookSettings(urls: urls, apiKey: key, queueCapacity: queue)
+        if flags.ca != nil, !urls.contains(where: \.isSecure) {
+            throw RoomLinkError(code: .invalidInput, field: "--ca", message: "--ca: no https:// URL to call with it")
+        }
+        return LiveKitWebhookSettings(
+            urls: urls,
+            apiKey: key,
+            queueCapacity: queue,
+            tls: TLSClientConfiguration(caFile: flags.ca)
+        )
     }
 
     /// `--redis`, `--node-id` and `--lease-period`.

@@ -12,39 +12,65 @@ struct TokenCommand: ParsableCommand {
         subcommands: [Make.self, Check.self]
     )
 
-    /// The verifier of the vendor's tokens for `dialect`'s app `appID`, signed with `certificate` (Agora) or sealed with
-    /// `secret` (ZEGO); `nil` when none of the three is given. Each flag missing or out of place is named.
+    /// An app's vendor and its secret: Agora's app certificate, or ZEGO's app ID (a number) and server secret.
+    enum Vendor {
+        case agora(certificate: String)
+        case zego(appID: UInt32, secret: String)
+
+        /// The vendor of `dialect`'s app `appID`, with `certificate` (Agora) or `secret` (ZEGO); `nil` when none of
+        /// the three is given. Each flag missing or out of place is named.
+        static func parse(
+            dialect: String,
+            appID: String?,
+            certificate: String?,
+            secret: String?
+        ) throws(RoomLinkError) -> Vendor? {
+            func invalid(_ field: String, _ message: String) -> RoomLinkError {
+                RoomLinkError(code: .invalidInput, field: field, message: "\(field): \(message)")
+            }
+            guard appID != nil || certificate != nil || secret != nil else { return nil }
+            guard let appID else { throw invalid("--app-id", "the vendor's tokens need the app's ID") }
+            switch dialect {
+            case "agora":
+                guard secret == nil else { throw invalid("--server-secret", "is ZEGO's; Agora's is --app-certificate") }
+                guard let certificate else { throw invalid("--app-certificate", "Agora's tokens need the certificate") }
+                return .agora(certificate: certificate)
+            case "zego":
+                guard certificate == nil else {
+                    throw invalid("--app-certificate", "is Agora's; ZEGO's is --server-secret")
+                }
+                guard let secret else { throw invalid("--server-secret", "ZEGO's tokens need the server secret") }
+                guard let number = UInt32(appID) else {
+                    throw invalid("--app-id", "a ZEGO app ID is a number, not '\(appID)'")
+                }
+                return .zego(appID: number, secret: secret)
+            default:
+                throw invalid(
+                    "--app-id",
+                    "vendor tokens are Agora's and ZEGO's (LiveKit's are JWTs: --keys), not \(dialect)'s"
+                )
+            }
+        }
+
+        /// The verifier of this vendor's tokens for app `appID` (Agora's; ZEGO's is in the case).
+        func verifier(appID: String) -> any TokenVerifier {
+            switch self {
+            case .agora(let certificate): AgoraTokenVerifier(appID: appID, certificate: certificate)
+            case .zego(let number, let secret): ZegoTokenVerifier(appID: number, secret: secret)
+            }
+        }
+    }
+
+    /// The verifier of the vendor's tokens for `dialect`'s app `appID` (``Vendor/parse(dialect:appID:certificate:secret:)``);
+    /// `nil` when none of the three is given.
     static func verifier(
         dialect: String,
         appID: String?,
         certificate: String?,
         secret: String?
     ) throws(RoomLinkError) -> (any TokenVerifier)? {
-        func invalid(_ field: String, _ message: String) -> RoomLinkError {
-            RoomLinkError(code: .invalidInput, field: field, message: "\(field): \(message)")
-        }
-        guard appID != nil || certificate != nil || secret != nil else { return nil }
-        guard let appID else { throw invalid("--app-id", "the vendor's tokens need the app's ID") }
-        switch dialect {
-        case "agora":
-            guard secret == nil else { throw invalid("--server-secret", "is ZEGO's; Agora's is --app-certificate") }
-            guard let certificate else { throw invalid("--app-certificate", "Agora's tokens need the certificate") }
-            return AgoraTokenVerifier(appID: appID, certificate: certificate)
-        case "zego":
-            guard certificate == nil else {
-                throw invalid("--app-certificate", "is Agora's; ZEGO's is --server-secret")
-            }
-            guard let secret else { throw invalid("--server-secret", "ZEGO's tokens need the server secret") }
-            guard let number = UInt32(appID) else {
-                throw invalid("--app-id", "a ZEGO app ID is a number, not '\(appID)'")
-            }
-            return ZegoTokenVerifier(appID: number, secret: secret)
-        default:
-            throw invalid(
-                "--app-id",
-                "vendor tokens are Agora's and ZEGO's (LiveKit's are JWTs: --keys), not \(dialect)'s"
-            )
-        }
+        let vendor = try Vendor.parse(dialect: dialect, appID: appID, certificate: certificate, secret: secret)
+        return appID.flatMap { appID in vendor?.verifier(appID: appID) }
     }
 
     /// The app a token is for, and its secret.
@@ -57,32 +83,21 @@ struct TokenCommand: ParsableCommand {
         @Option(help: "Agora: the channel. ZEGO: the room (a checked token that names one must name this one).")
         var room: String?
 
-        enum Vendor {
-            case agora(certificate: String)
-            case zego(appID: UInt32, secret: String)
-        }
-
+        /// The vendor and its secret, checked (``TokenCommand/Vendor/parse(dialect:appID:certificate:secret:)``).
         func vendor() throws -> Vendor {
-            switch dialect {
-            case "agora":
-                guard let appCertificate else { throw fail("token: --dialect agora needs --app-certificate") }
-                guard serverSecret == nil else {
-                    throw fail("token: --server-secret is ZEGO's; Agora's is --app-certificate")
-                }
-                return .agora(certificate: appCertificate)
-            case "zego":
-                guard let serverSecret else { throw fail("token: --dialect zego needs --server-secret") }
-                guard appCertificate == nil else {
-                    throw fail("token: --app-certificate is Agora's; ZEGO's is --server-secret")
-                }
-                guard let number = UInt32(appID) else {
-                    throw fail("token: --app-id: a ZEGO app ID is a number, not '\(appID)'")
-                }
-                return .zego(appID: number, secret: serverSecret)
-            default:
-                throw fail(
-                    "token: --dialect: tokens of 'agora' or 'zego' (LiveKit's are JWTs: serve --keys), not '\(dialect)'"
-                )
+            do throws(RoomLinkError) {
+                // Not nil: the app ID is required here.
+                guard
+                    let vendor = try Vendor.parse(
+                        dialect: dialect,
+                        appID: appID,
+                        certificate: appCertificate,
+                        secret: serverSecret
+                    )
+                else { throw RoomLinkError(code: .invalidInput, field: "--app-id", message: "--app-id is required") }
+                return vendor
+            } catch {
+                throw fail(RoomLinkError(code: error.code, field: error.field, message: "token: \(error.message)"))
             }
         }
     }

@@ -80,7 +80,17 @@ final class LiveKitClientConnection: @unchecked Sendable {
                 return
             }
         }
-        bufferEvent = bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
+        bufferEvent =
+            if let tls = transport.tls {
+                tls.bufferEvent(
+                    fd: fd,
+                    on: loop.eventBase,
+                    connecting: true,
+                    serverName: transport.configuration.tls?.serverName ?? transport.servers[index].host
+                )
+            } else {
+                bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
+            }
         guard let bufferEvent else {
             if fd >= 0 { Glibc.close(fd) }
             failLater(.outOfFiles)
@@ -245,8 +255,9 @@ final class LiveKitClientConnection: @unchecked Sendable {
             if let fd = bufferEvent.map(bufferevent_getfd) { Sockets.setNoDelay(fd) }
         } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
             if phase == .upgrading {
-                // Refused, or closed before the answer: the attempt failed.
-                let failure = ConnectionFailure(errno: errno)
+                // Refused, or closed before the answer: the attempt failed (TLS's failure named as such).
+                let tlsFailure = transport.tls != nil ? bufferEvent.flatMap(TLSContext.failure(of:))?.0 : nil
+                let failure = tlsFailure ?? ConnectionFailure(errno: errno)
                 finish(.refused, failure: failure == .other && what & Sockets.eof != 0 ? .reset : failure)
             } else {
                 finish(.closed(what & Sockets.eof != 0 ? .endOfStream : .reset))

@@ -42,17 +42,21 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
         /// Which of several servers a room's connection goes to: picked by the client's ID (the default) or by the
         /// room, so that each room's participants meet on one node.
         public var routing: ServerRouting
+        /// TLS on every connection (`wss://`), verified as the configuration says; `nil` for `ws://`.
+        public var tls: TLSClientConfiguration?
 
         public init(
             sourceAddresses: [String] = [],
             observer: (any ConnectionObserver)? = nil,
             tokenLifetime: Duration = .seconds(6 * 3600),
-            routing: ServerRouting = .byClient
+            routing: ServerRouting = .byClient,
+            tls: TLSClientConfiguration? = nil
         ) {
             self.sourceAddresses = sourceAddresses
             self.observer = observer
             self.tokenLifetime = tokenLifetime
             self.routing = routing
+            self.tls = tls
         }
     }
 
@@ -72,12 +76,14 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
     /// Every live connection, by client, then by room.
     private let connections = LockedBox<[ObjectIdentifier: [String: LiveKitClientConnection]]>([:])
     private let frames = Atomic<Int>(0)
+    /// The TLS context of every connection, with ``Configuration/tls`` (`wss://`).
+    let tls: TLSContext?
 
     /// A transport to the LiveKit servers `servers` (one, or the nodes of one cluster), whose tokens `apiKey`'s
     /// `secret` signs.
     ///
     /// - Throws: `NetworkError.invalidAddress` when a server or a source address does not resolve;
-    ///   `NetworkError.misuse` for an empty list.
+    ///   `NetworkError.misuse` for an empty list; `NetworkError.tls` when TLS cannot be set up.
     public init(
         servers: [SocketAddress],
         apiKey: String,
@@ -106,6 +112,11 @@ public final class LiveKitClientTransport: ClientTransport, Sendable {
             sources.append(resolved)
         }
         self.sources = sources
+        do {
+            tls = try configuration.tls.map { configuration throws(TLSError) in try TLSContext(client: configuration) }
+        } catch {
+            throw .tls(error)
+        }
     }
 
     // MARK: - ClientTransport

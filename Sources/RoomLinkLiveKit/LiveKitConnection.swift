@@ -55,7 +55,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         self.server = server
         self.service = service
         Sockets.setNoDelay(fd)
-        bufferEvent = bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
+        bufferEvent = server.bufferEvent(fd: fd, on: loop)
         guard let bufferEvent else {
             server.logger.error("cannot make a bufferevent for a connection", metadata: ["peer": "\(peer)"])
             phase = .closed
@@ -351,6 +351,7 @@ final class LiveKitConnection: ClientChannel, ServedConnection, @unchecked Senda
         if phase == .closing {
             free()
         } else if what & (Sockets.eof | Sockets.error) != 0 {
+            server.noteTLSFailure(what, of: bufferEvent, peer: peer)
             lost(what & Sockets.eof != 0 ? "end of stream" : "connection reset or failed")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+public import RoomLinkNetwork
 import RoomLinkTokens
 
 /// The API keys a LiveKit-protocol server accepts, each with its secret (`roomlink serve --keys KEY:SECRET`, several
@@ -87,18 +88,21 @@ public enum LiveKitKeysError: Error, Sendable, Equatable, CustomStringConvertibl
     case duplicateKey(String)
     /// No key at all.
     case none
-    /// A webhook URL that is not `http://HOST[:PORT][/PATH]`.
+    /// A webhook URL that is not `http://` or `https://HOST[:PORT][/PATH]`.
     case notAURL(String)
     /// A key named to sign with that is not one of the keys.
     case unknownKey(String)
+    /// TLS for `https://` webhooks could not be set up (the authorities' file unreadable).
+    case webhookTLS(TLSError)
 
     public var description: String {
         switch self {
         case .notAPair(let pair): "'\(pair)' is not KEY:SECRET"
         case .duplicateKey(let key): "API key '\(key)' is given twice"
         case .none: "no API key"
-        case .notAURL(let text): "'\(text)' is not an http://HOST[:PORT][/PATH] URL"
+        case .notAURL(let text): "'\(text)' is not an http:// or https://HOST[:PORT][/PATH] URL"
         case .unknownKey(let key): "API key '\(key)' is not one of --keys"
+        case .webhookTLS(let error): "the webhooks' TLS: \(error)"
         }
     }
 }

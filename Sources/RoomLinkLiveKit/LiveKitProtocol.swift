@@ -90,11 +90,19 @@ public struct LiveKitWebhookSettings: Sendable, Equatable {
     public var apiKey: String
     /// Events in flight at most; more are dropped and counted (`roomlink_webhooks_total{outcome="dropped"}`).
     public var queueCapacity: Int
+    /// How an `https://` receiver's certificate is verified: the system's authorities, or a file's (`serve --ca`).
+    public var tls: TLSClientConfiguration
 
-    public init(urls: [WebhookURL], apiKey: String, queueCapacity: Int = 10_000) {
+    public init(
+        urls: [WebhookURL],
+        apiKey: String,
+        queueCapacity: Int = 10_000,
+        tls: TLSClientConfiguration = .init()
+    ) {
         self.urls = urls
         self.apiKey = apiKey
         self.queueCapacity = queueCapacity
+        self.tls = tls
     }
 }
 
@@ -126,12 +134,21 @@ extension NetworkServer {
         var observer: LiveKitWebhooks?
         if let webhooks {
             guard let secret = keys.secrets[webhooks.apiKey] else { throw .unknownKey(webhooks.apiKey) }
+            var tls: TLSContext?
+            if webhooks.urls.contains(where: \.isSecure) {
+                do {
+                    tls = try TLSContext(client: webhooks.tls)
+                } catch {
+                    throw .webhookTLS(error)
+                }
+            }
             observer = LiveKitWebhooks(
                 configuration: .init(
                     urls: webhooks.urls,
                     apiKey: webhooks.apiKey,
                     secret: secret,
-                    queueCapacity: webhooks.queueCapacity
+                    queueCapacity: webhooks.queueCapacity,
+                    tls: tls
                 ),
                 loop: group.eventLoops[0],
                 logger: configuration.logger

@@ -33,6 +33,8 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
         var connectionsPerURL = 4
         /// How long a request may take (real time).
         var timeout = 10
+        /// The TLS context of `https://` URLs, when there are some.
+        var tls: TLSContext?
     }
 
     let configuration: Configuration
@@ -177,9 +179,13 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
     private func openConnections() {
         connections = configuration.urls.map { url in
             (0..<configuration.connectionsPerURL).compactMap { _ in
-                guard let connection = evhttp_connection_base_new(loop.eventBase, nil, url.host, url.port) else {
-                    return nil
-                }
+                let made =
+                    if url.isSecure, let tls = configuration.tls {
+                        tls.httpConnection(on: loop.eventBase, host: url.host, port: url.port, serverName: nil)
+                    } else {
+                        evhttp_connection_base_new(loop.eventBase, nil, url.host, url.port)
+                    }
+                guard let connection = made else { return nil }
                 evhttp_connection_set_timeout(connection, Int32(configuration.timeout))
                 return connection
             }
@@ -197,27 +203,35 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
     }
 }
 
-/// A webhook's `http://HOST[:PORT]/PATH`.
+/// A webhook's `http://` or `https://HOST[:PORT]/PATH`.
 public struct WebhookURL: Sendable, Equatable, CustomStringConvertible {
     public var host: String
     public var port: UInt16
     public var path: String
+    /// Whether it is `https://`: posted over TLS, the receiver's certificate verified
+    /// (``LiveKitWebhookSettings/tls``).
+    public var isSecure: Bool
 
-    /// Reads `http://HOST[:PORT][/PATH]` (HTTPS is not served: put a proxy in front for it).
+    /// Reads `http://` or `https://HOST[:PORT][/PATH]`.
     public init(parsing text: String) throws(LiveKitKeysError) {
-        guard let components = URLComponents(string: text), components.scheme == "http",
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https",
             let host = components.host, !host.isEmpty,
-            let port = UInt16(exactly: components.port ?? 80), port > 0
+            let port = UInt16(exactly: components.port ?? (scheme == "https" ? 443 : 80)), port > 0
         else { throw .notAURL(text) }
-        self.host = host
+        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         self.port = port
+        isSecure = scheme == "https"
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
         self.path = path + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
     }
 
-    var hostHeader: String { port == 80 ? host : "\(host):\(port)" }
+    var hostHeader: String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        return port == (isSecure ? 443 : 80) ? name : "\(name):\(port)"
+    }
 
-    public var description: String { "http://\(hostHeader)\(path)" }
+    public var description: String { "\(isSecure ? "https" : "http")://\(hostHeader)\(path)" }
 }
 
 private func webhookAnswered(_ request: OpaquePointer?, _ context: UnsafeMutableRawPointer?) {

@@ -17,12 +17,38 @@ public final class AdminClient: RoomAdministration, @unchecked Sendable {
     private let token: String?
     private let loop: LibeventLoop
     private var connection: OpaquePointer?
+    /// TLS's context, for an admin API on HTTPS (`serve --tls-cert`).
+    private let tls: TLSContext?
+    private let serverName: String?
 
     /// A client of the admin API at `address`, with its bearer token if it has one, on `loop`.
     public init(address: SocketAddress, token: String?, loop: LibeventLoop) {
         self.address = address
         self.token = token
         self.loop = loop
+        tls = nil
+        serverName = nil
+    }
+
+    /// A client of the admin API on HTTPS at `address` (`roomlink serve --tls-cert`), verifying its certificate as
+    /// `tls` says.
+    ///
+    /// - Throws: ``NetworkError/tls(_:)`` when TLS cannot be set up (its authorities unreadable).
+    public init(
+        address: SocketAddress,
+        token: String?,
+        loop: LibeventLoop,
+        tls: TLSClientConfiguration
+    ) throws(NetworkError) {
+        self.address = address
+        self.token = token
+        self.loop = loop
+        do {
+            self.tls = try TLSContext(client: tls)
+        } catch {
+            throw .tls(error)
+        }
+        serverName = tls.serverName
     }
 
     deinit {
@@ -105,7 +131,17 @@ public final class AdminClient: RoomAdministration, @unchecked Sendable {
     ) {
         let work: @Sendable () -> Void = { [self] in
             if connection == nil {
-                connection = evhttp_connection_base_new(loop.eventBase, nil, address.host, address.port)
+                connection =
+                    if let tls {
+                        tls.httpConnection(
+                            on: loop.eventBase,
+                            host: address.host,
+                            port: address.port,
+                            serverName: serverName
+                        )
+                    } else {
+                        evhttp_connection_base_new(loop.eventBase, nil, address.host, address.port)
+                    }
                 if let connection { evhttp_connection_set_timeout(connection, 30) }
             }
             let context = Unmanaged.passRetained(Completion(completion)).toOpaque()

@@ -89,6 +89,9 @@ final class AdminServer: @unchecked Sendable {
         evhttp_set_max_headers_size(http, 16 * 1024)
         evhttp_set_timeout(http, 30)
         evhttp_set_gencb(http, adminRequestCallback, Unmanaged.passUnretained(self).toOpaque())
+        // Over TLS when the server's listeners are (`serve --tls-cert`): its context outlives this API, which the
+        // server closes before it goes.
+        server.transport.tls?.serveHTTPS(http)
         guard let bound = evhttp_bind_socket_with_handle(http, address.host, address.port) else {
             let reason = Sockets.errorText(errno)
             evhttp_free(http)

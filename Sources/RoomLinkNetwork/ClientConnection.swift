@@ -63,7 +63,17 @@ final class ClientConnection: @unchecked Sendable {
                 return
             }
         }
-        bufferEvent = bufferevent_socket_new(loop.eventBase, socket, Sockets.bufferEventOptions)
+        bufferEvent =
+            if let tls = transport.tls {
+                tls.bufferEvent(
+                    fd: socket,
+                    on: loop.eventBase,
+                    connecting: true,
+                    serverName: transport.serverName(of: serverIndex)
+                )
+            } else {
+                bufferevent_socket_new(loop.eventBase, socket, Sockets.bufferEventOptions)
+            }
         guard let bufferEvent else {
             if socket >= 0 { Glibc.close(socket) }
             state.close()
@@ -108,8 +118,9 @@ final class ClientConnection: @unchecked Sendable {
         guard state.phase != .closed, let bufferEvent else { return }
         frame.withUnsafeBytes { bytes in
             // Straight to the socket once it is connected; before that the bufferevent holds the frame (a write to a
-            // socket still connecting would take the connect's own error, which libevent reads to report it).
-            if state.phase == .open {
+            // socket still connecting would take the connect's own error, which libevent reads to report it). Under
+            // TLS always through the bufferevent, which encrypts.
+            if state.phase == .open, transport.tls == nil {
                 Sockets.write(bytes, to: bufferEvent)
             } else {
                 _ = bufferevent_write(bufferEvent, bytes.baseAddress, bytes.count)
@@ -245,7 +256,8 @@ final class ClientConnection: @unchecked Sendable {
             for room in rooms { client?.connectionChanged(.connected, room: room) }
         } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
             if state.phase == .connecting {
-                transport.observer?.connectionFailed(ConnectionFailure(errno: errno), at: loop.now)
+                let failure = transport.tls != nil ? bufferEvent.flatMap(TLSContext.failure(of:))?.0 : nil
+                transport.observer?.connectionFailed(failure ?? ConnectionFailure(errno: errno), at: loop.now)
                 finish(.refused)
             } else {
                 finish(.closed(what & Sockets.eof != 0 ? .endOfStream : .reset))

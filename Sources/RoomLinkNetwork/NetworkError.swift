@@ -8,6 +8,8 @@ public enum NetworkError: Error, Sendable, Hashable, CustomStringConvertible {
     case unsupportedLoopGroup
     /// A call made in the wrong state (listening twice, after shutdown).
     case misuse(String)
+    /// TLS could not be set up: a certificate, key or authorities file unreadable or mismatched.
+    case tls(TLSError)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum NetworkError: Error, Sendable, Hashable, CustomStringConvertible {
         case .cannotListen(let address, let reason): "cannot listen on \(address): \(reason)"
         case .unsupportedLoopGroup: "the network runs on libevent loops only (a LibeventLoopGroup)"
         case .misuse(let detail): detail
+        case .tls(let error): error.description
         }
     }
 }

@@ -78,6 +78,9 @@ public final class NetworkServer: Sendable {
         public var logger: Logger
         /// The cluster the server is one node of (`roomlink serve --redis`: `RedisPresence`), if any.
         public var cluster: (any RoomCluster)?
+        /// TLS on every connection the server accepts, and on its admin API (`serve --tls-cert --tls-key`); `nil`
+        /// for plain TCP. A certificate or key that cannot be read makes ``NetworkServer/listen(on:)`` throw.
+        public var tls: TLSServerConfiguration?
 
         public init(
             dialect: DialectName,
@@ -187,6 +190,8 @@ public final class NetworkServer: Sendable {
     @discardableResult
     public func startAdmin(on address: SocketAddress, token: String?) async throws(NetworkError) -> SocketAddress {
         guard admin.withLock({ $0 == nil }) else { throw .misuse("the admin API is already open") }
+        // Never plain HTTP in place of the TLS the configuration asks for.
+        if let error = transport.tlsError { throw .tls(error) }
         let (server, bound) = try await AdminServer.start(
             on: group.eventLoops[0],
             at: address,

@@ -28,6 +28,8 @@ public final class NetworkServerStatistics: Sendable {
         case webhooksFailed
         /// Webhook events dropped because the delivery queue was full (a reconnect storm is a webhook storm).
         case webhooksDropped
+        /// Accepted connections whose TLS handshake failed (a client that spoke no TLS, or refused the certificate).
+        case tlsHandshakesFailed
     }
 
     private let counters: [Cell] = Counter.allCases.map { _ in Cell() }

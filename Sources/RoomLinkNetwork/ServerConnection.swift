@@ -42,7 +42,7 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
         state = ServerConnectionState(limits: server.connectionLimits, greeted: greeted)
         Sockets.setNoDelay(fd)
         if let size = server.configuration.socketSendBuffer { Sockets.setSendBuffer(fd, bytes: size) }
-        bufferEvent = bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
+        bufferEvent = server.bufferEvent(fd: fd, on: loop)
         guard let bufferEvent else {
             server.logger.error("cannot make a bufferevent for a connection", metadata: ["peer": "\(peer)"])
             _ = state.freed()
@@ -184,7 +184,16 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
     /// there were any.
     private func sendUnsent() -> Bool {
         guard !unsent.isEmpty else { return false }
-        if let bufferEvent { unsent.withUnsafeBytes { Sockets.write($0, to: bufferEvent) } }
+        if let bufferEvent {
+            unsent.withUnsafeBytes { bytes in
+                // Under TLS through the bufferevent, which encrypts; otherwise straight to the socket.
+                if server.tls == nil {
+                    Sockets.write(bytes, to: bufferEvent)
+                } else {
+                    _ = bufferevent_write(bufferEvent, bytes.baseAddress, bytes.count)
+                }
+            }
+        }
         unsent = []
         return true
     }
@@ -200,6 +209,7 @@ final class ServerConnection: ClientChannel, ServedConnection, CallbackEndWork, 
         } else if what & (Sockets.eof | Sockets.error) != 0,
             let close = state.peerClosed(endOfStream: what & Sockets.eof != 0)
         {
+            server.noteTLSFailure(what, of: bufferEvent, peer: peer)
             carry(close)
         }
     }

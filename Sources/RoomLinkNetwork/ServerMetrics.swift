@@ -72,6 +72,10 @@ final class ServerMetrics: Sendable {
                 .webhooksDropped,
                 counter("roomlink_webhooks_total", [("outcome", "dropped")], "Webhook events, by outcome.")
             ),
+            (
+                .tlsHandshakesFailed,
+                counter("roomlink_tls_handshake_failures_total", [], "Accepted connections whose TLS handshake failed.")
+            ),
         ]
         closed = CloseReason.allCases.map {
             (

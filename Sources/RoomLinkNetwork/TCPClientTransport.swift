@@ -37,15 +37,20 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
         /// Which of several servers a client's new connection goes to: picked by the client's ID (the default) or by
         /// the room it opens for.
         public var routing: ServerRouting
+        /// TLS on every connection (`--server tls://HOST:PORT`), verified as the configuration says; `nil` for
+        /// plain TCP.
+        public var tls: TLSClientConfiguration?
 
         public init(
             sourceAddresses: [String] = [],
             observer: (any ConnectionObserver)? = nil,
-            routing: ServerRouting = .byClient
+            routing: ServerRouting = .byClient,
+            tls: TLSClientConfiguration? = nil
         ) {
             self.sourceAddresses = sourceAddresses
             self.observer = observer
             self.routing = routing
+            self.tls = tls
         }
     }
 
@@ -69,6 +74,8 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
     /// Connections given up into a black hole, whose sockets close once their path carries again.
     private let parked = LockedBox<[ObjectIdentifier: ClientConnection]>([:])
     private let frames = Atomic<Int>(0)
+    /// The TLS context every connection's session comes from, with ``Configuration/tls``.
+    let tls: TLSContext?
 
     /// A transport to `server` for clients of `dialect`.
     ///
@@ -84,7 +91,8 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
     /// A transport to the nodes `servers` of one cluster, for clients of `dialect`.
     ///
     /// - Throws: ``NetworkError/invalidAddress(_:reason:)`` when a server or a source address does not resolve;
-    ///   ``NetworkError/misuse(_:)`` for an empty list.
+    ///   ``NetworkError/misuse(_:)`` for an empty list; ``NetworkError/tls(_:)`` when TLS cannot be set up (its
+    ///   authorities unreadable).
     public init(
         servers: [SocketAddress],
         dialect: DialectName,
@@ -112,6 +120,16 @@ public final class TCPClientTransport: ClientTransport, PathAwareTransport, Send
             sources.append(resolved)
         }
         self.sources = sources
+        do {
+            tls = try configuration.tls.map { configuration throws(TLSError) in try TLSContext(client: configuration) }
+        } catch {
+            throw .tls(error)
+        }
+    }
+
+    /// The name a connection to server `index` asks for and checks the certificate against.
+    func serverName(of index: Int) -> String {
+        configuration.tls?.serverName ?? servers[index].host
     }
 
     // MARK: - ClientTransport

@@ -31,6 +31,10 @@ package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     private let perLoop: [LoopState]
     /// What each connection is allowed (its state's limits).
     let connectionLimits: ServerConnectionState.Limits
+    /// The TLS context of every connection accepted (``NetworkServer/Configuration/tls``); `nil` for plain TCP.
+    package let tls: TLSContext?
+    /// Why TLS could not be set up, which ``listen(on:)`` throws.
+    package let tlsError: TLSError?
 
     /// What one loop holds: its listener and its connections.
     final class LoopState: @unchecked Sendable {
@@ -74,6 +78,31 @@ package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
             maximumOutputBuffer: configuration.maximumOutputBuffer,
             mediaInterval: configuration.mediaInterval
         )
+        do {
+            tls = try configuration.tls.map { configuration throws(TLSError) in try TLSContext(server: configuration) }
+            tlsError = nil
+        } catch {
+            tls = nil
+            tlsError = error
+        }
+    }
+
+    /// A bufferevent for the accepted socket `fd` on `loop`: TLS's, answering the handshake, when the server has a
+    /// certificate; the socket's own otherwise. `nil` when none can be made (out of memory); `fd` is then still the
+    /// caller's.
+    package func bufferEvent(fd: Int32, on loop: LibeventLoop) -> OpaquePointer? {
+        if let tls { return tls.bufferEvent(fd: fd, on: loop.eventBase, connecting: false, serverName: nil) }
+        return bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
+    }
+
+    /// Whether `what`, a connection's event, is TLS's failure (a handshake that did not complete, a peer that spoke
+    /// no TLS): counts it and logs OpenSSL's reason.
+    package func noteTLSFailure(_ what: Int16, of bufferEvent: OpaquePointer?, peer: String) {
+        guard tls != nil, what & Sockets.error != 0, let bufferEvent,
+            let (_, reason) = TLSContext.failure(of: bufferEvent)
+        else { return }
+        statistics.add(.tlsHandshakesFailed)
+        logger.debug("TLS failed", metadata: ["peer": "\(peer)", "reason": "\(reason)"])
     }
 
     // MARK: - ServerTransport
@@ -106,6 +135,7 @@ package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
     /// the first loop that hands connections to the loops in turn. Returns the address bound (its port, when 0 was
     /// asked for). Called once.
     func listen(on address: SocketAddress) async throws(NetworkError) -> SocketAddress {
+        if let tlsError { throw .tls(tlsError) }
         var resolved = try address.resolved()
         let loops = configuration.acceptMode == .reusePort ? perLoop : [perLoop[0]]
         var bound: SocketAddress?
@@ -177,7 +207,8 @@ package final class TCPServerTransport: ServerTransport, @unchecked Sendable {
         let peer = peer.map(\.description) ?? "?"
         // Peeking for the first login reads RoomLink's frames: another protocol's connection is served where it
         // arrives, and its frames hop to their room's loop.
-        if configuration.servesOnRoomLoop, served == nil, perLoop.count > 1 {
+        // (Not under TLS: the stream is encrypted, and its session belongs to the bufferevent that shakes hands.)
+        if configuration.servesOnRoomLoop, served == nil, tls == nil, perLoop.count > 1 {
             let pending = PendingConnection(
                 fd: fd,
                 peer: peer,

@@ -8,7 +8,7 @@ import Foundation
 /// and the signed message (an Agora string: a salt, a time stamp, and each privilege with the Unix time it expires
 /// at, 0 for never). The signature is HMAC-SHA256, under the certificate, of the app ID, the channel, the user and
 /// the message; the channel and the user are not in the token, so it is checked against the ones a join names.
-public struct AgoraAccessToken: Sendable, Hashable {
+public struct AgoraAccessToken: AgoraJoinToken, Sendable, Hashable {
     /// The version prefix.
     public static let version = "006"
     static let appIDCharacters = 32
@@ -71,9 +71,7 @@ public struct AgoraAccessToken: Sendable, Hashable {
         guard Digests.isValidHMACSHA256(signature, for: signed, key: Data(certificate.utf8)) else {
             throw .badSignature
         }
-        guard let expiry = joinExpiry else { throw .noJoinPrivilege }
-        guard now < expiry else { throw .expired(at: expiry) }
-        return expiry
+        return try unexpiredJoin(now: now)
     }
 
     /// A token as Agora's `RtcTokenBuilder` makes it: `privileges` each expiring at a Unix time (0 for never), the

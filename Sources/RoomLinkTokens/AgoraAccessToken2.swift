@@ -17,7 +17,7 @@ import Foundation
 /// let read = try AgoraAccessToken2(token)
 /// try read.verify(certificate: certificate, appID: appID, channel: "room-1", user: "alice", now: now)
 /// ```
-public struct AgoraAccessToken2: Sendable, Hashable {
+public struct AgoraAccessToken2: AgoraJoinToken, Sendable, Hashable {
     /// An RTC privilege's number in the token.
     public enum Privilege: UInt16, Sendable, CaseIterable {
         case joinChannel = 1
@@ -107,9 +107,7 @@ public struct AgoraAccessToken2: Sendable, Hashable {
         guard let rtc else { throw .noJoinPrivilege }
         guard rtc.name == channel else { throw .wrongRoom(rtc.name) }
         guard rtc.user.isEmpty || rtc.user == "0" || rtc.user == user else { throw .wrongUser(rtc.user) }
-        guard let expiry = joinExpiry else { throw .noJoinPrivilege }
-        guard now < expiry else { throw .expired(at: expiry) }
-        return expiry
+        return try unexpiredJoin(now: now)
     }
 
     /// Whether the signature is the one `certificate` makes over the token's bytes (compared in constant time).

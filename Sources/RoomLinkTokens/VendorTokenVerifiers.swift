@@ -16,28 +16,45 @@ public struct AgoraTokenVerifier: TokenVerifier {
         guard let token, !token.isEmpty else { return .refused(reason: "no token") }
         let now = UInt64(clamping: unixTime)
         do throws(TokenError) {
-            let expiry =
-                if token.hasPrefix(AgoraAccessToken.version) {
-                    try AgoraAccessToken(token).verify(
-                        certificate: certificate,
-                        appID: appID,
-                        channel: roomID,
-                        user: userID,
-                        now: now
-                    )
-                } else {
-                    try AgoraAccessToken2(token).verify(
-                        certificate: certificate,
-                        appID: appID,
-                        channel: roomID,
-                        user: userID,
-                        now: now
-                    )
-                }
+            let parsed: any AgoraJoinToken =
+                token.hasPrefix(AgoraAccessToken.version) ? try AgoraAccessToken(token) : try AgoraAccessToken2(token)
+            let expiry = try parsed.verify(
+                certificate: certificate,
+                appID: appID,
+                channel: roomID,
+                user: userID,
+                now: now
+            )
             return .accepted(expiresAt: Int64(clamping: expiry))
         } catch {
             return .refused(reason: error.description)
         }
+    }
+}
+
+/// What Agora's two token formats share: a join privilege with its expiry, checked for a user joining a channel.
+public protocol AgoraJoinToken: Sendable {
+    /// When the join privilege expires (Unix seconds), or `nil` without one.
+    var joinExpiry: UInt64? { get }
+
+    /// Checks the token for `user` joining `channel` of app `appID` at Unix time `now`, signed with `certificate`;
+    /// returns when its join privilege expires.
+    func verify(
+        certificate: String,
+        appID: String,
+        channel: String,
+        user: String,
+        now: UInt64
+    ) throws(TokenError)
+        -> UInt64
+}
+
+extension AgoraJoinToken {
+    /// The join privilege's expiry, if it has one and it is after `now`.
+    func unexpiredJoin(now: UInt64) throws(TokenError) -> UInt64 {
+        guard let expiry = joinExpiry else { throw .noJoinPrivilege }
+        guard now < expiry else { throw .expired(at: expiry) }
+        return expiry
     }
 }
 

@@ -86,7 +86,13 @@ struct LiveKitKeysTests {
         let url = try WebhookURL(parsing: "http://127.0.0.1:8080/hook?x=1")
         #expect(url.host == "127.0.0.1" && url.port == 8080 && url.path == "/hook?x=1")
         #expect(try WebhookURL(parsing: "http://example.com").port == 80)
-        for bad in ["https://h/x", "h:80", "http://:80/x", "http://h:99999/x", "http://h:0/x", ""] {
+        // HTTPS: port 443 by default, and the Host header leaves it out as it leaves 80 out of http://.
+        let secure = try WebhookURL(parsing: "https://hooks.example.com/lk")
+        #expect(secure.isSecure && secure.port == 443 && secure.path == "/lk")
+        #expect(secure.description == "https://hooks.example.com/lk")
+        #expect(try WebhookURL(parsing: "HTTPS://[::1]:8443/").description == "https://[::1]:8443/")
+        #expect(try !WebhookURL(parsing: "http://h:443/x").isSecure)
+        for bad in ["ftp://h/x", "wss://h/x", "h:80", "http://:80/x", "https://h:99999/x", "http://h:0/x", ""] {
             #expect(throws: LiveKitKeysError.notAURL(bad)) { try WebhookURL(parsing: bad) }
         }
     }

@@ -54,8 +54,8 @@ class Server:
             line = self.process.stdout.readline()
             if not line or time.monotonic() > deadline:
                 raise RuntimeError("roomlink serve did not start")
-            if "admin API on http://" in line:
-                self.admin = line.split("http://")[1].split()[0]
+            if "admin API on http://" in line or "admin API on https://" in line:
+                self.admin = line.split("://")[1].split()[0]
             elif " on 127.0.0.1:" in line:
                 self.port = int(line.split(" on 127.0.0.1:")[1].split()[0])
 

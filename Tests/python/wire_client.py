@@ -12,10 +12,14 @@ import time
 class WireClient:
     """One connection to `roomlink serve`, speaking frames of `roomlink_pb2`."""
 
-    def __init__(self, pb, host, port, timeout=20.0):
+    def __init__(self, pb, host, port, timeout=20.0, tls=None, server_hostname=None):
+        """`tls`: an `ssl.SSLContext` to speak TLS with (`roomlink serve --tls-cert`), checking the certificate
+        against `server_hostname` (default: `host`)."""
         self.pb = pb
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_hostname=server_hostname or host)
         self.buffer = b""
 
     def close(self):

@@ -70,3 +70,4 @@ set_target_properties(Histogram PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${CMAKE
 
 # LiveKit's access tokens, webhook digests and the WebSocket handshake (RoomLinkLiveKit): OpenSSL's libcrypto.
 pkg_check_modules(LIBCRYPTO REQUIRED IMPORTED_TARGET libcrypto)
+pkg_check_modules(LIBEVENT_TLS REQUIRED IMPORTED_TARGET libevent_openssl libssl)

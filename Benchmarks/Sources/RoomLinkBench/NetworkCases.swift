@@ -29,6 +29,18 @@ struct Network: AsyncParsableCommand {
     @Option(help: "Seconds measured per heartbeat case, after as long again of warm-up.") var window = 10.0
     @Option(help: "Rounds (each runs every case once, alternating).") var rounds = 3
     @Option(help: "Loops (threads) each side runs on.") var loops = 2
+    @Flag(
+        help: """
+            Also storm serve over TLS (serve --tls-cert, the clients over tls://, the test certificates), beside the \
+            same storm in plain TCP: logins a second and a CPU-second of both processes, and serve's RSS per held \
+            connection.
+            """
+    )
+    var tls = false
+    @Option(help: "The folder of the test certificates (ca.pem, server.pem, server-key.pem) for --tls.")
+    var certificates = "../Tests/Fixtures/tls"
+    @Flag(help: "Only the storms in plain TCP and TLS (reusePort), with --tls: no raw C, no heartbeats.")
+    var tlsOnly = false
 
     func run() async throws {
         OpenFileLimit.raiseToHard()
@@ -38,6 +50,13 @@ struct Network: AsyncParsableCommand {
         )
         for round in 1...rounds {
             say("— round \(round)")
+            if tls {
+                // Plain and TLS side by side, alternating which goes first from round to round.
+                for secure in round.isMultiple(of: 2) ? [true, false] : [false, true] {
+                    say(try await roomLinkStorm(accept: .reusePort, tls: secure).line)
+                }
+                if tlsOnly { continue }
+            }
             // The storm and the memory.
             let raw = try rawStorm(own)
             say(raw.line)
@@ -65,12 +84,15 @@ struct Network: AsyncParsableCommand {
         var seconds: Double
         var latency: Histogram<UInt64>
         var bytesPerConnection: Double?
+        /// CPU seconds of both processes over the storm, when measured.
+        var cpuSeconds: Double?
 
         var line: String {
             let rate = Double(completed) / seconds
             let memory = bytesPerConnection.map { String(format: ", serve RSS %.0f B per connection", $0) } ?? ""
+            let cpu = cpuSeconds.map { String(format: ", %.0f per CPU-second", Double(completed) / $0) } ?? ""
             return String(
-                format: "storm %-22@ %6d ok %4d failed in %6.3f s: %7.0f /s, p50 %6.1f ms, p99 %6.1f ms%@",
+                format: "storm %-22@ %6d ok %4d failed in %6.3f s: %7.0f /s, p50 %6.1f ms, p99 %6.1f ms%@%@",
                 name as NSString,
                 completed,
                 failed,
@@ -78,7 +100,8 @@ struct Network: AsyncParsableCommand {
                 rate,
                 Double(latency.valueAtPercentile(50)) / 1e6,
                 Double(latency.valueAtPercentile(99)) / 1e6,
-                memory as NSString
+                memory as NSString,
+                cpu as NSString
             )
         }
     }
@@ -106,13 +129,20 @@ struct Network: AsyncParsableCommand {
         )
     }
 
-    private func roomLinkStorm(accept: NetworkServer.AcceptMode) async throws -> StormResult {
+    private func roomLinkStorm(accept: NetworkServer.AcceptMode, tls: Bool = false) async throws -> StormResult {
+        let certificates = URL(fileURLWithPath: self.certificates)
+        let tlsFlags =
+            tls
+            ? [
+                "--tls-cert", certificates.appendingPathComponent("server.pem").path,
+                "--tls-key", certificates.appendingPathComponent("server-key.pem").path,
+            ] : []
         let server = try Child.start(
             roomlink,
             [
                 "serve", "--listen", "127.0.0.1:0", "--loops", "\(loops)", "--accept", accept.rawValue, "--log-level",
                 "error",
-            ],
+            ] + tlsFlags,
             readyWhen: " loops "
         )
         defer { server.stop() }
@@ -125,10 +155,16 @@ struct Network: AsyncParsableCommand {
         let histogram: Histogram<UInt64>
         let completed: Int
         let bytes: Double
-        (seconds, histogram, completed, bytes) = try await LibeventLoopGroup.withLoopGroup(
+        let cpuBefore = ProcessCPU.now()
+        let serverBefore = server.cpuSeconds()
+        let cpu: Double
+        (seconds, histogram, completed, bytes, cpu) = try await LibeventLoopGroup.withLoopGroup(
             configuration: .init(loopCount: loops)
         ) { group in
-            let transport = try TCPClientTransport(server: address, dialect: .zego)
+            let configuration = TCPClientTransport.Configuration(
+                tls: tls ? TLSClientConfiguration(caFile: certificates.appendingPathComponent("ca.pem").path) : nil
+            )
+            let transport = try TCPClientTransport(server: address, dialect: .zego, configuration: configuration)
             let environment = ZegoClient.Environment(transport: transport, timings: timings, sink: recorder)
             let clients = (0..<self.clients).map { index in
                 ZegoClient(id: "u\(index)", loop: group.loop(for: "room-\(index % 150)"), environment: environment)
@@ -149,20 +185,22 @@ struct Network: AsyncParsableCommand {
             while recorder.done < clients.count, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
+            let cpu = Double(ProcessCPU.now() - cpuBefore) / 1e9 + server.cpuSeconds() - serverBefore
             try await Task.sleep(for: .milliseconds(500))
             let bytes = Double(server.residentBytes() - baseline) / Double(max(1, recorder.done))
             let summary = recorder.summary()
             for client in clients { await client.shutdown() }
             await transport.close()
-            return (summary.seconds, summary.histogram, recorder.done, bytes)
+            return (summary.seconds, summary.histogram, recorder.done, bytes, cpu)
         }
         return StormResult(
-            name: "serve (\(accept.rawValue))",
+            name: "serve (\(accept.rawValue))\(tls ? " TLS" : "")",
             completed: completed,
             failed: clients - completed,
             seconds: seconds,
             latency: histogram,
-            bytesPerConnection: bytes
+            bytesPerConnection: bytes,
+            cpuSeconds: cpu
         )
     }
 

@@ -232,7 +232,8 @@ public struct ConnectionReport: Sendable, Codable, Equatable {
     public var attempts: Int
     public var opened: Int
     public var loggedIn: Int
-    /// Failures by cause: `refused`, `timeout`, `reset`, `busy`, `auth`, `outOfPorts`, `outOfFiles`, `other`.
+    /// Failures by cause: `refused`, `timeout`, `reset`, `busy`, `auth`, `outOfPorts`, `outOfFiles`, `other`,
+    /// `tlsHandshake`, `certificate`.
     public var failures: [String: Int]
     /// The most connection attempts begun, and connections opened, in one second.
     public var attemptsPerSecondPeak: Int

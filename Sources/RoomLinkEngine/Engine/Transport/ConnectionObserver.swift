@@ -34,4 +34,9 @@ public enum ConnectionFailure: String, Sendable, Hashable, CaseIterable, Codable
     case outOfFiles
     /// Anything else (no route, unreachable network, …).
     case other
+    /// The TLS handshake failed: no version or cipher in common, or the other end does not speak TLS.
+    case tlsHandshake
+    /// The server's certificate did not verify: signed by an authority the client does not trust, expired, or
+    /// issued for another name.
+    case certificate
 }
