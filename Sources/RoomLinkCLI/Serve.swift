@@ -226,8 +226,7 @@ struct Serve: AsyncParsableCommand {
         let connections = OpenFileLimit.connections(loops: settings.loops, reserve: OpenFileLimit.serverReserve)
         say(
             "roomlink serve: \(settings.server.dialect.rawValue)\(settings.liveKitKeys == nil ? "" : " (LiveKit's protocol)") "
-                + (settings.server.tls == nil ? "" : "over TLS ")
-                + "on \(addresses.server) — \(settings.loops) loops "
+                + "on \(addresses.server)\(settings.server.tls == nil ? "" : " over TLS") — \(settings.loops) loops "
                 + "(\(settings.server.acceptMode.rawValue)); open-file limit \(openFiles): up to \(connections) "
                 + "connections"
         )
