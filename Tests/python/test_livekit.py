@@ -599,7 +599,7 @@ class RoomLinkClientsSpeakLiveKitTests(unittest.TestCase):
             (["--server", f"ws://{self.server.url}"], "--protocol livekit"),
             (["--server", self.server.url, "--protocol", "livekit"], "--keys"),
             (["--server", self.server.url, "--keys", f"{KEY}:{SECRET}"], "--keys needs --protocol livekit"),
-            (["--server", f"wss://{self.server.url}", "--protocol", "livekit", "--keys", "k:s"], "ws://"),
+            (["--server", f"tls://{self.server.url}", "--protocol", "livekit", "--keys", "k:s"], "ws://"),
             (["--protocol", "livekit"], "--protocol needs --server"),
             (["--route", "room"], "--route needs --server"),
             (["--server", self.server.url, "--protocol", "livekit", "--keys", "no-colon"], "--keys"),
