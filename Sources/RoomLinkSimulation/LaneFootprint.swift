@@ -8,7 +8,7 @@
 /// no faster at one or ten million clients (BENCHMARKS.md, issue 31's thirteenth part), and the lines past one
 /// client are often the next one's — made one after another, they log in one after another.
 ///
-/// These are layout facts: `LaneFootprintTests` reads the types' field offsets and fails when a field moves past
+/// These are layout facts: `ClientFootprintTests` reads the types' field offsets and fails when a field moves past
 /// them, so that whoever moves it updates the figure here.
 package enum LaneFootprint {
     /// A client, as the room answering it reads it: its header, its names and loop, and its member hint (byte 104).

@@ -8,9 +8,9 @@ public enum Transit: Sendable, Hashable {
     case refused
 }
 
-/// A simulated network: latency, jitter and loss for every message, and a link state per client.
+/// A network's conditions: latency, jitter and loss for every message, and a link state per client.
 ///
-/// A value confined to whoever owns it (the engine keeps one per simulation, or one per loop in real time). Every
+/// A value confined to whoever owns it (one per run in virtual time, or one per loop in real time). Every
 /// random draw comes from a `SeededRandom` stream per sending client, so the fate of a client's messages does not
 /// depend on how other clients' messages interleave — in virtual time the same seed gives the same network.
 public struct NetworkModel: Sendable {

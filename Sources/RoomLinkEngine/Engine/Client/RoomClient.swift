@@ -99,8 +99,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
 
     // Declared in this order on purpose: what a room reads of a client it answers (the names, the loop, the room
     // mode, the link and the member hint) before the client's state, and the small fields where they fill the bytes
-    // the wider ones leave. A transport may load a client's first bytes ahead of answering it; `LaneFootprintTests`
-    // fails if a field moves past what that covers, or the client grows past its allocator block.
+    // the wider ones leave. A transport may load a client's first bytes ahead of answering it; the footprint tests
+    // (`ClientFootprintTests`) fail if a field moves past what that covers, or the client grows past its allocator
+    // block.
 
     /// The device's name on the network and in the event log.
     public nonisolated let endpointID: String

@@ -1,9 +1,8 @@
 /// A client's rooms in join order, the first kept inline.
 ///
 /// Almost every client is in one room. As an array, that one room was an allocation of its own beside the client —
-/// 32 bytes of header and the allocator's rounding — and a second cold cache line on every heartbeat of a million
-/// clients; here it lives in the client's own storage, and only a second room (ZEGO's multi-room mode) starts an
-/// array.
+/// 32 bytes of header and the allocator's rounding — and a second allocation to read on every heartbeat; here it lives
+/// in the client's own storage, and only a second room (ZEGO's multi-room mode) starts an array.
 public struct RoomList: RandomAccessCollection, MutableCollection, Sendable {
     /// The first room, when ``tail`` is not `nil`; a vacant stand-in otherwise. Not an optional: a field read through
     /// `head!` copied the whole room (152 bytes, and retains) where a plain stored value is read in place.

@@ -1,6 +1,6 @@
 import RoomLinkRuntime
 
-// The seam between the engine and a network that runs in the same process (the simulation, `RoomLinkSimulation`).
+// The seam between the engine and a network that runs in the same process as its clients and rooms.
 //
 // The engine defines these protocols and never names what implements them: a client and a room reach an in-process
 // network, and a loop's batches of timers, through them alone. They are package-level, so an embedder's transport
@@ -36,8 +36,8 @@ package protocol InProcessTransport: ClientTransport {
     func carry(_ message: ServerMessage, from room: any RoomEndpoint, to client: any InProcessClient)
 }
 
-/// A loop that keeps the engine's fixed-delay timers in batches of its own, cheaper than a timer each: a
-/// simulation, whose batches come out in exactly the order its timers would have fired. The engine asks a loop
+/// A loop that keeps the engine's fixed-delay timers in batches of its own, cheaper than a timer each, whose batches
+/// come out in exactly the order its timers would have fired. The engine asks a loop
 /// whether it is one when a heartbeat starts and when a room is made; on any other loop it arms timers.
 package protocol BatchingLoop: RuntimeLoop {
     /// The batch that carries heartbeats of `interval` on this loop, or `nil` when it keeps none of that interval

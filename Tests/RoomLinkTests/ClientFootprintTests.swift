@@ -7,7 +7,7 @@ import Testing
 /// The bytes a simulation's lane loads of a delivery's other end (``LaneFootprint``) still cover the fields the
 /// deliveries read, and a client still fits its allocator block: read from the types' field offsets, so that moving
 /// a field past them fails here.
-@Suite struct LaneFootprintTests {
+@Suite struct ClientFootprintTests {
     /// Where each stored field of `type` ends, by name.
     static func fieldEnds(of type: AnyClass) -> [String: Int] {
         var ends: [String: Int] = [:]
