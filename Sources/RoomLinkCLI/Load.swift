@@ -78,6 +78,7 @@ struct Load: AsyncParsableCommand {
     @OptionGroup var clockOptions: ClockOptions
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
+    @OptionGroup(title: "Tokens (docs/cli.md)") var tokenOptions: TokenOptions
 
     func validate() throws {
         if let processes {
@@ -170,6 +171,7 @@ struct Load: AsyncParsableCommand {
             throw fail(error)
         }
         do {
+            playback.tokens = try tokenOptions.settings(dialect: scenario.dialect, remote: remoteOptions.server != nil)
             try remoteOptions.configure(&playback, for: scenario, capacityFlags: serverOptions)
         } catch {
             throw fail(error)

@@ -29,6 +29,8 @@ struct Playback {
     var faultWindows: [LoadReport.FaultWindow] = []
     /// `--dry-run`: check everything a run checks before it starts, say what would run, and stop there.
     var dryRun = false
+    /// Where the clients get their tokens (`--app-id`, `--token-url`, `--token-server`), if they fetch them.
+    var tokens: TokenSettings?
 
     /// Plays `scenario` (called `name` in messages): checks it, opens the destinations, runs it on the chosen clock,
     /// writes what it produced, and judges the run.
@@ -153,8 +155,13 @@ struct Playback {
         }
         defer { follower?.cancel() }
         do {
-            return try await options.withRuntime { [runner, progress, progressInterval, remote, sink] group in
+            return try await options.withRuntime { [runner, progress, progressInterval, remote, sink, tokens] group in
                 var runner = runner
+                if let tokens { runner.tokens = try await tokens.plan(
+                        on: group,
+                        seed: runner.scenario.seed,
+                        dialect: runner.scenario.dialect
+                    ) }
                 if let remote, let loops = group as? LibeventLoopGroup {
                     do {
                         try runner.playAgainst(remote, on: loops)
@@ -173,7 +180,9 @@ struct Playback {
             // Keep every event already produced: write what is buffered before reporting the failure.
             try? writer?.close()
             // A server the run could not play against is a flag's fault, said as such; anything else stopped it.
-            if let error = error as? RoomLinkError, error.field == "--server" { throw fail(error) }
+            if let error = error as? RoomLinkError, ["--server", "--token-url", "--token-ca"].contains(error.field) {
+                throw fail(error)
+            }
             throw fail(error, in: "the run stopped")
         }
     }

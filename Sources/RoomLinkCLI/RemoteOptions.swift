@@ -149,7 +149,8 @@ struct RemoteOptions: ParsableArguments {
             throw RoomLinkError(
                 code: .invalidInput,
                 field: "--keys",
-                message: "--protocol livekit needs --keys KEY:SECRET (the clients' tokens are signed with it)"
+                message: "--protocol livekit needs --keys KEY:SECRET (the clients' tokens are signed with it), "
+                    + "or --token-url (the app's token server makes them)"
             )
         }
         let key: (name: String, secret: String)
@@ -217,7 +218,8 @@ struct RemoteOptions: ParsableArguments {
         if wireProtocol == .livekit {
             target.makeTransport = try Self.liveKit(
                 servers: servers,
-                keys: keys,
+                // With fetched tokens every login carries its own, and the key signs none: any key will do.
+                keys: keys ?? (playback.tokens.map { _ in "unused:fetched-tokens-are-signed-by-the-token-server" }),
                 sources: sourceAddresses,
                 routing: routing,
                 tls: tls

@@ -24,6 +24,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
     @OptionGroup(title: "A real server (roomlink serve)") var comparisonOptions: ComparisonOptions
+    @OptionGroup(title: "Tokens (docs/cli.md)") var tokenOptions: TokenOptions
 
     func run() async throws {
         var scenario = try load()
@@ -37,6 +38,7 @@ struct Run: AsyncParsableCommand {
         playback.logsAttempts = output.attempts
         playback.dryRun = output.dryRun
         do {
+            playback.tokens = try tokenOptions.settings(dialect: scenario.dialect, remote: remoteOptions.server != nil)
             try remoteOptions.configure(
                 &playback,
                 for: scenario,

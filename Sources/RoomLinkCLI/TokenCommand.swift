@@ -125,46 +125,26 @@ struct TokenCommand: ParsableCommand {
             let lifetime = try seconds(lifetime, "--lifetime")
             let token: String
             do {
+                let key: VendorTokenMinter.Key
                 switch try app.vendor() {
                 case .agora(let certificate):
-                    guard let channel = app.room else {
+                    guard app.room != nil else {
                         throw fail("token make: --dialect agora needs --room (the channel)")
                     }
-                    let privilege = try privilegeLifetime.map { try seconds($0, "--privilege-lifetime") } ?? lifetime
-                    switch format {
-                    case "007":
-                        token = try AgoraAccessToken2.make(
-                            appID: app.appID,
-                            certificate: certificate,
-                            channel: channel,
-                            user: app.user,
-                            issuedAt: issued,
-                            lifetime: lifetime,
-                            privileges: [.joinChannel: privilege]
-                        )
-                    case "006":
-                        token = try AgoraAccessToken.make(
-                            appID: app.appID,
-                            certificate: certificate,
-                            channel: channel,
-                            user: app.user,
-                            timestamp: issued &+ lifetime,
-                            privileges: [.joinChannel: issued &+ privilege]
-                        )
-                    default:
+                    guard format == "007" || format == "006" else {
                         throw fail("token make: --format: 007 or 006, not '\(format)'")
                     }
+                    key = .agora(appID: app.appID, certificate: certificate, legacy: format == "006")
                 case .zego(let appID, let secret):
-                    let claims = ZegoToken04.Claims(
-                        appID: appID,
-                        userID: app.user,
-                        nonce: Int64(Int32.random(in: .min ... .max)),
-                        created: Int64(issued),
-                        expire: Int64(issued) + Int64(lifetime),
-                        payload: app.room.map { ZegoToken04.roomPayload($0) } ?? ""
-                    )
-                    token = try ZegoToken04.make(claims: claims, secret: secret)
+                    key = .zego(appID: appID, secret: secret)
                 }
+                token = try VendorTokenMinter(key).token(
+                    user: app.user,
+                    room: app.room,
+                    issuedAt: issued,
+                    lifetime: lifetime,
+                    privilegeLifetime: try privilegeLifetime.map { try seconds($0, "--privilege-lifetime") }
+                )
             } catch let error as TokenError {
                 throw fail("token make: \(error)")
             }

@@ -67,7 +67,9 @@ final class LiveKitClientConnection: @unchecked Sendable {
         var generator = SystemRandomNumberGenerator()
         for index in bytes.indices { bytes[index] = generator.next() }
         key = Data(bytes).base64EncodedString()
-        let target = channel.state.dial(login, token: transport.token(for: channel.state, hidden: login.hidden))
+        // A token the client fetched from the app's token server is its own; otherwise the transport mints one.
+        let token = login.token ?? transport.token(for: channel.state, hidden: login.hidden)
+        let target = channel.state.dial(login, token: token)
         let (address, index, host) = transport.address(for: client, room: channel.state.room)
         serverIndex = index
         transport.observer?.connectionAttempted(at: attemptStart)

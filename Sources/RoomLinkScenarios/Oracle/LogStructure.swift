@@ -167,6 +167,8 @@ struct LogStructure {
         self.events = events
         self.scenario = scenario
         self.tolerance = tolerance
+        var dialect = dialect
+        if scenario.tokensExpireOnTheirOwn { dialect.tokenWarning = nil }
         self.dialect = dialect
         var devices: [String: [String]] = [:]
         var userIDs: [String: String] = [:]

@@ -97,6 +97,13 @@ extension RunReport {
         } else {
             merged.connections = nil
         }
+        let tokens = reports.compactMap(\.tokens?.tally)
+        if tokens.count == reports.count, var tally = tokens.first {
+            for other in tokens.dropFirst() { tally.add(other) }
+            merged.tokens = TokenReport(tally)
+        } else {
+            merged.tokens = nil
+        }
         if let first = loads.first, first != nil {
             let tallies = loads.compactMap { $0?.tally }
             merged.load = LoadStatistics.report(merging: tallies, end: merged.scenarioSeconds, clients: merged.clients)

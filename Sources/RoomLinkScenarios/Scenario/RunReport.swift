@@ -67,6 +67,8 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var parts: Int = 1
     /// Against a real server: the connections' attempts, failures by cause and latencies.
     public var connections: ConnectionReport? = nil
+    /// When the clients fetched their tokens (`--token-url`, `--token-server`, `--app-id`): the token storm.
+    public var tokens: TokenReport? = nil
 }
 
 extension RunReport {

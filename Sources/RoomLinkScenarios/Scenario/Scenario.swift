@@ -140,6 +140,10 @@ public struct Scenario: Sendable, Equatable {
     /// Tokens by user ID: when present, a login whose token it does not list fails with the dialect's token error,
     /// and a token renewal with such a token is refused (the expiry it answered stays due).
     public var auth: AuthTable?
+    /// Whether the users' tokens carry their own expiry (a vendor's signed tokens, fetched or minted: `run|load
+    /// --token-url`, `--app-id`): the server then warns of expiries no timeline entry made, and the oracle's `token`
+    /// rule, which judges warnings by the timeline's `expireToken`s, does not apply. Not part of the scenario file.
+    public var tokensExpireOnTheirOwn = false
     /// Overrides of the dialect's default timings, by name (see ``Scenario/timingNames``).
     public var timings: [String: Duration] = [:]
     /// Overrides the dialect's default retry policy.

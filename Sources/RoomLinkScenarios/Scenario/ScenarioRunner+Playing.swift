@@ -78,6 +78,7 @@ extension ScenarioRunner {
             logsAttempts: logsAttempts,
             network: network,
             remote: remote,
+            tokens: tokens,
             shard: index,
             of: count
         )
@@ -92,6 +93,7 @@ extension ScenarioRunner {
         let origin = shard.origin
         statistics?.start(at: origin)
         remote?.connections?.start(at: origin)
+        tokens?.statistics.start(at: origin)
         world.server?.nodes?.start(at: origin)
         shard.world = world
         world.recorder.start(at: origin)

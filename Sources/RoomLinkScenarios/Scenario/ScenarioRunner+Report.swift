@@ -80,7 +80,8 @@ extension ScenarioRunner {
             interrupted: shards.contains(where: \.interrupted),
             servers: serverReport(worlds: worlds, shards: shards, load: serversLoad),
             timerLatenessTally: loops?.timerLatenessTally,
-            connections: connections
+            connections: connections,
+            tokens: tokens.map { TokenReport($0.statistics.tally(end: scenario.end.seconds)) }
         )
     }
 

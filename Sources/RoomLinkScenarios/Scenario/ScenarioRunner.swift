@@ -75,6 +75,30 @@ public struct ScenarioRunner: Sendable {
         }
     }
 
+    /// Where the clients get their tokens (`run|load --token-url`, `--app-id …`, `--token-server …`), and what the
+    /// in-process server checks them with; `nil`: the scenario's tokens, as given.
+    public var tokens: TokenPlan?
+
+    /// How a run's clients get their tokens.
+    public struct TokenPlan: Sendable {
+        /// Makes the token source of the clients on one share's loops.
+        public var source: @Sendable ([any RuntimeLoop]) -> any TokenSource
+        /// The vendor's token checks for the in-process server (the keys the tokens are minted with), if any.
+        public var verified: VerifiedTokens?
+        /// Counts the token storm for the report's `tokens`.
+        public var statistics: TokenStatistics
+
+        public init(
+            source: @escaping @Sendable ([any RuntimeLoop]) -> any TokenSource,
+            verified: VerifiedTokens? = nil,
+            statistics: TokenStatistics = TokenStatistics()
+        ) {
+            self.source = source
+            self.verified = verified
+            self.statistics = statistics
+        }
+    }
+
     /// What a run asks of its network: the scenario's conditions and seed, on the loops of one share.
     public struct NetworkPlan: Sendable {
         /// The scenario's `network`.

@@ -65,14 +65,17 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
         logsAttempts: Bool = false,
         network makeNetwork: (ScenarioRunner.NetworkPlan) -> any RoomTransport & NetworkFaults,
         remote: ScenarioRunner.RemoteServer? = nil,
+        tokens: ScenarioRunner.TokenPlan? = nil,
         shard: Int = 0,
         of shards: Int = 1
     ) {
         self.statistics = statistics
         self.shard = shard
         self.shards = shards
+        var judged = scenario
+        if tokens != nil { judged.tokensExpireOnTheirOwn = true }
         recorder = ScenarioRecorder(
-            scenario: scenario,
+            scenario: judged,
             forward: forward,
             users: scenario.users.count + (scenario.population?.clients ?? 0) / max(1, shards)
         )
@@ -90,6 +93,7 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
                 transport: local,
                 timings: timings.engine.server,
                 auth: scenario.auth,
+                tokens: tokens?.verified,
                 policy: scenario.server,
                 expectedRoomSize: scenario.population.flatMap(Self.roomSize(of:))
             )
@@ -103,7 +107,8 @@ final class ScenarioWorld<Dialect: RoomDialect>: Sendable {
             retryPolicy: scenario.retry ?? Dialect.defaultRetryPolicy,
             sink: recorder,
             observer: statistics,
-            logsAttempts: logsAttempts
+            logsAttempts: logsAttempts,
+            tokens: tokens.map { TokenSupply(source: $0.source(group.loops), observer: $0.statistics) }
         )
         var clients: [RoomClient<Dialect>?] = []
         var named: [String: Int] = [:]

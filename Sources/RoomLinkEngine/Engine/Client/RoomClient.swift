@@ -34,6 +34,9 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         public let logsAttempts: Bool
         /// What the clients' decisions go by (``RoomClientState/Rules``), made once.
         public let rules: RoomClientState.Rules
+        /// Where the clients get their tokens, if they fetch them (``TokenSource``): without it, a client logs in
+        /// with the token its app gave, and renews only when its app does.
+        public let tokens: TokenSupply?
         /// The sink and buffering every client's publisher shares.
         let publishing: EventPublisher<Dialect.Event>.Settings
         /// The dialect's entry into the engine, in an object of the environment's, called through a reference that is
@@ -70,7 +73,8 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             sink: (any EventSink<Dialect.Event>)? = nil,
             bufferingPolicy: AsyncStream<Stamped<Dialect.Event>>.Continuation.BufferingPolicy = .unbounded,
             observer: (any EngineObserver)? = nil,
-            logsAttempts: Bool = false
+            logsAttempts: Bool = false,
+            tokens: TokenSupply? = nil
         ) {
             self.observer = observer
             self.logsAttempts = logsAttempts
@@ -80,12 +84,15 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             self.retryPolicy = retryPolicy
             self.sink = sink
             self.bufferingPolicy = bufferingPolicy
-            self.rules = RoomClientState.Rules(
+            var rules = RoomClientState.Rules(
                 Dialect.self,
                 timings: timings.engine,
                 retryPolicy: retryPolicy,
                 logsAttempts: logsAttempts && sink != nil
             )
+            rules.fetchesTokens = tokens != nil
+            self.rules = rules
+            self.tokens = tokens
             self.publishing = EventPublisher.Settings(bufferingPolicy: bufferingPolicy, sink: sink)
             self.entriesObject = Entries(engine: Dialect.enginePath.enter, beat: Dialect.enginePath.beat)
             self.entries = UnretainedReference(entriesObject)
@@ -353,6 +360,18 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
             withState { $0.connectionChanged(event, room: roomID, at: now, rules: rules, perform: $1) }
         case .heartbeat:
             withState { $0.heartbeatDue(at: now, rules: rules, perform: $1) }
+        case .token(let answer):
+            withState {
+                $0.tokenFetched(
+                    answer.result,
+                    room: answer.roomID,
+                    session: answer.session,
+                    attempt: answer.attempt,
+                    at: now,
+                    rules: rules,
+                    perform: $1
+                )
+            }
         case .timer(let handle):
             if heartbeatBits == handle.rawValue {
                 withState { $0.heartbeatDue(at: now, rules: rules, perform: $1) }
@@ -384,7 +403,10 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         for index in state.rooms.indices {
             let found = state.rooms.readRoom(at: index) { room -> RoomClientState.Timer?? in
                 if room.attachment.timer == handle { return .some(room.timer.map { .room(room.roomID, $0) }) }
-                if room.attachment.notice == handle { return .some(.notice(room: room.roomID)) }
+                if room.attachment.notice == handle {
+                    // The slot holds an episode's notice, or a joined room's renewal (``RoomClientState/Timer``).
+                    return .some(room.noticeArmed ? .notice(room: room.roomID) : .renewal(room: room.roomID))
+                }
                 return .none
             }
             if let found { return found }
@@ -456,8 +478,35 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         case .ended:
             // The state cancelled the room's timers as it ended it; what is left to forget is its channel.
             attachment = RoomConnection.Attachment()
+        case .fetchToken(let roomID, let session, let attempt):
+            fetchToken(room: roomID, session: session, attempt: attempt)
         }
         return .sent
+    }
+
+    /// Asks the environment's token source for a token for `roomID`; the answer comes back on the client's loop, as
+    /// a later step (never inside this one), and is timed for the token observer.
+    private func fetchToken(room roomID: String, session: SessionID, attempt: UInt32) {
+        guard let tokens = environment.tokens else { return }
+        let started = loop.now
+        tokens.observer?.tokenFetchStarted(at: started)
+        let request = TokenRequest(userID: userID, roomID: roomID, dialect: Dialect.name)
+        tokens.source.fetchToken(for: request, on: loop) { [self] result in
+            let answer = TokenAnswer(result: result, roomID: roomID, session: session, attempt: attempt)
+            // A timer at once, even on the loop's thread: the source may answer inside the call that asked.
+            _ = try? loop.schedule(after: .zero) { [self] in
+                let now = loop.now
+                if let observer = environment.tokens?.observer {
+                    let failure: TokenFetchFailure.Cause? =
+                        switch result {
+                        case .success: nil
+                        case .failure(let failure): failure.cause
+                        }
+                    observer.tokenFetchEnded(failure: failure, latency: started.duration(to: now), at: now)
+                }
+                enter(.token(answer))
+            }
+        }
     }
 
     /// Puts `handle` (a timer just armed, or none) where `timer` is kept, cancelling the one it replaces.
@@ -472,7 +521,7 @@ public actor RoomClient<Dialect: RoomDialect>: RouteObserver, ClientChannel, Tim
         }
         switch timer {
         case .room: swap(&attachment.timer)
-        case .notice: swap(&attachment.notice)
+        case .notice, .renewal: swap(&attachment.notice)
         case .dataSilence: swap(&dataSilence)
         }
     }
@@ -521,6 +570,23 @@ enum ClientEntry {
     case heartbeat
     /// One of the client's timers on its loop (the heartbeat's, a room's, a notice's, the data silence's).
     case timer(TimerHandle)
+    /// The token source's answer to a fetch.
+    case token(TokenAnswer)
+}
+
+/// A token source's answer to one fetch of a room, boxed: the entry stays a few words.
+final class TokenAnswer: Sendable {
+    let result: Result<String, TokenFetchFailure>
+    let roomID: String
+    let session: SessionID
+    let attempt: UInt32
+
+    init(result: Result<String, TokenFetchFailure>, roomID: String, session: SessionID, attempt: UInt32) {
+        self.result = result
+        self.roomID = roomID
+        self.session = session
+        self.attempt = attempt
+    }
 }
 
 // MARK: - In one process

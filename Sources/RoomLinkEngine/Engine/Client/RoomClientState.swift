@@ -45,6 +45,9 @@ public struct RoomClientState: Sendable {
         case abandon(room: String)
         /// The client is done with `room`: it forgets the room's server and whatever it kept for it.
         case ended(room: String)
+        /// Ask the client's token source for a token for `room` (``Rules/fetchesTokens``); the answer comes back
+        /// through ``tokenFetched(_:room:session:attempt:at:rules:perform:)`` with the same session and attempt.
+        case fetchToken(room: String, session: SessionID, attempt: UInt32)
     }
 
     /// A timer the state asks for.
@@ -56,6 +59,9 @@ public struct RoomClientState: Sendable {
         /// The client's data stopped (a dialect that watches its data): when this fires, every joined room has
         /// lost its connection.
         case dataSilence
+        /// A joined room's renewal asks its token source again (its last fetch failed). Kept where the room's
+        /// notice is: a joined room arms no notice, and a room that loses its connection fetches before it logs in.
+        case renewal(room: String)
     }
 
     /// What many clients share and the state decides by: the engine's timings, the retry policy, and the few
@@ -81,6 +87,10 @@ public struct RoomClientState: Sendable {
         public var busyCode: Int64
         /// Whether each attempt's outcome becomes an ``Action/attemptEnded(_:)``.
         public var logsAttempts: Bool
+        /// Whether the clients get their tokens from a ``TokenSource``: a room fetches one before it logs in, when a
+        /// login with a token it used before is refused for its token, and when the server says the token will
+        /// expire (``Action/fetchToken(room:session:attempt:)``).
+        public var fetchesTokens = false
         /// When a reconnection episode gives up at the latest: the retry timeout, or the policy's `maxElapsed` if
         /// sooner; `nil` when only the policy's attempts end it.
         public let reconnectLimit: Duration?
@@ -156,6 +166,8 @@ public struct RoomClientState: Sendable {
         let session = newSession()
         let retry = rules.sharedRetryPolicy.withObject { $0.makeIterator(random: SeededRandom(seed: random.next())) }
         rooms.append(RoomConnection(roomID: roomID, options: options, session: session, now: now, retry: retry))
+        // A token the app passed is used first; without one, the first attempt fetches one.
+        if rules.fetchesTokens, options.token == nil { rooms[rooms.count - 1].tokenStep = .due }
         act(.report(.joining, room: roomID), perform)
         rooms[rooms.count - 1].episodeDeadline = now.advanced(by: rules.timings.loginTimeout)
         attempt(roomID, at: now, rules: rules, perform: perform)
@@ -251,6 +263,7 @@ public struct RoomClientState: Sendable {
             rooms[index].heard(at: now)
             // A late answer to an earlier attempt: the client gave up on it (and closed its connection).
             guard awaitsAnswer(at: index, to: attempt) else { return }
+            if rules.fetchesTokens, rooms[index].tokenStep == .fresh { rooms[index].tokenStep = .settled }
             attemptEnded(at: index, .ok, rules: rules, perform: perform)
             cancelTimer(of: index, perform: perform)
             cancelNotice(of: index, perform: perform)
@@ -260,6 +273,14 @@ public struct RoomClientState: Sendable {
             startHeartbeat(at: index, rules: rules, perform: perform)
         case .loginRejected(let session, let attempt, let reason):
             guard sessionOfRoom(at: index) == session, awaitsAnswer(at: index, to: attempt) else { return }
+            if rules.fetchesTokens, reason == .tokenInvalid, rooms[index].tokenStep == .settled {
+                // A token used before, refused: it expired while the client was away. The next attempt fetches a
+                // new one (a refusal of one just fetched is the token's own fault, and ends the room below).
+                cancelTimer(of: index, perform: perform)
+                rooms[index].tokenStep = .due
+                attemptFailed(roomID, .refused, at: now, rules: rules, perform: perform)
+                return
+            }
             attemptEnded(at: index, .refused, rules: rules, perform: perform)
             close(at: index, { .rejected(reason, from: $0) }, rules: rules, perform: perform)
         case .heartbeatAck(let session):
@@ -293,6 +314,10 @@ public struct RoomClientState: Sendable {
             guard sessionOfRoom(at: index) == session else { return }
             rooms[index].heard(at: now)
             act(.report(.tokenWillExpire(remaining: remaining), room: roomID), perform)
+            if rules.fetchesTokens, phaseOfRoom(at: index) == .joined, rooms[index].tokenStep == .settled {
+                rooms[index].tokenStep = .renewing
+                requestToken(at: index, perform: perform)
+            }
         case .busy(let session, let attempt, let retryAfter):
             // Admission control: a failed attempt whose next one waits at least as long as the server asked.
             guard sessionOfRoom(at: index) == session, awaitsAnswer(at: index, to: attempt) else { return }
@@ -428,6 +453,61 @@ public struct RoomClientState: Sendable {
         }
     }
 
+    // MARK: - Tokens
+
+    /// The client's token source answered the fetch of `roomID`'s `session` made for `attempt`
+    /// (``Action/fetchToken(room:session:attempt:)``); an answer the room no longer waits for is ignored.
+    ///
+    /// A token for a login is used at once; one for a renewal is sent to the server. A failed fetch for a login is a
+    /// failed attempt: the retry policy says when the next fetch goes, and gives up as it would on logins. A failed
+    /// renewal asks again after the policy's delay, while the policy allows; then the token runs out.
+    public mutating func tokenFetched(
+        _ result: Result<String, TokenFetchFailure>,
+        room roomID: String,
+        session: SessionID,
+        attempt: UInt32,
+        at now: RuntimeInstant,
+        rules: Rules,
+        perform: Perform
+    ) {
+        guard let index = index(of: roomID) else { return }
+        let (step, current, tag) = rooms.readRoom(at: index) { ($0.tokenStep, $0.session, $0.attempt) }
+        guard current == session, tag == attempt else { return }
+        switch (step, result) {
+        case (.fetching, .success(let token)):
+            cancelTimer(of: index, perform: perform)
+            rooms[index].options.token = token
+            rooms[index].tokenStep = .fresh
+            self.attempt(roomID, at: now, rules: rules, perform: perform)
+        case (.fetching, .failure):
+            cancelTimer(of: index, perform: perform)
+            rooms[index].tokenStep = .due
+            attemptFailed(roomID, .refused, at: now, rules: rules, perform: perform)
+        case (.renewing, .success(let token)):
+            rooms[index].tokenStep = .settled
+            rooms[index].renewalEnded()
+            _ = renew(token, roomID: roomID, perform: perform)
+        case (.renewing, .failure):
+            let retry = rules.sharedRetryPolicy.withObject { $0.makeIterator(random: SeededRandom(seed: random.next())) }
+            let delay = rooms[index].renewalFailed(at: now, retry: retry)
+            if let delay {
+                rooms[index].tokenStep = .renewalDue
+                _ = perform(.arm(.renewal(room: roomID), at: now.advanced(by: delay)), &rooms[index].attachment)
+            } else {
+                rooms[index].tokenStep = .settled
+                rooms[index].renewalEnded()
+            }
+        case (.settled, _), (.due, _), (.fresh, _), (.renewalDue, _):
+            return
+        }
+    }
+
+    /// Asks the token source for room `index`'s token, for its current session and attempt.
+    private mutating func requestToken(at index: Int, perform: Perform) {
+        let (roomID, session, tag) = rooms.readRoom(at: index) { ($0.roomID, $0.session, $0.attempt) }
+        _ = perform(.fetchToken(room: roomID, session: session, attempt: tag), &rooms[index].attachment)
+    }
+
     // MARK: - Time
 
     /// A heartbeat is due: each joined room that heard nothing for the silence timeout has lost its connection; the
@@ -486,6 +566,12 @@ public struct RoomClientState: Sendable {
                 guard let index = index(of: roomID), rooms[index].phase == .joined else { continue }
                 connectionLost(at: index, closed: false, cause: .silent, now: now, rules: rules, perform: perform)
             }
+        case .renewal(let roomID):
+            guard let index = index(of: roomID), rooms[index].tokenStep == .renewalDue,
+                rooms[index].phase == .joined
+            else { return }
+            rooms[index].tokenStep = .renewing
+            requestToken(at: index, perform: perform)
         case .notice(let roomID):
             guard let index = index(of: roomID), rooms[index].noticeArmed else { return }
             rooms[index].noticeArmed = false
@@ -550,6 +636,18 @@ public struct RoomClientState: Sendable {
             _ = perform(.closed(room: roomID, session: session), &rooms[index].attachment)
         }
         let retry = rules.sharedRetryPolicy.withObject { $0.makeIterator(random: SeededRandom(seed: random.next())) }
+        if joined, rules.fetchesTokens {
+            // A renewal under way is overtaken: the token is about to run out, so the reconnection fetches first.
+            switch rooms[index].tokenStep {
+            case .renewalDue:
+                _ = perform(.cancel(.renewal(room: roomID)), &rooms[index].attachment)
+                rooms[index].tokenStep = .due
+            case .renewing:
+                rooms[index].tokenStep = .due
+            case .settled, .due, .fetching, .fresh:
+                break
+            }
+        }
         if rooms[index].connectionLost(at: now, retry: retry) {
             act(.report(.lost(cause), room: roomID), perform)
             if rules.reconnectsInModes {
@@ -575,6 +673,27 @@ public struct RoomClientState: Sendable {
     /// Sends one login request for `roomID`, and arms its answer timeout.
     private mutating func attempt(_ roomID: String, at now: RuntimeInstant, rules: Rules, perform: Perform) {
         guard let index = index(of: roomID) else { return }
+        if rules.fetchesTokens {
+            switch rooms[index].tokenStep {
+            case .due:
+                // The token first: the fetch stands for this attempt, and its answer sends the login.
+                rooms[index].attempt &+= 1
+                rooms[index].tokenStep = .fetching
+                requestToken(at: index, perform: perform)
+                if rooms[index].episodeDeadline != nil {
+                    armAttemptTimer(at: index, after: nil, answer: false, now: now, perform: perform)
+                }
+                return
+            case .fetching:
+                // Still waiting for the token (the link came back meanwhile): only the deadline is armed again.
+                if rooms[index].episodeDeadline != nil {
+                    armAttemptTimer(at: index, after: nil, answer: false, now: now, perform: perform)
+                }
+                return
+            case .settled, .fresh, .renewing, .renewalDue:
+                break
+            }
+        }
         rooms[index].attempt &+= 1
         if rules.reconnectsInModes, rooms[index].isFullReconnectionDue(maxAttempts: rules.retryPolicy.maxAttempts) {
             let forgotten = rooms[index].switchToFull(session: newSession())
@@ -761,6 +880,10 @@ public struct RoomClientState: Sendable {
     /// Disarms the room's ``RoomTransition/stillLost`` notice, which belongs to its episode, not to an attempt.
     private mutating func cancelNotice(of index: Int, perform: Perform) {
         rooms.withRoom(at: index) { room in
+            if room.tokenStep == .renewalDue {
+                _ = perform(.cancel(.renewal(room: room.roomID)), &room.attachment)
+                room.tokenStep = .settled
+            }
             guard room.noticeArmed else { return }
             _ = perform(.cancel(.notice(room: room.roomID)), &room.attachment)
             room.noticeArmed = false

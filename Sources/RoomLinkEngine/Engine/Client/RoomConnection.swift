@@ -35,6 +35,9 @@ public struct RoomConnection: Sendable {
     public internal(set) var noticeArmed = false
     /// Whether a login request is waiting for its answer.
     var attemptInFlight = false
+    /// Where the room stands with its token, when its client fetches tokens (``TokenSource``): the sixth byte of
+    /// the word `options` leaves.
+    var tokenStep = TokenStep.settled
     public internal(set) var session: SessionID
     /// When the current join or reconnection episode began.
     public internal(set) var episodeStart: RuntimeInstant
@@ -176,6 +179,26 @@ public struct RoomConnection: Sendable {
         _ = retry.next(elapsed: .zero)
         episodeRetry = RetryBox(retry)
         return true
+    }
+
+    /// The renewal's fetch failed at `now`: how long until the next, by the client's retry policy — counted from
+    /// the first failure of this renewal, whose iterator the joined room keeps (it keeps none of its own) — or `nil`
+    /// when the policy allows no more (the token then runs out).
+    mutating func renewalFailed(at now: RuntimeInstant, retry newRetry: RetryPolicy.Iterator) -> Duration? {
+        guard phase == .joined else { return nil }
+        if episodeRetry == nil {
+            var retry = newRetry
+            _ = retry.next(elapsed: .zero)
+            episodeRetry = RetryBox(retry)
+            episodeStart = now
+        }
+        let elapsed = episodeStart.duration(to: now)
+        return modifyRetry { $0.next(elapsed: elapsed) } ?? nil
+    }
+
+    /// The renewal is done (or given up): the joined room forgets its retries.
+    mutating func renewalEnded() {
+        if phase == .joined { episodeRetry = nil }
     }
 
     /// Attempts the current episode has started, the first included.
