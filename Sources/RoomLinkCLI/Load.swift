@@ -185,7 +185,12 @@ struct Load: AsyncParsableCommand {
             do {
                 try plot.map { path throws(RoomLinkError) in
                     try OutputFile(path).write(
-                        load.svg(title: title, servers: result.servers, connections: result.connections)
+                        load.svg(
+                            title: title,
+                            servers: result.servers,
+                            connections: result.connections,
+                            tokens: result.tokens
+                        )
                     )
                 }
                 try timeseries.map { path throws(RoomLinkError) in
@@ -223,7 +228,8 @@ struct Load: AsyncParsableCommand {
         if let load = merged.load {
             do {
                 try plot.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(load.svg(title: title, servers: nil, connections: merged.connections))
+                    try OutputFile(path).write(load.svg(title: title, servers: nil, connections: merged.connections, tokens: merged.tokens)
+                    )
                 }
                 try timeseries.map { path throws(RoomLinkError) in
                     try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: merged.connections))

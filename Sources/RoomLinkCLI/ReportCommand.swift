@@ -44,7 +44,7 @@ struct ReportCommand: ParsableCommand {
                 do {
                     try plot.map { path throws(RoomLinkError) in
                         try OutputFile(path).write(
-                            load.svg(title: title, servers: nil, connections: merged.connections)
+                            load.svg(title: title, servers: nil, connections: merged.connections, tokens: merged.tokens)
                         )
                     }
                     try timeseries.map { path throws(RoomLinkError) in

@@ -15,11 +15,23 @@ extension LoadReport {
     /// The picture, with a panel for the servers' capacity when it was modelled, and one for the connections to a
     /// real server (attempts, opened and failed per second, and connections open) when there were any.
     public func svg(title: String, servers: ServerReport?, connections: ConnectionReport?) -> String {
+        svg(title: title, servers: servers, connections: connections, tokens: nil)
+    }
+
+    /// The picture, with the servers' and connections' panels when they apply, and one for the token storm when the
+    /// clients fetched their tokens: fetches begun, brought and failed per second.
+    public func svg(
+        title: String,
+        servers: ServerReport?,
+        connections: ConnectionReport?,
+        tokens: TokenReport?
+    ) -> String {
         let plot = Plot.self
         let mainHeight = 250.0
         let histogramTop = plot.top + mainHeight + 110
         var nextTop = histogramTop + 150 + 90
-        let height = Int(nextTop + (servers == nil ? 0 : 300) + (connections == nil ? 0 : 300))
+        let panels = [servers != nil, connections != nil, tokens != nil].filter { $0 }.count
+        let height = Int(nextTop + Double(panels * 300))
         var out = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(plot.width))" height="\(height)" \
             viewBox="0 0 \(Int(plot.width)) \(height)" font-family="sans-serif" font-size="12">
@@ -57,7 +69,11 @@ extension LoadReport {
             out += Self.serverPanel(servers, span: span, top: nextTop)
             nextTop += 300
         }
-        if let connections { out += Self.connectionPanel(connections, span: span, top: nextTop) }
+        if let connections {
+            out += Self.connectionPanel(connections, span: span, top: nextTop)
+            nextTop += 300
+        }
+        if let tokens { out += Self.tokenPanel(tokens, span: span, top: nextTop) }
         out += "</svg>\n"
         return out
     }
@@ -116,6 +132,32 @@ extension LoadReport {
                 .init("queue length (right)", "#a142f4", \.queue, right: true),
             ],
             caption: "servers: \(servers.policy)  \(verdict)"
+        )
+    }
+
+    /// Token fetches begun and brought per second, and those failed (their own scale, on the right).
+    private static func tokenPanel(_ tokens: TokenReport, span: Int, top: Double) -> String {
+        let rows = tokens.tally.seconds.filter { $0.second < span }
+        let rate = max(1, rows.map { max($0.fetches, $0.fetched) }.max() ?? 1)
+        let failed = max(1, rows.map(\.failed).max() ?? 1)
+        let causes = tokens.failures.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        return Plot.panel(
+            rows: rows,
+            second: \.second,
+            span: span,
+            top: top,
+            height: 180,
+            left: ("token fetches / s", rate),
+            right: ("failed / s", failed),
+            series: [
+                .init("fetches begun / s", "#9aa0a6", \.fetches, right: false),
+                .init("tokens brought / s", "#188038", \.fetched, right: false),
+                .init("failed / s (right)", "#c5221f", \.failed, right: true),
+            ],
+            caption: "token server: \(tokens.fetches) fetches, peak \(tokens.fetchesPerSecondPeak)/s; p50 "
+                + "\(Plot.number(tokens.latency.p50Ms)) ms, p99 \(Plot.number(tokens.latency.p99Ms)) ms"
+                + (causes.isEmpty ? "" : "; failed: \(causes)")
         )
     }
 

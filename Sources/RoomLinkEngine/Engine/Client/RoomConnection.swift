@@ -23,7 +23,7 @@ public struct RoomConnection: Sendable {
 
     // The layout packs a million clients' rooms, 144 bytes each (it was 192): the one-byte fields fill the five bytes
     // `options` leaves before the next word (a field starts at its predecessor's size, not its stride), then the
-    // words, and last the optional instant, whose tag's word holds the timer's kind and the attempt.
+    // words, and last the optional instant, whose tag's word holds the timer's kind, the token step and the attempt.
     public let roomID: String
     public internal(set) var options: JoinOptions
     public internal(set) var phase: Phase
@@ -35,9 +35,6 @@ public struct RoomConnection: Sendable {
     public internal(set) var noticeArmed = false
     /// Whether a login request is waiting for its answer.
     var attemptInFlight = false
-    /// Where the room stands with its token, when its client fetches tokens (``TokenSource``): the sixth byte of
-    /// the word `options` leaves.
-    var tokenStep = TokenStep.settled
     public internal(set) var session: SessionID
     /// When the current join or reconnection episode began.
     public internal(set) var episodeStart: RuntimeInstant
@@ -81,6 +78,9 @@ public struct RoomConnection: Sendable {
     public internal(set) var episodeDeadline: RuntimeInstant?
     /// What the room's one timer is armed for (``timer``), in a byte: its attempt or session is the room's own.
     private var timerKind: TimerKind?
+    /// Where the room stands with its token, when its client fetches tokens (``TokenSource``): in a byte the
+    /// attempt's alignment leaves after the timer's kind.
+    var tokenStep = TokenStep.settled
     /// Counts attempts, so that a timer of an earlier attempt, or a server's late answer to one, is ignored.
     var attempt: UInt32 = 0
 
