@@ -228,7 +228,8 @@ struct Load: AsyncParsableCommand {
         if let load = merged.load {
             do {
                 try plot.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(load.svg(title: title, servers: nil, connections: merged.connections, tokens: merged.tokens)
+                    try OutputFile(path).write(
+                        load.svg(title: title, servers: nil, connections: merged.connections, tokens: merged.tokens)
                     )
                 }
                 try timeseries.map { path throws(RoomLinkError) in

@@ -157,11 +157,13 @@ struct Playback {
         do {
             return try await options.withRuntime { [runner, progress, progressInterval, remote, sink, tokens] group in
                 var runner = runner
-                if let tokens { runner.tokens = try await tokens.plan(
+                if let tokens {
+                    runner.tokens = try await tokens.plan(
                         on: group,
                         seed: runner.scenario.seed,
                         dialect: runner.scenario.dialect
-                    ) }
+                    )
+                }
                 if let remote, let loops = group as? LibeventLoopGroup {
                     do {
                         try runner.playAgainst(remote, on: loops)

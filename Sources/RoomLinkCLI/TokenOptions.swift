@@ -64,7 +64,10 @@ struct TokenOptions: ParsableArguments {
             guard minter != nil else { throw invalid("--token-lifetime", "is for minted tokens: give --app-id") }
             let seconds = tokenLifetime.duration.components.seconds
             guard seconds >= 1, seconds <= Int64(UInt32.max) else {
-                throw invalid("--token-lifetime", "a whole number of seconds from 1 s to 136 years, not \(tokenLifetime)")
+                throw invalid(
+                    "--token-lifetime",
+                    "a whole number of seconds from 1 s to 136 years, not \(tokenLifetime)"
+                )
             }
         }
         for (flag, given) in [
@@ -130,7 +133,9 @@ struct TokenSettings: Sendable {
         let minted = minter.map {
             MintedTokenSource(minter: $0, lifetime: lifetime, unixTimeAtZero: unixTimeAtZero)
         }
-        let verified = verifiesInProcess ? minter.map { VerifiedTokens(verifier: $0.verifier, unixTimeAtZero: unixTimeAtZero) } : nil
+        let verified =
+            verifiesInProcess
+            ? minter.map { VerifiedTokens(verifier: $0.verifier, unixTimeAtZero: unixTimeAtZero) } : nil
         switch source {
         case .minted:
             guard let minted else { preconditionFailure("minted tokens without keys") }

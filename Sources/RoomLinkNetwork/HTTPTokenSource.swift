@@ -53,7 +53,9 @@ public final class HTTPTokenSource: TokenSource {
             if authority.hasPrefix("[") {
                 guard let close = authority.firstIndex(of: "]") else { throw invalid("unclosed '[' in '\(text)'") }
                 let after = authority[authority.index(after: close)...]
-                if after.hasPrefix(":") { portText = String(after.dropFirst()) } else if !after.isEmpty {
+                if after.hasPrefix(":") {
+                    portText = String(after.dropFirst())
+                } else if !after.isEmpty {
                     throw invalid("'\(authority)' is not HOST[:PORT]")
                 }
                 authority = String(authority[authority.index(after: authority.startIndex)..<close])
@@ -146,7 +148,9 @@ public final class HTTPTokenSource: TokenSource {
         completion: @escaping @Sendable (Result<String, TokenFetchFailure>) -> Void
     ) {
         guard let loop = loop as? LibeventLoop else {
-            return completion(.failure(TokenFetchFailure(.unavailable, "a token server is fetched from libevent loops")))
+            return completion(
+                .failure(TokenFetchFailure(.unavailable, "a token server is fetched from libevent loops"))
+            )
         }
         let fetches = loops.withLock { loops in
             if let fetches = loops[ObjectIdentifier(loop)] { return fetches }

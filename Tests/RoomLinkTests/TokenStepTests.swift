@@ -48,7 +48,11 @@ struct TokenStepTests {
             return recorder.take()
         }
 
-        mutating func fetched(_ result: Result<String, TokenFetchFailure>, for fetch: Fetch, at seconds: Double)
+        mutating func fetched(
+            _ result: Result<String, TokenFetchFailure>,
+            for fetch: Fetch,
+            at seconds: Double
+        )
             -> [Action]
         {
             let recorder = recorder
@@ -185,7 +189,9 @@ struct TokenStepTests {
         let fetch = Self.fetches(warned)
         #expect(fetch.count == 1)
         // A second warning while the renewal is on its way asks for nothing more.
-        #expect(Self.fetches(client.receive(.tokenWillExpire(session: session, remaining: .seconds(29)), at: 101)).isEmpty)
+        #expect(
+            Self.fetches(client.receive(.tokenWillExpire(session: session, remaining: .seconds(29)), at: 101)).isEmpty
+        )
         // The fetch fails: the renewal asks again after the policy's first delay (1 s), then its next (2 s).
         let failed = client.fetched(.failure(TokenFetchFailure(.timeout)), for: fetch[0], at: 105)
         #expect(Tests.armed(failed).map(\.0) == [.renewal(room: "r")])

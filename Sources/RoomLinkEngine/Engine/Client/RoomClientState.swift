@@ -488,7 +488,9 @@ public struct RoomClientState: Sendable {
             rooms[index].renewalEnded()
             _ = renew(token, roomID: roomID, perform: perform)
         case (.renewing, .failure):
-            let retry = rules.sharedRetryPolicy.withObject { $0.makeIterator(random: SeededRandom(seed: random.next())) }
+            let retry = rules.sharedRetryPolicy.withObject {
+                $0.makeIterator(random: SeededRandom(seed: random.next()))
+            }
             let delay = rooms[index].renewalFailed(at: now, retry: retry)
             if let delay {
                 rooms[index].tokenStep = .renewalDue
