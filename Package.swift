@@ -173,7 +173,7 @@ let package = Package(
             name: "RoomLink",
             dependencies: [
                 "RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkScenarios",
-                "RoomLinkWire", "RoomLinkNetwork",
+                "RoomLinkWire", "RoomLinkNetwork", "RoomLinkTokens",
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings

@@ -7,4 +7,5 @@
 @_exported public import RoomLinkRuntime
 @_exported public import RoomLinkScenarios
 @_exported public import RoomLinkSimulation
+@_exported public import RoomLinkTokens
 @_exported public import RoomLinkWire
