@@ -82,17 +82,12 @@ final class LiveKitClientConnection: @unchecked Sendable {
                 return
             }
         }
-        bufferEvent =
-            if let tls = transport.tls {
-                tls.bufferEvent(
-                    fd: fd,
-                    on: loop.eventBase,
-                    connecting: true,
-                    serverName: transport.configuration.tls?.serverName ?? transport.servers[index].host
-                )
-            } else {
-                bufferevent_socket_new(loop.eventBase, fd, Sockets.bufferEventOptions)
-            }
+        bufferEvent = TLSContext.clientBufferEvent(
+            transport.tls,
+            fd: fd,
+            on: loop.eventBase,
+            serverName: transport.configuration.tls?.serverName ?? transport.servers[index].host
+        )
         guard let bufferEvent else {
             if fd >= 0 { Glibc.close(fd) }
             failLater(.outOfFiles)
@@ -258,8 +253,7 @@ final class LiveKitClientConnection: @unchecked Sendable {
         } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
             if phase == .upgrading {
                 // Refused, or closed before the answer: the attempt failed (TLS's failure named as such).
-                let tlsFailure = transport.tls != nil ? bufferEvent.flatMap(TLSContext.failure(of:))?.0 : nil
-                let failure = tlsFailure ?? ConnectionFailure(errno: errno)
+                let failure = TLSContext.connectFailure(of: bufferEvent, tls: transport.tls)
                 finish(.refused, failure: failure == .other && what & Sockets.eof != 0 ? .reset : failure)
             } else {
                 finish(.closed(what & Sockets.eof != 0 ? .endOfStream : .reset))

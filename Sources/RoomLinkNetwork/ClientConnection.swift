@@ -63,17 +63,12 @@ final class ClientConnection: @unchecked Sendable {
                 return
             }
         }
-        bufferEvent =
-            if let tls = transport.tls {
-                tls.bufferEvent(
-                    fd: socket,
-                    on: loop.eventBase,
-                    connecting: true,
-                    serverName: transport.serverName(of: serverIndex)
-                )
-            } else {
-                bufferevent_socket_new(loop.eventBase, socket, Sockets.bufferEventOptions)
-            }
+        bufferEvent = TLSContext.clientBufferEvent(
+            transport.tls,
+            fd: socket,
+            on: loop.eventBase,
+            serverName: transport.serverName(of: serverIndex)
+        )
         guard let bufferEvent else {
             if socket >= 0 { Glibc.close(socket) }
             state.close()
@@ -256,8 +251,8 @@ final class ClientConnection: @unchecked Sendable {
             for room in rooms { client?.connectionChanged(.connected, room: room) }
         } else if what & (Sockets.eof | Sockets.error | Sockets.timeout) != 0 {
             if state.phase == .connecting {
-                let failure = transport.tls != nil ? bufferEvent.flatMap(TLSContext.failure(of:))?.0 : nil
-                transport.observer?.connectionFailed(failure ?? ConnectionFailure(errno: errno), at: loop.now)
+                let failure = TLSContext.connectFailure(of: bufferEvent, tls: transport.tls)
+                transport.observer?.connectionFailed(failure, at: loop.now)
                 finish(.refused)
             } else {
                 finish(.closed(what & Sockets.eof != 0 ? .endOfStream : .reset))

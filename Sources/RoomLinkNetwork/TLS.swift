@@ -70,15 +70,11 @@ package final class TLSContext: @unchecked Sendable {
     // Safe: `context` is set up in `init` and only read after (SSL_new takes a reference of its own), and OpenSSL's
     // contexts are safe to share between threads for that; it is freed in `deinit`, when no one holds this object.
     private let context: OpaquePointer
-    package let isServer: Bool
 
     /// A client's context: the system's authorities, or `configuration.caFile`'s, and peer verification on.
     package init(client configuration: TLSClientConfiguration) throws(TLSError) {
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw .openSSL(reason: Self.lastError()) }
+        let context = try Self.makeContext(TLS_client_method())
         self.context = context
-        isServer = false
-        _ = CLibeventTLS_setMinimumVersion12(context)
-        _ = CLibeventTLS_releaseBuffers(context)
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
         if let file = configuration.caFile {
             guard SSL_CTX_load_verify_locations(context, file, nil) == 1 else {
@@ -91,11 +87,8 @@ package final class TLSContext: @unchecked Sendable {
 
     /// A server's context: its certificate chain and key, checked to match.
     package init(server configuration: TLSServerConfiguration) throws(TLSError) {
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw .openSSL(reason: Self.lastError()) }
+        let context = try Self.makeContext(TLS_server_method())
         self.context = context
-        isServer = true
-        _ = CLibeventTLS_setMinimumVersion12(context)
-        _ = CLibeventTLS_releaseBuffers(context)
         guard SSL_CTX_use_certificate_chain_file(context, configuration.certificateFile) == 1 else {
             throw .cannotReadCertificate(file: configuration.certificateFile, reason: Self.lastError())
         }
@@ -121,6 +114,15 @@ package final class TLSContext: @unchecked Sendable {
 
     deinit {
         SSL_CTX_free(context)
+    }
+
+    /// A context of `method` with what every RoomLink context has: TLS 1.2 at least, and idle connections' buffers
+    /// released (`SSL_MODE_RELEASE_BUFFERS`: tens of kilobytes a held connection).
+    private static func makeContext(_ method: OpaquePointer?) throws(TLSError) -> OpaquePointer {
+        guard let context = SSL_CTX_new(method) else { throw .openSSL(reason: lastError()) }
+        _ = CLibeventTLS_setMinimumVersion12(context)
+        _ = CLibeventTLS_releaseBuffers(context)
+        return context
     }
 
     /// A bufferevent for `fd` (or, with `fd` -1, for a socket `bufferevent_socket_connect` will open) that speaks TLS
@@ -184,6 +186,25 @@ package final class TLSContext: @unchecked Sendable {
         }
         guard first != 0 else { return nil }
         return (.tlsHandshake, Self.describe(first))
+    }
+
+    /// The bufferevent of a connection a client opens on `fd`: over TLS when `tls` is given (the handshake asking
+    /// for, and checking, `serverName`), plain otherwise. RoomLink's and LiveKit's client connections open theirs so.
+    package static func clientBufferEvent(
+        _ tls: TLSContext?,
+        fd: Int32,
+        on base: OpaquePointer,
+        serverName: String
+    ) -> OpaquePointer? {
+        guard let tls else { return bufferevent_socket_new(base, fd, Sockets.bufferEventOptions) }
+        return tls.bufferEvent(fd: fd, on: base, connecting: true, serverName: serverName)
+    }
+
+    /// Why a client connection failed before it opened: TLS's cause when TLS was the reason (``failure(of:)``),
+    /// otherwise what `errno` says.
+    package static func connectFailure(of bufferEvent: OpaquePointer?, tls: TLSContext?) -> ConnectionFailure {
+        let failure = tls != nil ? bufferEvent.flatMap(failure(of:))?.0 : nil
+        return failure ?? ConnectionFailure(errno: errno)
     }
 
     /// OpenSSL's words for an error code.

@@ -329,6 +329,46 @@ class LiveKitSDKTests(unittest.TestCase):
 
         self.compare("leave RECONNECT (reconnect request)", fault, expect)
 
+    def test_the_sdk_connects_over_wss_trusting_the_test_authority_only(self):
+        """`serve --protocol livekit --tls-cert --tls-key`: LiveKit's SDK dials wss:// and reaches Connected when it
+        trusts the test authority (SSL_CERT_FILE, which its TLS stack reads), and fails when it trusts another."""
+        fixtures = os.path.join(ROOT, "Tests", "Fixtures", "tls")
+        helper = self.peer.lines[-1].split("listening on ")[1].strip()
+        secure = Process(
+            [base.ROOMLINK, "serve", "--listen", "127.0.0.1:0", "--log-level", "error", "--protocol", "livekit",
+             "--keys", f"{KEY}:{SECRET}", "--peer-helper", helper, "--tls-cert", os.path.join(fixtures, "server.pem"),
+             "--tls-key", os.path.join(fixtures, "server-key.pem")],
+            lambda lines: address(lines, " on 127.0.0.1:"),
+        )
+        port = int(address(secure.lines, " on 127.0.0.1:"))
+        script = (
+            "import asyncio, sys\n"
+            "from livekit import rtc\n"
+            "async def main():\n"
+            "    room = rtc.Room()\n"
+            "    try:\n"
+            "        await asyncio.wait_for(room.connect(sys.argv[1], sys.argv[2]), 20)\n"
+            "    except Exception as error:\n"
+            "        print('failed', type(error).__name__)\n"
+            "        return\n"
+            "    print('state', room.connection_state == rtc.ConnectionState.CONN_CONNECTED)\n"
+            "    await room.disconnect()\n"
+            "asyncio.run(main())\n"
+        )
+        try:
+            outcomes = {}
+            for authority in ("ca.pem", "other-ca.pem"):
+                environment = dict(os.environ, SSL_CERT_FILE=os.path.join(fixtures, authority))
+                result = subprocess.run(
+                    [sys.executable, "-c", script, f"wss://localhost:{port}", token("tls-" + authority, room="tls")],
+                    capture_output=True, text=True, timeout=90, env=environment,
+                )
+                outcomes[authority] = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+            self.assertEqual(outcomes["ca.pem"], "state True", outcomes)
+            self.assertTrue(outcomes["other-ca.pem"].startswith("failed"), outcomes)
+        finally:
+            secure.stop()
+
     def test_a_removal_ends_the_session_without_a_retry(self):
         async def fault(proxies):
             admin(self.livekit_admin, "/rooms/r1/kick", ["alice"])
