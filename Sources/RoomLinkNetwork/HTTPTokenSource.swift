@@ -14,7 +14,7 @@ import Glibc
 ///
 /// The answer is a 200 whose body is either JSON with the token in `"token"` (`{"token": "007eJx…"}`) or the token
 /// itself as plain text (one line; surrounding whitespace is ignored). Anything else is a failed fetch, by cause
-/// (``TokenFetchFailure/Cause``): no answer within ``timeout`` (counted on the client's clock), a refused connection,
+/// (`TokenFetchFailure.Cause`): no answer within ``timeout`` (counted on the client's clock), a refused connection,
 /// TLS, another status, a body without a token, a connection closed mid-answer.
 ///
 /// Each loop keeps a few kept-alive connections to the server and sends each fetch on the least busy; every

@@ -83,7 +83,7 @@ public struct MintedTokenSource: TokenSource {
     public let minter: VendorTokenMinter
     /// How long each token is good for.
     public let lifetime: Duration
-    /// The Unix time (seconds) at the clients' clock's zero: as the server's ``VerifiedTokens/unixTimeAtZero``.
+    /// The Unix time (seconds) at the clients' clock's zero: as the server's `VerifiedTokens.unixTimeAtZero`.
     public let unixTimeAtZero: Int64
 
     public init(minter: VendorTokenMinter, lifetime: Duration, unixTimeAtZero: Int64) {

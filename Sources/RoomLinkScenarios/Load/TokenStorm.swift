@@ -140,7 +140,7 @@ public final class ModelledTokenServer: TokenSource {
     }
 }
 
-/// The token storm as a load test sees it (a ``TokenFetchObserver``): fetches and their failures per second, failures
+/// The token storm as a load test sees it (a `TokenFetchObserver`): fetches and their failures per second, failures
 /// by cause, and how long fetches took.
 public final class TokenStatistics: TokenFetchObserver {
     private struct State {
@@ -216,7 +216,7 @@ public struct TokenTally: Sendable, Codable, Equatable {
     }
 
     public var seconds: [Second] = []
-    /// Failed fetches by cause (``TokenFetchFailure/Cause``'s raw values).
+    /// Failed fetches by cause (`TokenFetchFailure.Cause`'s raw values).
     public var failures: [String: Int] = [:]
     /// How long the fetches that brought a token took.
     public var latency = LatencyRecorder()
