@@ -32,6 +32,7 @@ except ImportError:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_tokens  # noqa: E402  (its app keys and its token04 generator)
+import test_livekit  # noqa: E402  (livekit-api's AccessToken, with its key and secret)
 
 FIXTURES = os.path.join(os.path.dirname(HERE), "Fixtures", "tls")
 CA = os.path.join(FIXTURES, "ca.pem")
@@ -108,6 +109,8 @@ class TokenServer:
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
     def token(self, user, room, dialect):
+        if dialect == "livekit":
+            return test_livekit.token(user, room=room)
         if dialect == "zego":
             now = int(time.time())
             payload = json.dumps({"room_id": room, "privilege": {"1": 1, "2": 1}, "stream_id_list": None})
@@ -185,6 +188,33 @@ class FetchedTokens(unittest.TestCase):
             tokens = report["tokens"]
             self.assertEqual((tokens["fetches"], tokens["fetched"], tokens["failed"]), (3, 3, 0), tokens)
             self.assertEqual(tokens["latency"]["count"], 3)
+        finally:
+            serve.terminate()
+            serve.communicate(timeout=30)
+            server.close()
+
+    def test_livekit_clients_dial_with_the_jwt_the_token_server_made(self):
+        """`run --server ws://… --protocol livekit --token-url` with no --keys: each client fetches the access token
+        livekit-api made, and `serve --protocol livekit` lets it in with it."""
+        server = TokenServer("json")
+        serve = subprocess.Popen(
+            [ROOMLINK, "serve", "--listen", "127.0.0.1:0", "--protocol", "livekit", "--keys",
+             f"{test_livekit.KEY}:{test_livekit.SECRET}", "--time-scale", "0.1", "--log-level", "warning"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            line = serve.stdout.readline()
+            address = next(word for word in line.split() if word.count(":") == 1 and word[0].isdigit())
+            with tempfile.TemporaryDirectory() as directory:
+                path = scenario_file(directory, "livekit", ["ann", "ben"], end="20s")
+                result, lines, report = run(path, directory, "--server", f"ws://{address}", "--protocol", "livekit",
+                                            "--time-scale", "0.1", "--token-url", server.url)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            connected = {line["user"] for line in lines
+                         if line.get("type") == "connectionState" and line.get("state") == "connected"}
+            self.assertEqual(connected, {"ann", "ben"})
+            self.assertEqual(sorted(server.users()), ["ann", "ben"])
+            self.assertEqual(report["tokens"]["fetched"], 2, report["tokens"])
         finally:
             serve.terminate()
             serve.communicate(timeout=30)
