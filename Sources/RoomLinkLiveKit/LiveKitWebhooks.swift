@@ -179,12 +179,13 @@ final class LiveKitWebhooks: RoomMembershipObserver, @unchecked Sendable {
     private func openConnections() {
         connections = configuration.urls.map { url in
             (0..<configuration.connectionsPerURL).compactMap { _ in
-                let made =
-                    if url.isSecure, let tls = configuration.tls {
-                        tls.httpConnection(on: loop.eventBase, host: url.host, port: url.port, serverName: nil)
-                    } else {
-                        evhttp_connection_base_new(loop.eventBase, nil, url.host, url.port)
-                    }
+                let made = TLSContext.httpConnection(
+                    url.isSecure ? configuration.tls : nil,
+                    on: loop.eventBase,
+                    host: url.host,
+                    port: url.port,
+                    serverName: nil
+                )
                 guard let connection = made else { return nil }
                 evhttp_connection_set_timeout(connection, Int32(configuration.timeout))
                 return connection

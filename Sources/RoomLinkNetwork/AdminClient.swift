@@ -131,17 +131,13 @@ public final class AdminClient: RoomAdministration, @unchecked Sendable {
     ) {
         let work: @Sendable () -> Void = { [self] in
             if connection == nil {
-                connection =
-                    if let tls {
-                        tls.httpConnection(
-                            on: loop.eventBase,
-                            host: address.host,
-                            port: address.port,
-                            serverName: serverName
-                        )
-                    } else {
-                        evhttp_connection_base_new(loop.eventBase, nil, address.host, address.port)
-                    }
+                connection = TLSContext.httpConnection(
+                    tls,
+                    on: loop.eventBase,
+                    host: address.host,
+                    port: address.port,
+                    serverName: serverName
+                )
                 if let connection { evhttp_connection_set_timeout(connection, 30) }
             }
             let context = Unmanaged.passRetained(Completion(completion)).toOpaque()

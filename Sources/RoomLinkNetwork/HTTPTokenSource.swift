@@ -180,18 +180,15 @@ public final class HTTPTokenSource: TokenSource {
     }
 
     fileprivate func makeConnection(on loop: LibeventLoop) -> OpaquePointer? {
-        let connection =
-            if let tls {
-                tls.httpConnection(
-                    on: loop.eventBase,
-                    host: endpoint.host,
-                    port: endpoint.port,
-                    serverName: serverName
-                )
-            } else {
-                evhttp_connection_base_new(loop.eventBase, nil, endpoint.host, endpoint.port)
-            }
-        guard let connection else { return nil }
+        guard
+            let connection = TLSContext.httpConnection(
+                tls,
+                on: loop.eventBase,
+                host: endpoint.host,
+                port: endpoint.port,
+                serverName: serverName
+            )
+        else { return nil }
         // libevent's own limits, behind the client's timeout: a body no token needs, and a connection that hangs
         // is given up on by the client first.
         evhttp_connection_set_max_body_size(connection, 65_536)

@@ -253,6 +253,19 @@ extension TLSContext {
         return evhttp_connection_base_bufferevent_new(base, nil, bufferEvent, host, port)
     }
 
+    /// An evhttp connection to `host`:`port` a client opens: over TLS when `tls` is given (asking for `serverName`,
+    /// or the host), plain otherwise. The admin client, the webhooks and the token fetches open theirs so.
+    package static func httpConnection(
+        _ tls: TLSContext?,
+        on base: OpaquePointer,
+        host: String,
+        port: UInt16,
+        serverName: String?
+    ) -> OpaquePointer? {
+        guard let tls else { return evhttp_connection_base_new(base, nil, host, port) }
+        return tls.httpConnection(on: base, host: host, port: port, serverName: serverName)
+    }
+
     /// Makes the evhttp server `http` answer over TLS: each connection it accepts gets a bufferevent of this
     /// context's. The context must outlive `http`.
     package func serveHTTPS(_ http: OpaquePointer) {

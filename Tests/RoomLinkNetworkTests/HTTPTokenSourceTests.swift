@@ -132,8 +132,9 @@ struct HTTPTokenSourceTests {
         #expect(path == "/v1/token?user=a%20b%2F%C3%A9&room=room%231&vendor=agora")
         #expect(try HTTPTokenSource.Endpoint(parsing: "http://[::1]/t").host == "::1")
         #expect(try HTTPTokenSource.Endpoint(parsing: "http://h?u={user}").pathTemplate == "/?u={user}")
-        for bad in ["ftp://h/t", "h:80/t", "http:///t", "http://h:0/t", "http://h:99999/t", "http://u@h/t", "http://h/a b"]
-        {
+        for bad in [
+            "ftp://h/t", "h:80/t", "http:///t", "http://h:0/t", "http://h:99999/t", "http://u@h/t", "http://h/a b",
+        ] {
             #expect(throws: RoomLinkError.self, "\(bad)") { try HTTPTokenSource.Endpoint(parsing: bad) }
         }
     }
