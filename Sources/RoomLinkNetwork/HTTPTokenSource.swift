@@ -159,7 +159,8 @@ public final class HTTPTokenSource: TokenSource {
             return fetches
         }
         let path = endpoint.path(for: request)
-        loop.runSoon { fetches.start(path: path, completion: completion) }
+        // The source lives until the fetch has started: its loop's table reads it unowned, and closes once it goes.
+        loop.runSoon { [self] in withExtendedLifetime(self) { fetches.start(path: path, completion: completion) } }
     }
 
     /// Fetches a token for a probe user at start (`roomlink run|load` before its clients start): whether the server
@@ -204,7 +205,7 @@ public final class HTTPTokenSource: TokenSource {
 
 /// One loop's connections to the token server and its fetches in flight: made, used and freed on the loop's thread.
 private final class LoopFetches: @unchecked Sendable {
-    // Safe: every method but `close()` runs on `loop`'s thread (`fetchToken` hops there); `close()` hops there too.
+    // Safe: every method runs on `loop`'s thread (`fetchToken` hops there, and so does `close()`'s work).
     // The registry below holds the object, so that a libevent callback finds it by number, never by a pointer that
     // may have gone.
     unowned let source: HTTPTokenSource
@@ -235,11 +236,15 @@ private final class LoopFetches: @unchecked Sendable {
 
     /// Frees the connections on the loop (their requests' callbacks find no fetch, and do nothing).
     func close() {
-        let slot = slot
-        let connections = UncheckedConnections(connections)
         FetchRegistry.remove(slot)
-        loop.execute {
-            for connection in connections.value { if let connection { evhttp_connection_free(connection) } }
+        // On the loop, where the connections and fetches are only ever touched: a fetch still waiting fails now, and
+        // its timer, firing later, finds nothing to free.
+        loop.execute { [self] in
+            for connection in connections { if let connection { evhttp_connection_free(connection) } }
+            connections = connections.map { _ in nil }
+            let waiting = pending.values
+            pending.removeAll()
+            for fetch in waiting { fetch.completion(.failure(TokenFetchFailure(.unavailable, "the source closed"))) }
         }
     }
 
@@ -372,13 +377,6 @@ private enum FetchRegistry {
         let slot = bits >> 40
         return table.withLock { $0.entries[slot] }.map { ($0, bits & (1 << 40 - 1)) }
     }
-}
-
-/// Connections handed to their loop to be freed there.
-private struct UncheckedConnections: @unchecked Sendable {
-    // Safe: the sender never touches them again; the loop frees them.
-    let value: [OpaquePointer?]
-    init(_ value: [OpaquePointer?]) { self.value = value }
 }
 
 private func tokenAnswered(_ request: OpaquePointer?, _ tag: UnsafeMutableRawPointer?) {

@@ -128,6 +128,19 @@ struct HTTPTokenSourceTests {
             }
             #expect(try await Self.fetch(source, user: "text", on: loop).get() == "tok-text")
             #expect(server.requests.load(ordering: .relaxed) == 7)
+            // A source that goes while a fetch waits fails the fetch at once.
+            var doomed: HTTPTokenSource? = try HTTPTokenSource(endpoint: endpoint, timeout: .seconds(600))
+            let answer = LockedBox<Result<String, TokenFetchFailure>?>(nil)
+            let request = TokenRequest(userID: "hang", roomID: "r", dialect: .zego)
+            doomed?.fetchToken(for: request, on: loop) { result in answer.withLock { $0 = result } }
+            try await NetworkTest.until("the fetch is on its way") { server.requests.load(ordering: .relaxed) == 8 }
+            doomed = nil
+            try await NetworkTest.until("the dropped source fails its fetch") { answer.withLock { $0 != nil } }
+            if case .failure(let failure) = answer.withLock({ $0 }) {
+                #expect(failure.cause == .unavailable)
+            } else {
+                Issue.record("a dropped source's fetch got a token")
+            }
             // A server that is not there: refused, and the probe says so.
             let closed = try HTTPTokenSource(endpoint: HTTPTokenSource.Endpoint(parsing: "http://127.0.0.1:1/t"))
             #expect(await closed.probe(on: loop, dialect: .zego)?.cause == .refused)
