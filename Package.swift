@@ -105,8 +105,10 @@ let package = Package(
         .target(
             name: "RoomLinkNetwork",
             dependencies: [
-                "CLibevent", "CLibeventTLS", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkWire",
+                "CLibevent", "CLibeventTLS", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkWire", "RoomLinkTokens",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             exclude: ["CMakeLists.txt"],

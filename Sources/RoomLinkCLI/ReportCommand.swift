@@ -6,8 +6,8 @@ import RoomLink
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Work with run reports (--report files of run and load).",
-        subcommands: [Merge.self]
+        abstract: "Work with run reports (--report files of run and load), and check a callback receiver.",
+        subcommands: [Merge.self, Callbacks.self]
     )
 
     /// `roomlink report merge`: the report of several generator processes' runs, as one.
@@ -57,6 +57,48 @@ struct ReportCommand: ParsableCommand {
                 throw fail("report merge: --plot and --timeseries need load reports")
             }
             try Playback.failOnViolations(merged)
+        }
+    }
+
+    /// `roomlink report callbacks`: a receiver's room lists against the truth `serve --callback-truth` wrote.
+    struct Callbacks: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check a callback receiver's room lists against serve's --callback-truth (docs/callbacks.md).",
+            discussion: """
+                VIEW is the receiver's final lists, {"rooms": {"room": ["user", …]}}, taken once serve's callbacks \
+                have settled (roomlink_callbacks_pending 0). Says which users the receiver wrongly holds or wrongly \
+                dropped, per room, since when, and why: a callback the vendor lost, one still on its way, callbacks \
+                played out of order or twice (disorder), or none of these (the receiver). Exit status 0 when the \
+                lists match, 1 when they do not, 2 on bad input.
+                """
+        )
+
+        @Argument(help: "The truth serve wrote (--callback-truth, JSON Lines).") var truth: String
+        @Argument(help: "The receiver's room lists (JSON).") var view: String
+        @Option(help: "Whose deliveries to read, when the truth has several receivers (their URL).")
+        var receiver: String?
+        @Flag(help: "Write the audit as JSON on standard output.") var json = false
+
+        func run() throws {
+            let audit: CallbackAudit
+            do {
+                let truthBytes = try InputFile(truth, as: "the callback truth", limit: InputFile.eventLogLimit).read()
+                let viewBytes = try InputFile(view, as: "the receiver's view", limit: InputFile.scenarioLimit).read()
+                do {
+                    audit = try CallbackAudit(truth: truthBytes, view: viewBytes, receiver: receiver)
+                } catch {
+                    throw RoomLinkError(code: .invalidInput, message: "report callbacks: \(error)")
+                }
+            } catch {
+                throw fail(error)
+            }
+            if json {
+                let data = try JSONSerialization.data(withJSONObject: audit.json, options: [.sortedKeys, .prettyPrinted])
+                StandardStream.output.write(String(decoding: data, as: UTF8.self) + "\n")
+            } else {
+                StandardStream.output.write(audit.text + "\n")
+            }
+            if !audit.matches { throw ExitCode(1) }
         }
     }
 }

@@ -102,6 +102,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "How often the node refreshes its members' leases in Redis (default 2s).")
     var leasePeriod: DurationArgument?
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
+    @OptionGroup(title: "Room callbacks to the app's backend (docs/callbacks.md)") var callbackOptions: CallbackOptions
 
     func run() async throws {
         // Before anything can say the server is ready: a stop asked for from then on is heard.
@@ -165,6 +166,10 @@ struct Serve: AsyncParsableCommand {
             }
         )
         if let presence { say("roomlink serve: \(presence.summary)") }
+        if let callbacks = node.server.callbacks {
+            callbacks.finish()
+            say("roomlink serve: \(callbacks.statistics.summary)")
+        }
         say(
             "roomlink serve: stopped — \(statistics[.connectionsAccepted]) connections, "
                 + "\(statistics[.loginRequests]) logins (\(statistics[.loginsAccepted]) accepted, "
@@ -177,15 +182,29 @@ struct Serve: AsyncParsableCommand {
 
     /// The server `settings` describe: LiveKit's protocol with its keys, or RoomLink's own.
     private func makeServer(_ settings: ServeSettings, group: LibeventLoopGroup) throws -> NetworkServer {
+        var callbacks: RoomCallbacks?
+        if let (callbackSettings, format) = settings.callbacks {
+            do {
+                callbacks = try RoomCallbacks(settings: callbackSettings, format: format, loop: group.eventLoops[0])
+            } catch {
+                if case .tls = error {
+                    throw fail(RoomLinkError(code: .invalidInput, field: "--ca", message: "--ca: \(error)"))
+                }
+                throw fail(
+                    RoomLinkError(code: .ioFailure, field: "--callback-truth", message: "--callback-truth: \(error)")
+                )
+            }
+        }
         guard let keys = settings.liveKitKeys else {
-            return NetworkServer(group: group, configuration: settings.server)
+            guard let callbacks else { return NetworkServer(group: group, configuration: settings.server) }
+            return NetworkServer(group: group, configuration: settings.server, callbacks: callbacks)
         }
         do {
             return try NetworkServer.liveKit(
                 group: group,
                 configuration: settings.server,
                 keys: keys,
-                webhooks: settings.webhooks,
+                callbacks: callbacks,
                 peerHelper: settings.peerHelper,
                 pingTimeout: settings.clientSilenceTimeout,
                 tokenRefresh: settings.tokenRefresh

@@ -19,6 +19,8 @@ struct ServeSettings {
     var liveKitKeys: LiveKitKeys?
     /// LiveKit's webhooks (`--webhook`).
     var webhooks: LiveKitWebhookSettings?
+    /// The room callbacks to the app's backend (`--callback`, and LiveKit's `--webhook`), and their vendor's wording.
+    var callbacks: (CallbackSettings, any CallbackFormat)?
     /// Where `scripts/livekit-peer` listens (`--peer-helper`).
     var peerHelper: SocketAddress?
     /// How often a LiveKit participant is sent a refreshed token (`--token-refresh`).
@@ -124,11 +126,18 @@ struct ServeSettings {
             policy: policy
         )
         server.tokenVerifier = verifier
-        if flags.ca != nil, webhooks == nil {
+        callbacks = try flags.callbackOptions.settings(
+            dialect: dialect,
+            appID: flags.appID,
+            webhooks: webhooks,
+            keys: liveKitKeys,
+            ca: flags.ca
+        )
+        if flags.ca != nil, callbacks == nil {
             throw RoomLinkError(
                 code: .invalidInput,
                 field: "--ca",
-                message: "--ca: serve calls no https:// URL here (it is for --webhook https://…)"
+                message: "--ca: serve calls no https:// URL here (it is for --callback or --webhook https://…)"
             )
         }
         switch (flags.tlsCert, flags.tlsKey) {

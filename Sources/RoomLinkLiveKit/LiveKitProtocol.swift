@@ -109,7 +109,8 @@ public struct LiveKitWebhookSettings: Sendable, Equatable {
 extension NetworkServer {
     /// A server of LiveKit's protocols (docs/livekit.md): signalling on `GET /rtc` (protobuf over WebSocket) and
     /// `/rtc/validate`, the room service (Twirp), with access tokens signed by one of `keys`, in front of the same
-    /// rooms as RoomLink's own protocol, and `webhooks` when given. With a `peerHelper` (`scripts/livekit-peer`),
+    /// rooms as RoomLink's own protocol, and `webhooks` when given (or `callbacks`, made with a
+    /// ``LiveKitCallbackFormat``, which then take their place). With a `peerHelper` (`scripts/livekit-peer`),
     /// the SDKs' offers are answered, so that their peer connections — and their rooms — connect. The join response
     /// tells clients the configuration's heartbeat interval and `pingTimeout` (the client's side; the server removes
     /// a silent participant after its own heartbeat timeout); every `tokenRefresh` (scenario time, as the timings;
@@ -122,6 +123,7 @@ extension NetworkServer {
         configuration: Configuration,
         keys: LiveKitKeys,
         webhooks: LiveKitWebhookSettings? = nil,
+        callbacks: RoomCallbacks? = nil,
         peerHelper: SocketAddress? = nil,
         pingTimeout: Duration = LiveKitTimings.default.pingTimeout,
         tokenRefresh: Duration = .seconds(300)
@@ -131,28 +133,31 @@ extension NetworkServer {
             LiveKitPeerHelper(address: $0, loop: group.eventLoops[0], logger: configuration.logger)
         }
         let served = LiveKitProtocol(keys: keys, pingTimeout: pingTimeout, tokenRefresh: tokenRefresh, peers: peers)
-        var observer: LiveKitWebhooks?
-        if let webhooks {
+        var observer = callbacks
+        if observer == nil, let webhooks {
             guard let secret = keys.secrets[webhooks.apiKey] else { throw .unknownKey(webhooks.apiKey) }
-            var tls: TLSContext?
-            if webhooks.urls.contains(where: \.isSecure) {
+            var urls: [HTTPTokenSource.Endpoint] = []
+            for url in webhooks.urls {
                 do {
-                    tls = try TLSContext(client: webhooks.tls)
+                    urls.append(try HTTPTokenSource.Endpoint(parsing: url.description, flag: "--webhook"))
                 } catch {
-                    throw .webhookTLS(error)
+                    throw .notAURL(url.description)
                 }
             }
-            observer = LiveKitWebhooks(
-                configuration: .init(
-                    urls: webhooks.urls,
-                    apiKey: webhooks.apiKey,
-                    secret: secret,
-                    queueCapacity: webhooks.queueCapacity,
-                    tls: tls
-                ),
-                loop: group.eventLoops[0],
-                logger: configuration.logger
-            )
+            do {
+                observer = try RoomCallbacks(
+                    settings: CallbackSettings(
+                        urls: urls,
+                        rules: .vendor(.livekit, capacity: webhooks.queueCapacity),
+                        tls: webhooks.tls
+                    ),
+                    format: LiveKitCallbackFormat(apiKey: webhooks.apiKey, secret: secret),
+                    loop: group.eventLoops[0]
+                )
+            } catch {
+                guard case .tls(let error) = error else { throw .notAURL(webhooks.urls.map(\.description).joined()) }
+                throw .webhookTLS(error)
+            }
         }
         let server = NetworkServer(
             group: group,
@@ -160,7 +165,7 @@ extension NetworkServer {
             served: served,
             membershipObserver: observer
         )
-        observer?.count(in: server.statistics)
+        observer?.countWebhooks(in: server.statistics)
         served.rooms = server.rooms
         return server
     }

@@ -30,10 +30,10 @@ public final class HTTPTokenSource: TokenSource {
 
         /// Reads `http://` or `https://HOST[:PORT][/PATH][?QUERY]`, placeholders anywhere in the path or query.
         ///
-        /// - Throws: `RoomLinkError` naming `--token-url` and what is wrong.
-        public init(parsing text: String) throws(RoomLinkError) {
+        /// - Throws: `RoomLinkError` naming `flag` (the option the URL came from) and what is wrong.
+        public init(parsing text: String, flag: String = "--token-url") throws(RoomLinkError) {
             func invalid(_ message: String) -> RoomLinkError {
-                RoomLinkError(code: .invalidInput, field: "--token-url", message: "--token-url: \(message)")
+                RoomLinkError(code: .invalidInput, field: flag, message: "\(flag): \(message)")
             }
             guard let separator = text.range(of: "://") else {
                 throw invalid("'\(text)' is not an http:// or https:// URL")
@@ -204,14 +204,14 @@ public final class HTTPTokenSource: TokenSource {
 }
 
 /// One loop's connections to the token server and its fetches in flight: made, used and freed on the loop's thread.
-private final class LoopFetches: @unchecked Sendable {
+private final class LoopFetches: HTTPExchangeOwner, @unchecked Sendable {
     // Safe: every method runs on `loop`'s thread (`fetchToken` hops there, and so does `close()`'s work).
     // The registry below holds the object, so that a libevent callback finds it by number, never by a pointer that
     // may have gone.
     unowned let source: HTTPTokenSource
     let loop: LibeventLoop
     /// The registry's number of this object.
-    let slot: UInt64
+    private(set) var slot: UInt64
     private var connections: [OpaquePointer?]
     /// Fetches waiting on each connection.
     private var busy: [Int]
@@ -230,13 +230,13 @@ private final class LoopFetches: @unchecked Sendable {
         self.loop = loop
         connections = Array(repeating: nil, count: source.connectionsPerLoop)
         busy = Array(repeating: 0, count: source.connectionsPerLoop)
-        slot = FetchRegistry.register()
-        FetchRegistry.set(self, at: slot)
+        slot = 0
+        slot = HTTPExchanges.register(self)
     }
 
     /// Frees the connections on the loop (their requests' callbacks find no fetch, and do nothing).
     func close() {
-        FetchRegistry.remove(slot)
+        HTTPExchanges.remove(slot)
         // On the loop, where the connections and fetches are only ever touched: a fetch still waiting fails now, and
         // its timer, firing later, finds nothing to free.
         loop.execute { [self] in
@@ -258,11 +258,10 @@ private final class LoopFetches: @unchecked Sendable {
         let id = nextID
         // The callbacks' argument is a number (this loop's slot and the fetch's), not an object: a fetch that timed
         // out is forgotten, and whatever libevent calls back later finds nothing to do.
-        let tag = UnsafeMutableRawPointer(bitPattern: UInt(slot << 40 | id))
-        guard let request = evhttp_request_new(tokenAnswered, tag) else {
+        guard let request = evhttp_request_new(httpExchangeAnswered, HTTPExchanges.tag(slot, id)) else {
             return completion(.failure(TokenFetchFailure(.unavailable, "libevent could not make a request")))
         }
-        evhttp_request_set_error_cb(request, tokenRequestFailed)
+        evhttp_request_set_error_cb(request, httpExchangeFailed)
         let headers = evhttp_request_get_output_headers(request)
         evhttp_add_header(headers, "Host", source.hostHeader)
         evhttp_add_header(headers, "Accept", "application/json, text/plain")
@@ -297,36 +296,24 @@ private final class LoopFetches: @unchecked Sendable {
         guard status == 200 else {
             return fetch.completion(.failure(TokenFetchFailure(.httpStatus, "\(status)")))
         }
-        var body: [UInt8] = []
-        if let request, let input = evhttp_request_get_input_buffer(request) {
-            let length = evbuffer_get_length(input)
-            if length > 0, let bytes = evbuffer_pullup(input, length) {
-                body = Array(UnsafeBufferPointer(start: bytes, count: length))
-            }
-        }
+        let body = HTTPExchanges.body(of: request)
         fetch.completion(Self.token(in: body))
     }
 
     /// Why a fetch got no answer: TLS (the connection's OpenSSL errors), libevent's word for it, or a connection
     /// that never opened.
     private func failure(of fetch: Pending) -> TokenFetchFailure {
-        if source.tlsContext != nil, let connection = connections[fetch.connection],
-            let bufferEvent = evhttp_connection_get_bufferevent(connection),
-            let (_, reason) = TLSContext.failure(of: bufferEvent)
-        {
-            return TokenFetchFailure(.tls, reason)
-        }
-        switch fetch.error {
-        case EVREQ_HTTP_TIMEOUT: return TokenFetchFailure(.timeout, "libevent's connection timeout")
-        case EVREQ_HTTP_EOF: return TokenFetchFailure(.closed, "the connection closed before the answer was whole")
-        case EVREQ_HTTP_INVALID_HEADER, EVREQ_HTTP_BUFFER_ERROR:
-            return TokenFetchFailure(.badBody, "not an HTTP answer")
-        case EVREQ_HTTP_DATA_TOO_LONG: return TokenFetchFailure(.badBody, "an answer over 64 KiB")
-        default:
-            return TokenFetchFailure(
-                source.tlsContext != nil ? .tls : .refused,
-                source.tlsContext != nil ? "no TLS session with the server" : "could not connect"
-            )
+        let (cause, reason) = HTTPExchanges.failure(
+            of: fetch.error,
+            connection: connections[fetch.connection],
+            secure: source.tlsContext != nil
+        )
+        return switch cause {
+        case .tls: TokenFetchFailure(.tls, reason)
+        case .timeout: TokenFetchFailure(.timeout, reason)
+        case .closed: TokenFetchFailure(.closed, reason)
+        case .malformed, .tooLong: TokenFetchFailure(.badBody, reason)
+        case .refused: TokenFetchFailure(.refused, reason)
         }
     }
 
@@ -351,40 +338,4 @@ private final class LoopFetches: @unchecked Sendable {
         }
         return .success(trimmed)
     }
-}
-
-/// The loops' fetch tables by number, for libevent's callbacks (whose argument is a number, see `LoopFetches`).
-private enum FetchRegistry {
-    private static let table = Mutex<(next: UInt64, entries: [UInt64: LoopFetches])>((1, [:]))
-
-    static func register() -> UInt64 {
-        table.withLock { table in
-            defer { table.next += 1 }
-            return table.next
-        }
-    }
-
-    static func set(_ fetches: LoopFetches, at slot: UInt64) {
-        table.withLock { $0.entries[slot] = fetches }
-    }
-
-    static func remove(_ slot: UInt64) {
-        table.withLock { _ = $0.entries.removeValue(forKey: slot) }
-    }
-
-    static func find(_ tag: UnsafeMutableRawPointer?) -> (LoopFetches, UInt64)? {
-        let bits = UInt64(UInt(bitPattern: tag))
-        let slot = bits >> 40
-        return table.withLock { $0.entries[slot] }.map { ($0, bits & (1 << 40 - 1)) }
-    }
-}
-
-private func tokenAnswered(_ request: OpaquePointer?, _ tag: UnsafeMutableRawPointer?) {
-    guard let (fetches, id) = FetchRegistry.find(tag) else { return }
-    fetches.answered(id, request: request)
-}
-
-private func tokenRequestFailed(_ error: evhttp_request_error, _ tag: UnsafeMutableRawPointer?) {
-    guard let (fetches, id) = FetchRegistry.find(tag) else { return }
-    fetches.failed(id, error: error)
 }

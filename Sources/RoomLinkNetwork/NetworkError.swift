@@ -10,6 +10,8 @@ public enum NetworkError: Error, Sendable, Hashable, CustomStringConvertible {
     case misuse(String)
     /// TLS could not be set up: a certificate, key or authorities file unreadable or mismatched.
     case tls(TLSError)
+    /// A file the network needs could not be written (`serve --callback-truth`).
+    case cannotWrite(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,7 @@ public enum NetworkError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unsupportedLoopGroup: "the network runs on libevent loops only (a LibeventLoopGroup)"
         case .misuse(let detail): detail
         case .tls(let error): error.description
+        case .cannotWrite(let path, let reason): "cannot write '\(path)': \(reason)"
         }
     }
 }

@@ -30,6 +30,8 @@ import Glibc
 public final class NetworkServer: Sendable {
     /// The rooms: kick users, expire tokens, read members.
     public let rooms: RoomServer
+    /// The room callbacks the server sends to the app's backend, if any.
+    public let callbacks: RoomCallbacks?
     public let configuration: Configuration
     package let transport: TCPServerTransport
     let group: LibeventLoopGroup
@@ -127,6 +129,12 @@ public final class NetworkServer: Sendable {
         self.init(group: group, configuration: configuration, served: nil)
     }
 
+    /// Creates a server on `group`'s loops whose rooms' membership changes go to the app's backend as `callbacks`
+    /// (`roomlink serve --callback URL`).
+    public convenience init(group: LibeventLoopGroup, configuration: Configuration, callbacks: RoomCallbacks) {
+        self.init(group: group, configuration: configuration, served: nil, membershipObserver: callbacks)
+    }
+
     /// A server whose clients speak `served` (another wire protocol than RoomLink's own, which `nil` is), whose rooms'
     /// membership `membershipObserver` hears.
     package init(
@@ -137,6 +145,7 @@ public final class NetworkServer: Sendable {
     ) {
         self.configuration = configuration
         self.group = group
+        callbacks = membershipObserver as? RoomCallbacks
         // A write to a socket its peer closed raises SIGPIPE, which would end the process; the write's error is
         // handled instead.
         signal(SIGPIPE, SIG_IGN)

@@ -19,6 +19,17 @@ final class ServerMetrics: Sendable {
     private let queueDelay: [(Double, Gauge)]
     private let queuedLogins: Counter?
     private let lateness: [(Double, Gauge)]
+    private let callbacks: CallbackMetrics?
+
+    /// The room callbacks' figures (`serve --callback`).
+    private struct CallbackMetrics: Sendable {
+        let outcomes: [(CallbackStatistics.Counter, Counter)]
+        let failures: [(CallbackFailureCause, Counter)]
+        let losses: [(CallbackFailureCause, Counter)]
+        let drops: [(CallbackDropReason, Counter)]
+        let pending: Gauge
+        let peak: Gauge
+    }
 
     init(server: NetworkServer, group: LibeventLoopGroup) {
         self.server = server
@@ -103,6 +114,46 @@ final class ServerMetrics: Sendable {
         lateness = [0.5, 0.99].map {
             ($0, gauge("roomlink_timer_lateness_seconds", [("quantile", "\($0)")], "How late the loops' timers ran."))
         }
+        callbacks = server.callbacks.map { callbacks in
+            let vendor = ("vendor", callbacks.format.vendor.rawValue)
+            return CallbackMetrics(
+                outcomes: CallbackStatistics.Counter.allCases.map {
+                    ($0, counter("roomlink_callbacks_total", [("outcome", $0.rawValue), vendor], "Room callbacks, by outcome."))
+                },
+                failures: CallbackFailureCause.allCases.map {
+                    (
+                        $0,
+                        counter(
+                            "roomlink_callback_failures_total",
+                            [("cause", $0.rawValue), vendor],
+                            "Failed callback attempts (retried or not), by cause."
+                        )
+                    )
+                },
+                losses: CallbackFailureCause.allCases.map {
+                    (
+                        $0,
+                        counter(
+                            "roomlink_callback_losses_total",
+                            [("cause", $0.rawValue), vendor],
+                            "Callbacks lost after their last attempt, by its cause."
+                        )
+                    )
+                },
+                drops: CallbackDropReason.allCases.map {
+                    (
+                        $0,
+                        counter(
+                            "roomlink_callback_drops_total",
+                            [("reason", $0.rawValue), vendor],
+                            "Callbacks dropped before delivery, by reason."
+                        )
+                    )
+                },
+                pending: gauge("roomlink_callbacks_pending", [vendor], "Callbacks queued, in flight or to be retried."),
+                peak: gauge("roomlink_callbacks_pending_peak", [vendor], "The most callbacks ever pending at once.")
+            )
+        }
     }
 
     /// The metrics now, rendered.
@@ -125,6 +176,14 @@ final class ServerMetrics: Sendable {
                 gauge.set(to: milliseconds / 1_000)
             }
             if let queuedLogins { set(queuedLogins, served) }
+        }
+        if let metrics = callbacks, let statistics = server.callbacks?.statistics {
+            for (name, counter) in metrics.outcomes { set(counter, statistics[name]) }
+            for (cause, counter) in metrics.failures { set(counter, statistics.failures(cause)) }
+            for (cause, counter) in metrics.losses { set(counter, statistics.losses(cause)) }
+            for (reason, counter) in metrics.drops { set(counter, statistics.drops(reason)) }
+            metrics.pending.set(to: Double(statistics.pending))
+            metrics.peak.set(to: Double(statistics.peakPending))
         }
         let timers = group.timerLateness
         for (quantile, gauge) in lateness { gauge.set(to: (quantile == 0.5 ? timers.p50Ms : timers.p99Ms) / 1_000) }

@@ -2,7 +2,7 @@ internal import CLibcrypto
 package import Foundation
 
 /// The digests the vendors' tokens and protocols use, from the system's libcrypto (OpenSSL): HMAC-SHA256 signs and
-/// checks LiveKit's access tokens and Agora's, SHA-256 names a webhook's body, SHA-1 answers a WebSocket handshake
+/// checks LiveKit's access tokens and Agora's (and, with HMAC-SHA1, Agora's notifications), SHA-256 names a webhook's body, SHA-1 answers a WebSocket handshake
 /// (RFC 6455 §4.2.2).
 ///
 /// libcrypto rather than swift-crypto: on Linux swift-crypto compiles its own copy of BoringSSL into every build —
@@ -21,16 +21,37 @@ package enum Digests {
 
     /// HMAC-SHA256 of `data` under `key` (32 bytes).
     package static func hmacSHA256(_ data: Data, key: Data) -> Data {
+        hmac(data, key: key, EVP_sha256())
+    }
+
+    /// HMAC-SHA1 of `data` under `key` (20 bytes): Agora's `Agora-Signature` on a notification's body.
+    package static func hmacSHA1(_ data: Data, key: Data) -> Data {
+        hmac(data, key: key, EVP_sha1())
+    }
+
+    /// `data` as lowercase hexadecimal.
+    package static func hex(_ data: Data) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(data.count * 2)
+        for byte in data {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    private static func hmac(_ data: Data, key: Data, _ type: OpaquePointer?) -> Data {
         var code = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let done = withBytes(of: key) { key, keyCount in
             withBytes(of: data) { data, dataCount in
                 // A key's length beyond Int32 is not a secret anyone types; HMAC takes an int.
-                HMAC(EVP_sha256(), key, Int32(clamping: keyCount), data, dataCount, &code, &length)
+                HMAC(type, key, Int32(clamping: keyCount), data, dataCount, &code, &length)
             }
         }
         // HMAC fails only when out of memory or given an unknown digest: neither is a caller's input.
-        precondition(done != nil, "libcrypto's HMAC-SHA256 failed")
+        precondition(done != nil, "libcrypto's HMAC failed")
         return Data(code[..<Int(length)])
     }
 
