@@ -86,6 +86,9 @@ public struct RoomCallback: Sendable, Hashable {
     public var roomSequence: UInt64
     /// Members of the room just after the change.
     public var members: Int
+    /// The user's changes in this room so far, this one included: what names the callback across runs (a session's
+    /// ID is drawn at random each run; this is not).
+    public var ordinal: UInt32
 
     public init(
         id: UInt64,
@@ -99,7 +102,8 @@ public struct RoomCallback: Sendable, Hashable {
         joinedAtMs: Int64 = 0,
         userSequence: UInt64 = 0,
         roomSequence: UInt64 = 0,
-        members: Int
+        members: Int,
+        ordinal: UInt32 = 0
     ) {
         self.id = id
         self.event = event
@@ -113,11 +117,12 @@ public struct RoomCallback: Sendable, Hashable {
         self.userSequence = userSequence
         self.roomSequence = roomSequence
         self.members = members
+        self.ordinal = ordinal
     }
 
-    /// What names the callback across runs whatever order the rooms' threads emit in: its room, user, session and
-    /// event (and the room's life for the room's own events) — what the seeded disorder draws from.
+    /// What names the callback across runs whatever order the rooms' threads emit in: its event, room, user and
+    /// the user's change number there (the room's for the room's own events) — what the seeded disorder draws from.
     var identity: String {
-        "\(event.rawValue)\u{1F}\(roomID)\u{1F}\(userID)\u{1F}\(session)\u{1F}\(event == .joined || event == .left ? "" : roomSession)"
+        "\(event.rawValue)\u{1F}\(roomID)\u{1F}\(userID)\u{1F}\(ordinal)"
     }
 }

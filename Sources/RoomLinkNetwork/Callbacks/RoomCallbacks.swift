@@ -164,6 +164,8 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
     private struct RoomTrack {
         var members: [String: (session: String, joinedAtMs: Int64)] = [:]
         var updates: UInt64 = 0
+        /// Each user's changes here so far (and the room's own, under ""), while the room lives.
+        var ordinals: [String: UInt32] = [:]
     }
 
     /// Callbacks by `settings`, worded by `format`, delivered from `loop`.
@@ -229,6 +231,8 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                 joinedAtMs: Int64 = 0
             ) {
                 guard format.sends(event) else { return }
+                let ordinal = track.ordinals[user, default: 0] + 1
+                track.ordinals[user] = ordinal
                 let id = nextID.withLock { id in
                     id += 1
                     return id
@@ -247,7 +251,8 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                         // Each event's own number: increasing for every user's events (Agora's clientSeq).
                         userSequence: id,
                         roomSequence: track.updates,
-                        members: track.members.count
+                        members: track.members.count,
+                        ordinal: ordinal
                     )
                 )
             }
@@ -289,7 +294,10 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
             switch action {
             case .send(let ticket, let callback, let attempt, _):
                 statistics.add(.attempts)
-                receiver.send(ticket, format.request(for: callback, attempt: attempt, sentAtMs: unixMs(loop.now)))
+                // Sent now, on the wall clock, whatever the server's time scale: a receiver checks a signature's
+                // time (LiveKit's JWT) against its own clock. The event's own times are the server's clock.
+                let sentAtMs = Int64(Date().timeIntervalSince1970 * 1000)
+                receiver.send(ticket, format.request(for: callback, attempt: attempt, sentAtMs: sentAtMs))
             case .marked(let callback, let copy, let delay):
                 statistics.add(copy == .duplicate ? .duplicated : .delayed)
                 truth?.marked(callback, copy: copy, delay: delay, receiver: receiver.url.description, atMs: unixMs(now))
