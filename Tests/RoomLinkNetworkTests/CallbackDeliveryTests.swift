@@ -95,7 +95,7 @@ struct CallbackDeliveryTests {
         #expect(CallbackDeliveryRules.vendor(.zego).judge(.answered(status: 204, bodyIsJSON: false)) == .delivered)
     }
 
-    @Test func liveKitRetriesTransportErrors429And5xxButNotOther4xx() {
+    @Test func liveKitRetriesTransportErrors429And5xxButNot501NorOther4xx() {
         let rules = CallbackDeliveryRules.vendor(.livekit)
         let (delays, outcome) = Self.failForever(rules, .answered(status: 429, bodyIsJSON: false))
         #expect(delays == [1, 2, 4, 8].map { Duration.seconds($0) })
@@ -103,6 +103,7 @@ struct CallbackDeliveryTests {
         #expect(rules.judge(.answered(status: 503, bodyIsJSON: false)) == .failed(.status, retried: true))
         #expect(rules.judge(.failed(.refused)) == .failed(.refused, retried: true))
         #expect(rules.judge(.answered(status: 404, bodyIsJSON: false)) == .delivered)
+        #expect(rules.judge(.answered(status: 501, bodyIsJSON: false)) == .delivered)
     }
 
     @Test func liveKitDeliversEachRoomInOrderOneAtATimeAndRoomsSideBySide() {

@@ -11,9 +11,9 @@ public import RoomLinkRuntime
 ///   `clientSeq`.
 /// - **ZEGO**: delivered on any `2xx`; otherwise sent again after 2, 4, 8, 16 and 32 s, then lost; callbacks may
 ///   arrive out of order, and receivers order by `session_id`, `login_time` and `user_update_seq`.
-/// - **LiveKit** (livekit-server's webhook notifier): one ordered queue per room; sent again on a transport error,
-///   `429` or `5xx` after 1, 2, 4 and 8 s; an event is dropped when its room's queue holds 200, or when it is over
-///   30 s old.
+/// - **LiveKit** (livekit-server's webhook notifier, `ResourceURLNotifier`): one ordered queue per room; sent again
+///   on a transport error, `429` or a `5xx` but `501` after 1, 2, 4 and 8 s; an event is dropped when its room's
+///   queue holds 200, or when it has waited over 30 s for its first attempt.
 public struct CallbackDeliveryRules: Sendable, Hashable {
     public var vendor: CallbackVendor
     /// The wait before each retry: as many retries as delays.
@@ -24,7 +24,7 @@ public struct CallbackDeliveryRules: Sendable, Hashable {
     public var orderedPerRoom: Bool
     /// Callbacks a room's queue holds at most (ordered delivery only); more are dropped.
     public var roomQueueLimit: Int
-    /// How old a callback may be when an attempt would start; older ones are dropped (nil: any age).
+    /// How old a callback may be when its first attempt would start; older ones are dropped (nil: any age).
     public var maxAge: Duration?
     /// Callbacks pending at most (queued, in flight or waiting to be sent again): the memory bound. More are dropped.
     public var capacity: Int
@@ -127,8 +127,9 @@ public struct CallbackDeliveryRules: Sendable, Hashable {
             case .zego:
                 return (200..<300).contains(status) ? .delivered : .failed(.status, retried: true)
             case .livekit:
-                // livekit-server's notifier retries a transport error, 429 and 5xx; anything else ends the event.
-                return status == 429 || status >= 500 ? .failed(.status, retried: true) : .delivered
+                // livekit-server's notifier (go-retryablehttp's default policy) retries a transport error, 429 and
+                // 5xx but 501; any other answer ends the event as sent.
+                return status == 429 || (status >= 500 && status != 501) ? .failed(.status, retried: true) : .delivered
             }
         }
     }
@@ -362,7 +363,8 @@ public struct CallbackDeliveryState: Sendable {
 
     private mutating func makeReady(_ ticket: UInt64, at now: RuntimeInstant, into actions: inout [Action]) {
         guard let entry = entries[ticket] else { return }
-        if let maxAge = rules.maxAge, entry.emittedAt.duration(to: now) > maxAge {
+        // The age is checked when a callback's first attempt would start (its retries follow on).
+        if let maxAge = rules.maxAge, entry.attempts == 0, entry.emittedAt.duration(to: now) > maxAge {
             return settle(ticket, entry, .dropped(.tooOld), at: now, into: &actions)
         }
         ready.append(ticket)
