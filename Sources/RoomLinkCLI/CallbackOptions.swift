@@ -101,7 +101,10 @@ struct CallbackOptions: ParsableArguments {
             let names = keys?.secrets.keys.sorted() ?? []
             guard let key = webhooks?.apiKey ?? (names.count == 1 ? names[0] : nil), let secret = keys?.secrets[key]
             else {
-                throw invalid("--webhook-key", "one of \(names.joined(separator: ", ")) (several keys: say which signs)")
+                throw invalid(
+                    "--webhook-key",
+                    "one of \(names.joined(separator: ", ")) (several keys: say which signs)"
+                )
             }
             format = LiveKitCallbackFormat(apiKey: key, secret: secret)
         }

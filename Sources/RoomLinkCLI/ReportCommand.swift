@@ -93,7 +93,10 @@ struct ReportCommand: ParsableCommand {
                 throw fail(error)
             }
             if json {
-                let data = try JSONSerialization.data(withJSONObject: audit.json, options: [.sortedKeys, .prettyPrinted])
+                let data = try JSONSerialization.data(
+                    withJSONObject: audit.json,
+                    options: [.sortedKeys, .prettyPrinted]
+                )
                 StandardStream.output.write(String(decoding: data, as: UTF8.self) + "\n")
             } else {
                 StandardStream.output.write(audit.text + "\n")

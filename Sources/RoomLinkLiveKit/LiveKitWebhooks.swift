@@ -67,7 +67,10 @@ public struct LiveKitCallbackFormat: CallbackFormat {
         )
     }
 
-    private func participant(_ callback: RoomCallback, _ state: Livekit_ParticipantInfo.State)
+    private func participant(
+        _ callback: RoomCallback,
+        _ state: Livekit_ParticipantInfo.State
+    )
         -> Livekit_ParticipantInfo
     {
         .with {

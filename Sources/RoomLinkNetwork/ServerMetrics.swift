@@ -118,7 +118,14 @@ final class ServerMetrics: Sendable {
             let vendor = ("vendor", callbacks.format.vendor.rawValue)
             return CallbackMetrics(
                 outcomes: CallbackStatistics.Counter.allCases.map {
-                    ($0, counter("roomlink_callbacks_total", [("outcome", $0.rawValue), vendor], "Room callbacks, by outcome."))
+                    (
+                        $0,
+                        counter(
+                            "roomlink_callbacks_total",
+                            [("outcome", $0.rawValue), vendor],
+                            "Room callbacks, by outcome."
+                        )
+                    )
                 },
                 failures: CallbackFailureCause.allCases.map {
                     (

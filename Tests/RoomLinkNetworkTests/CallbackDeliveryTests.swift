@@ -119,7 +119,9 @@ struct CallbackDeliveryTests {
         let again = Self.sends(state.wake(at: Self.at(1.1)))
         #expect(again.map(\.id) == [1])
         #expect(again.first?.attempt == 2)
-        let next = Self.sends(state.answered(again[0].ticket, .answered(status: 200, bodyIsJSON: false), at: Self.at(1.2)))
+        let next = Self.sends(
+            state.answered(again[0].ticket, .answered(status: 200, bodyIsJSON: false), at: Self.at(1.2))
+        )
         #expect(next.map(\.id) == [2])
     }
 
@@ -127,7 +129,8 @@ struct CallbackDeliveryTests {
         var state = CallbackDeliveryState(rules: .vendor(.livekit))
         var dropped = 0
         for id in 1...205 {
-            dropped += Self.outcomes(state.emit(Self.callback(UInt64(id)), at: Self.at(0)))
+            dropped +=
+                Self.outcomes(state.emit(Self.callback(UInt64(id)), at: Self.at(0)))
                 .filter { $0 == .dropped(.roomQueueFull) }.count
         }
         #expect(dropped == 5)
@@ -332,8 +335,11 @@ struct CallbackDeliveryTests {
             Self.event(1, "join", "bob", t: 1_000),
             Self.delivered(1, t: 1_001),
             Self.event(2, "leave", "bob", t: 3_000),
-            ["id": 2, "t": 65_000, "receiver": "http://b/", "copy": "original", "outcome": "lost", "cause": "timeout",
-             "attempts": 6],
+            [
+                "id": 2, "t": 65_000, "receiver": "http://b/", "copy": "original", "outcome": "lost",
+                "cause": "timeout",
+                "attempts": 6,
+            ],
             Self.event(3, "join", "carol", t: 4_000),
         ])
         let audit = try CallbackAudit(truth: truth, view: Self.view(["r": ["bob"]]))
@@ -348,7 +354,10 @@ struct CallbackDeliveryTests {
 
     @Test func aBadTruthOrViewIsNamed() {
         #expect(throws: CallbackAuditError.truth(line: 2, "not a JSON object")) {
-            try CallbackAudit(truth: Self.truth([Self.event(1, "join", "a", t: 1)]) + Array("\n{oops".utf8), view: Self.view([:]))
+            try CallbackAudit(
+                truth: Self.truth([Self.event(1, "join", "a", t: 1)]) + Array("\n{oops".utf8),
+                view: Self.view([:])
+            )
         }
         #expect(throws: CallbackAuditError.view(#"no "rooms" object"#)) {
             try CallbackAudit(truth: [], view: Array("{}".utf8))

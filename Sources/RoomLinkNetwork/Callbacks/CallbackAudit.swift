@@ -107,7 +107,8 @@ public struct CallbackAudit: Sendable, Hashable {
                 if let mark = object["mark"] as? String {
                     let delay = (object["delay"] as? NSNumber)?.doubleValue ?? 0
                     marks[to, default: [:]][id, default: []].append(
-                        mark == "duplicate" ? "sent twice (again after \(Self.seconds(delay)))"
+                        mark == "duplicate"
+                            ? "sent twice (again after \(Self.seconds(delay)))"
                             : "held back \(Self.seconds(delay))"
                     )
                 } else if let outcome = object["outcome"] as? String {
@@ -127,7 +128,9 @@ public struct CallbackAudit: Sendable, Hashable {
         }
         if let receiver {
             guard receivers.contains(receiver) || receivers.isEmpty else {
-                throw .receiver("'\(receiver)' is not in the truth; it has \(receivers.sorted().joined(separator: ", "))")
+                throw .receiver(
+                    "'\(receiver)' is not in the truth; it has \(receivers.sorted().joined(separator: ", "))"
+                )
             }
             self.receiver = receiver
         } else if receivers.count > 1 {

@@ -111,7 +111,8 @@ public struct AgoraCallbackFormat: CallbackFormat {
             "payload": payload,
         ]
         let bytes = Array(
-            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))
+                ?? Data()
         )
         return CallbackRequest(body: bytes, headers: Self.signatures(of: bytes, secret: secret))
     }
@@ -187,7 +188,8 @@ public struct ZegoCallbackFormat: CallbackFormat {
             body["reason"] = String(Self.reason(callback.reason ?? .timeout))
         }
         let bytes = Array(
-            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))
+                ?? Data()
         )
         return CallbackRequest(body: bytes)
     }

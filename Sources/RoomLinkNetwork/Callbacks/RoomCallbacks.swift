@@ -396,7 +396,7 @@ final class CallbackReceiver: HTTPExchangeOwner, @unchecked Sendable {
             let made = evhttp_request_new(httpExchangeAnswered, HTTPExchanges.tag(slot, ticket))
         else {
             // Answered one step later, as any failure is: never inside the state's own step.
-            loop.execute { [self] in answer(ticket, .failed(.refused)) }
+            _ = try? loop.schedule(after: .zero) { [self] in answer(ticket, .failed(.refused)) }
             return
         }
         evhttp_request_set_error_cb(made, httpExchangeFailed)
@@ -471,13 +471,14 @@ final class CallbackReceiver: HTTPExchangeOwner, @unchecked Sendable {
                 case .tls: .tls
                 case .refused: .refused
                 }
-            // libevent is inside its own callback here: the connection is freed (for a TLS failure) after it.
-            loop.execute { [self] in answer(id, .failed(mapped)) }
+            // libevent is inside its own callback here: the state's next step (which may send on this connection)
+            // runs after it.
+            _ = try? loop.schedule(after: .zero) { [self] in answer(id, .failed(mapped)) }
             return
         }
         let body = HTTPExchanges.body(of: request)
         let isJSON = (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil
-        loop.execute { [self] in answer(id, .answered(status: status, bodyIsJSON: isJSON)) }
+        _ = try? loop.schedule(after: .zero) { [self] in answer(id, .answered(status: status, bodyIsJSON: isJSON)) }
     }
 
     private func answer(_ ticket: UInt64, _ answer: CallbackAnswer) {
@@ -529,7 +530,8 @@ private struct WakeHandler: TimerHandler {
 /// fields.
 final class CallbackTruth: Sendable {
     private let handle: FileHandle
-    private let buffer = Mutex<[UInt8]>([])
+    /// Lines not yet written, and whether the file was finished (later lines are written at once).
+    private let buffer = Mutex<(bytes: [UInt8], finished: Bool)>(([], false))
 
     init(path: String) throws(NetworkError) {
         guard FileManager.default.createFile(atPath: path, contents: nil),
@@ -599,23 +601,27 @@ final class CallbackTruth: Sendable {
 
     private func write(_ fields: [String: Any]) {
         guard
-            var line = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])
+            var line = try? JSONSerialization.data(
+                withJSONObject: fields,
+                options: [.sortedKeys, .withoutEscapingSlashes]
+            )
         else { return }
         line.append(0x0A)
         // Written under the lock: the file keeps each room's lines in the order the room emitted them.
         buffer.withLock { buffer in
-            buffer.append(contentsOf: line)
-            guard buffer.count >= 1 << 16 else { return }
-            try? handle.write(contentsOf: buffer)
-            buffer.removeAll(keepingCapacity: true)
+            buffer.bytes.append(contentsOf: line)
+            guard buffer.bytes.count >= 1 << 16 || buffer.finished else { return }
+            try? handle.write(contentsOf: buffer.bytes)
+            buffer.bytes.removeAll(keepingCapacity: true)
         }
     }
 
-    /// Writes what is buffered.
+    /// Writes what is buffered; lines after it are written at once.
     func flush() {
         buffer.withLock { buffer in
-            if !buffer.isEmpty { try? handle.write(contentsOf: buffer) }
-            buffer.removeAll()
+            if !buffer.bytes.isEmpty { try? handle.write(contentsOf: buffer.bytes) }
+            buffer.bytes.removeAll()
+            buffer.finished = true
         }
         try? handle.synchronize()
     }
