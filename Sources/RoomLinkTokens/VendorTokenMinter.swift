@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import RoomLinkEngine
 
 /// Makes a vendor's tokens as an app's token server does: Agora's AccessToken2 (or the older AccessToken) with the

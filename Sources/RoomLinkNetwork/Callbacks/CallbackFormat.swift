@@ -88,32 +88,50 @@ public struct AgoraCallbackFormat: CallbackFormat {
         }
     }
 
+    /// A notice's body, its keys in sorted order as Agora's samples show them.
+    private struct Notice: Encodable {
+        struct Payload: Encodable {
+            var account: String?
+            var channelName: String
+            var clientSeq: UInt64?
+            var duration: Int64?
+            var platform: Int?
+            var reason: Int?
+            var ts: Int64
+            var uid: UInt32?
+        }
+
+        var eventType: Int
+        var noticeId: String
+        var notifyMs: Int64
+        var payload: Payload
+        var productId: Int
+        var sid: String
+    }
+
     public func request(for callback: RoomCallback, attempt: Int, sentAtMs: Int64) -> CallbackRequest {
         let type = eventType(of: callback)
-        var payload: [String: Any] = ["channelName": callback.roomID, "ts": callback.atMs / 1000]
+        var payload = Notice.Payload(channelName: callback.roomID, ts: callback.atMs / 1000)
         if callback.event == .joined || callback.event == .left {
-            payload["uid"] = UInt32(callback.userID) ?? 0
-            payload["account"] = callback.userID
-            payload["platform"] = 0
-            payload["clientSeq"] = callback.userSequence
+            payload.uid = UInt32(callback.userID) ?? 0
+            payload.account = callback.userID
+            payload.platform = 0
+            payload.clientSeq = callback.userSequence
             if callback.event == .left {
-                payload["reason"] = Self.reason(callback.reason ?? .timeout)
-                payload["duration"] = max(0, (callback.atMs - callback.joinedAtMs) / 1000)
+                payload.reason = Self.reason(callback.reason ?? .timeout)
+                payload.duration = max(0, (callback.atMs - callback.joinedAtMs) / 1000)
             }
         }
-        let body: [String: Any] = [
+        let notice = Notice(
+            eventType: type,
             // The same notice on every resend and duplicate: what a receiver that de-duplicates keys on.
-            "noticeId": "\(callback.roomSession):\(callback.id):\(type)",
-            "productId": 1,
-            "eventType": type,
-            "notifyMs": sentAtMs,
-            "sid": "\(callback.roomSession)-\(callback.id)",
-            "payload": payload,
-        ]
-        let bytes = Array(
-            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))
-                ?? Data()
+            noticeId: "\(callback.roomSession):\(callback.id):\(type)",
+            notifyMs: sentAtMs,
+            payload: payload,
+            productId: 1,
+            sid: "\(callback.roomSession)-\(callback.id)"
         )
+        let bytes = callbackJSON(notice)
         return CallbackRequest(body: bytes, headers: Self.signatures(of: bytes, secret: secret))
     }
 
@@ -163,34 +181,71 @@ public struct ZegoCallbackFormat: CallbackFormat {
         return Digests.hex(Digests.sha1(Data(joined.utf8)))
     }
 
+    /// A callback's body: every value a string, as the current reference shows them; keys sorted.
+    private struct Body: Encodable {
+        var appID: String
+        var event: String
+        var loginTime: String
+        var logoutTime: String?
+        var nonce: String
+        var reason: String?
+        var roomID: String
+        var roomSeq: String
+        var sessionID: String
+        var signature: String
+        var timestamp: String
+        var userAccount: String
+        var userNickname: String
+        var userRole: String
+        var userUpdateSeq: String
+
+        enum CodingKeys: String, CodingKey {
+            case appID = "appid"
+            case event
+            case loginTime = "login_time"
+            case logoutTime = "logout_time"
+            case nonce, reason
+            case roomID = "room_id"
+            case roomSeq = "room_seq"
+            case sessionID = "session_id"
+            case signature, timestamp
+            case userAccount = "user_account"
+            case userNickname = "user_nickname"
+            case userRole = "user_role"
+            case userUpdateSeq = "user_update_seq"
+        }
+    }
+
     public func request(for callback: RoomCallback, attempt: Int, sentAtMs: Int64) -> CallbackRequest {
         let timestamp = String(sentAtMs / 1000)
         // A fresh nonce for each attempt, drawn from the callback and the attempt (no shared generator to lock).
         var state = CallbackDeliveryState.hash(callback.identity, seed: UInt64(attempt) &* 0x9e37_79b9)
         let nonce = String(UInt32(CallbackDeliveryState.unit(&state) * Double(UInt32.max)))
-        var body: [String: String] = [
-            "event": callback.event == .left ? "room_logout" : "room_login",
-            "appid": appID,
-            "timestamp": timestamp,
-            "nonce": nonce,
-            "signature": Self.signature(secret: secret, timestamp: timestamp, nonce: nonce),
-            "room_id": callback.roomID,
-            "room_seq": callback.roomSession,
-            "user_account": callback.userID,
-            "user_nickname": callback.userID,
-            "user_role": "1",
-            "session_id": callback.session,
-            "login_time": String(callback.joinedAtMs),
-            "user_update_seq": String(callback.roomSequence),
-        ]
-        if callback.event == .left {
-            body["logout_time"] = String(callback.atMs)
-            body["reason"] = String(Self.reason(callback.reason ?? .timeout))
-        }
-        let bytes = Array(
-            (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes]))
-                ?? Data()
+        let left = callback.event == .left
+        let body = Body(
+            appID: appID,
+            event: left ? "room_logout" : "room_login",
+            loginTime: String(callback.joinedAtMs),
+            logoutTime: left ? String(callback.atMs) : nil,
+            nonce: nonce,
+            reason: left ? String(Self.reason(callback.reason ?? .timeout)) : nil,
+            roomID: callback.roomID,
+            roomSeq: callback.roomSession,
+            sessionID: callback.session,
+            signature: Self.signature(secret: secret, timestamp: timestamp, nonce: nonce),
+            timestamp: timestamp,
+            userAccount: callback.userID,
+            userNickname: callback.userID,
+            userRole: "1",
+            userUpdateSeq: String(callback.roomSequence)
         )
-        return CallbackRequest(body: bytes)
+        return CallbackRequest(body: callbackJSON(body))
     }
+}
+
+/// `value` as compact JSON, its keys in declaration order, slashes unescaped.
+func callbackJSON(_ value: some Encodable) -> [UInt8] {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.withoutEscapingSlashes]
+    return Array((try? encoder.encode(value)) ?? Data())
 }

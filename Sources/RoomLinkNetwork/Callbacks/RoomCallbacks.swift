@@ -477,8 +477,33 @@ final class CallbackReceiver: HTTPExchangeOwner, @unchecked Sendable {
             return
         }
         let body = HTTPExchanges.body(of: request)
-        let isJSON = (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil
+        let isJSON = Self.isJSON(body)
         _ = try? loop.schedule(after: .zero) { [self] in answer(id, .answered(status: status, bodyIsJSON: isJSON)) }
+    }
+
+    /// Whether `body` is one JSON document (what Agora asks of an answer).
+    static func isJSON(_ body: [UInt8]) -> Bool {
+        struct AnyJSON: Decodable {
+            init(from decoder: any Decoder) throws {
+                if var array = try? decoder.unkeyedContainer() {
+                    while !array.isAtEnd { _ = try array.decode(AnyJSON.self) }
+                } else if let object = try? decoder.container(keyedBy: AnyKey.self) {
+                    for key in object.allKeys { _ = try object.decode(AnyJSON.self, forKey: key) }
+                } else {
+                    let value = try decoder.singleValueContainer()
+                    if value.decodeNil() { return }
+                    if (try? value.decode(Bool.self)) != nil || (try? value.decode(Double.self)) != nil { return }
+                    _ = try value.decode(String.self)
+                }
+            }
+        }
+        struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        return (try? JSONDecoder().decode(AnyJSON.self, from: Data(body))) != nil
     }
 
     private func answer(_ ticket: UInt64, _ answer: CallbackAnswer) {
@@ -542,24 +567,47 @@ final class CallbackTruth: Sendable {
         self.handle = handle
     }
 
+    /// One line; absent fields are left out. Keys in sorted order.
+    private struct Line: Encodable {
+        var attempts: Int?
+        var cause: String?
+        var copy: String?
+        var delay: Double?
+        var event: String?
+        var id: UInt64
+        var mark: String?
+        var members: Int?
+        var outcome: String?
+        var reason: String?
+        var receiver: String?
+        var room: String?
+        var roomSeq: UInt64?
+        var roomSession: String?
+        var session: String?
+        var t: Int64
+        var user: String?
+        var userSeq: UInt64?
+        var vendor: String?
+    }
+
     func emitted(_ callback: RoomCallback, vendor: CallbackVendor) {
-        var fields: [String: Any] = [
-            "t": callback.atMs,
-            "id": callback.id,
-            "vendor": vendor.rawValue,
-            "event": callback.event.rawValue,
-            "room": callback.roomID,
-            "roomSession": callback.roomSession,
-            "members": callback.members,
-        ]
-        if callback.event == .joined || callback.event == .left {
-            fields["user"] = callback.userID
-            fields["session"] = callback.session
-            fields["userSeq"] = callback.userSequence
-            fields["roomSeq"] = callback.roomSequence
-        }
-        if let reason = callback.reason { fields["reason"] = reason.rawValue }
-        write(fields)
+        let member = callback.event == .joined || callback.event == .left
+        write(
+            Line(
+                event: callback.event.rawValue,
+                id: callback.id,
+                members: callback.members,
+                reason: callback.reason?.rawValue,
+                room: callback.roomID,
+                roomSeq: member ? callback.roomSequence : nil,
+                roomSession: callback.roomSession,
+                session: member ? callback.session : nil,
+                t: callback.atMs,
+                user: member ? callback.userID : nil,
+                userSeq: member ? callback.userSequence : nil,
+                vendor: vendor.rawValue
+            )
+        )
     }
 
     func marked(
@@ -569,11 +617,15 @@ final class CallbackTruth: Sendable {
         receiver: String,
         atMs: Int64
     ) {
-        write([
-            "t": atMs, "id": callback.id, "receiver": receiver,
-            "mark": copy == .duplicate ? "duplicate" : "late",
-            "delay": Double(delay.nanosecondsClamped) / 1e9,
-        ])
+        write(
+            Line(
+                delay: Double(delay.nanosecondsClamped) / 1e9,
+                id: callback.id,
+                mark: copy == .duplicate ? "duplicate" : "late",
+                receiver: receiver,
+                t: atMs
+            )
+        )
     }
 
     func settled(
@@ -583,29 +635,24 @@ final class CallbackTruth: Sendable {
         receiver: String,
         atMs: Int64
     ) {
-        var fields: [String: Any] = ["t": atMs, "id": callback.id, "receiver": receiver, "copy": copy.rawValue]
+        var line = Line(copy: copy.rawValue, id: callback.id, receiver: receiver, t: atMs)
         switch outcome {
         case .delivered(let attempts):
-            fields["outcome"] = "delivered"
-            fields["attempts"] = attempts
+            line.outcome = "delivered"
+            line.attempts = attempts
         case .lost(let cause, let attempts):
-            fields["outcome"] = "lost"
-            fields["cause"] = cause.rawValue
-            fields["attempts"] = attempts
+            line.outcome = "lost"
+            line.cause = cause.rawValue
+            line.attempts = attempts
         case .dropped(let reason):
-            fields["outcome"] = "dropped"
-            fields["cause"] = reason.rawValue
+            line.outcome = "dropped"
+            line.cause = reason.rawValue
         }
-        write(fields)
+        write(line)
     }
 
-    private func write(_ fields: [String: Any]) {
-        guard
-            var line = try? JSONSerialization.data(
-                withJSONObject: fields,
-                options: [.sortedKeys, .withoutEscapingSlashes]
-            )
-        else { return }
+    private func write(_ fields: Line) {
+        var line = callbackJSON(fields)
         line.append(0x0A)
         // Written under the lock: the file keeps each room's lines in the order the room emitted them.
         buffer.withLock { buffer in
