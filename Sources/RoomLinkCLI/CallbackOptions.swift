@@ -32,7 +32,8 @@ struct CallbackOptions: ParsableArguments {
     var callbackTruth: String?
     @Option(help: "Callbacks pending per receiver at most (default 10000); more are dropped and counted.")
     var callbackQueue: Int?
-    @Option(help: "Kept-alive connections per receiver (default 8).") var callbackConnections: Int?
+    @Option(help: "Kept-alive connections per receiver, one request at a time on each (default 16).")
+    var callbackConnections: Int?
 
     /// The default share of disorder: the vendors publish none, so a small one — enough that a storm's few thousand
     /// callbacks show tens of them, few enough that a receiver is not judged on a vendor worse than the real one.
@@ -121,7 +122,7 @@ struct CallbackOptions: ParsableArguments {
             urls: urls,
             rules: rules,
             truthPath: callbackTruth,
-            connectionsPerURL: callbackConnections ?? 8,
+            connectionsPerURL: callbackConnections ?? 16,
             tls: TLSClientConfiguration(caFile: ca)
         )
         return (settings, format)

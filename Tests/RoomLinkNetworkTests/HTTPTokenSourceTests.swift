@@ -21,6 +21,8 @@ struct HTTPTokenSourceTests {
         let requests = Atomic<Int>(0)
         /// Hung connections the client closed.
         let abandoned = Atomic<Int>(0)
+        /// Each request's path, headers and body, in arrival order (room callbacks post bodies).
+        let received = Mutex<[(path: String, head: String, body: [UInt8])]>([])
 
         init() throws {
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -64,8 +66,24 @@ struct HTTPTokenSourceTests {
                 let text = String(decoding: pending, as: UTF8.self)
                 let head = text.components(separatedBy: "\r\n\r\n")[0]
                 pending = Array(pending.dropFirst(head.utf8.count + 4))
+                // A body, when the head gives its length.
+                let length =
+                    head.split(separator: "\r\n").lazy
+                    .compactMap { line -> Int? in
+                        let parts = line.split(separator: ":", maxSplits: 1)
+                        guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+                        return Int(parts[1].trimmingCharacters(in: .whitespaces))
+                    }.first ?? 0
+                while pending.count < length {
+                    let count = recv(connection, &buffer, buffer.count, 0)
+                    guard count > 0 else { return }
+                    pending += buffer[0..<count]
+                }
+                let body = Array(pending.prefix(length))
+                pending = Array(pending.dropFirst(length))
                 requests.add(1, ordering: .relaxed)
                 let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+                received.withLock { $0.append((path, head, body)) }
                 let mode = path.split(separator: "/").first.map(String.init) ?? ""
                 func write(_ string: String) { _ = string.withCString { send(connection, $0, strlen($0), 0) } }
                 func answer(_ status: String, _ body: String) {

@@ -265,7 +265,7 @@ class LiveKitTests(unittest.TestCase):
 
 class FaultyReceiver:
     """A receiver that answers by its path: /500, /garbage (not HTTP), /reset (closes the connection), /hang
-    (never answers), /ok."""
+    (never answers), /text (200, but not JSON), /ok."""
 
     def __init__(self):
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -305,7 +305,8 @@ class FaultyReceiver:
                     connection.sendall(b"this is not HTTP at all\r\n\r\n")
                     connection.close()
                     return
-                status, body = (b"500 Internal Server Error", b"down") if path == "/500" else (b"200 OK", b"{}")
+                status, body = {"/500": (b"500 Internal Server Error", b"down"), "/text": (b"200 OK", b"ok")}.get(
+                    path, (b"200 OK", b"{}"))
                 connection.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nContent-Length: "
                                    + str(len(body)).encode() + b"\r\n\r\n" + body)
         except (OSError, IndexError, ValueError):
@@ -348,6 +349,27 @@ class FaultTests(unittest.TestCase):
             said = server.stop()
             receiver.close()
         self.assertIn("80 lost", said)
+
+    def test_agora_counts_only_a_200_with_a_json_body_as_delivered(self):
+        receiver = FaultyReceiver()
+        base = f"http://127.0.0.1:{receiver.port}"
+        server = Serve("--callback", f"{base}/text", "--callback", f"{base}/ok", "--callback-secret", SECRET,
+                       "--callback-disorder", "0")
+        try:
+            subprocess.run(
+                [ROOMLINK, "load", "--server", server.address, "--dialect", "agora", "--clock", "real",
+                 "--time-scale", SCALE, "--clients", "3", "--rooms", "1", "--login-over", "1s", "--duration", "4s"],
+                capture_output=True, text=True, timeout=120, check=True)
+            server.settle(limit=90)
+            found = metrics(server.admin)
+            emitted = found[("roomlink_callbacks_total", "emitted")]
+            self.assertEqual(emitted, 8)  # the channel's creation, 3 joins, 3 leaves, its destruction
+            self.assertEqual(found[("roomlink_callback_losses_total", "notJSON")], emitted)
+            self.assertEqual(found[("roomlink_callback_failures_total", "notJSON")], 4 * emitted)  # three retries
+            self.assertEqual(found[("roomlink_callbacks_total", "delivered")], emitted)
+        finally:
+            server.stop()
+            receiver.close()
 
     def test_a_hanging_receiver_is_bounded_by_the_queue_and_drops_are_counted(self):
         receiver = FaultyReceiver()

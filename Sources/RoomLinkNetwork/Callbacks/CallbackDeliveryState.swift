@@ -28,7 +28,7 @@ public struct CallbackDeliveryRules: Sendable, Hashable {
     public var maxAge: Duration?
     /// Callbacks pending at most (queued, in flight or waiting to be sent again): the memory bound. More are dropped.
     public var capacity: Int
-    /// Requests in flight at most.
+    /// Requests in flight at most (`RoomCallbacks` sets it to a receiver's connections).
     public var concurrency: Int
     /// The share of callbacks played out of order on purpose (and, for Agora, the share duplicated): 0 is an ideal
     /// vendor. Not for LiveKit, whose queue keeps order.
@@ -42,7 +42,7 @@ public struct CallbackDeliveryRules: Sendable, Hashable {
         disorder: Double = 0,
         seed: UInt64 = 1,
         capacity: Int = 10_000,
-        concurrency: Int = 64
+        concurrency: Int = 16
     ) -> Self {
         switch vendor {
         case .agora:

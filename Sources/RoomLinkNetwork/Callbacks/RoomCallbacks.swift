@@ -14,7 +14,8 @@ public struct CallbackSettings: Sendable {
     public var rules: CallbackDeliveryRules
     /// Where to write the truth beside the callbacks (JSON Lines, docs/callbacks.md), if anywhere.
     public var truthPath: String?
-    /// Kept-alive connections per receiver.
+    /// Kept-alive connections per receiver: HTTP/1.1, one request at a time on each, so also the requests in flight
+    /// per receiver at most (``CallbackDeliveryRules/concurrency`` is set to it).
     public var connectionsPerURL: Int
     /// How an `https://` receiver's certificate is verified.
     public var tls: TLSClientConfiguration
@@ -23,7 +24,7 @@ public struct CallbackSettings: Sendable {
         urls: [HTTPTokenSource.Endpoint],
         rules: CallbackDeliveryRules,
         truthPath: String? = nil,
-        connectionsPerURL: Int = 8,
+        connectionsPerURL: Int = 16,
         tls: TLSClientConfiguration = .init()
     ) {
         self.urls = urls
@@ -186,10 +187,13 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
             }
         }
         truth = try settings.truthPath.map { path throws(NetworkError) in try CallbackTruth(path: path) }
+        // One request at a time on each connection: an attempt's timeout is the receiver's time, never a queue's.
+        var rules = settings.rules
+        rules.concurrency = settings.connectionsPerURL
         receivers = settings.urls.map {
             CallbackReceiver(
                 url: $0,
-                rules: settings.rules,
+                rules: rules,
                 tls: $0.isSecure ? tls : nil,
                 serverName: $0.host,
                 loop: loop
@@ -330,7 +334,7 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
 }
 
 /// One receiver's delivery: its state, connections and requests in flight, all on the callbacks' loop.
-final class CallbackReceiver: HTTPExchangeOwner, @unchecked Sendable {
+final class CallbackReceiver: HTTPExchangeOwner, CallbackEndWork, @unchecked Sendable {
     // Safe: `attach(to:)` runs before any callback can reach the receiver; every other method runs on the
     // callbacks' loop's thread — emissions hop there, and libevent's callbacks and timers run there.
     let url: HTTPTokenSource.Endpoint
@@ -344,6 +348,8 @@ final class CallbackReceiver: HTTPExchangeOwner, @unchecked Sendable {
     private var busy: [Int]
     private var inFlight: [UInt64: Request] = [:]
     private var wake: (handle: TimerHandle, at: RuntimeInstant)?
+    /// Answers libevent gave in the current callback, taken to the state at its end.
+    private var answers: [(UInt64, CallbackAnswer)] = []
 
     private struct Request {
         let connection: Int
@@ -471,14 +477,25 @@ final class CallbackReceiver: HTTPExchangeOwner, @unchecked Sendable {
                 case .tls: .tls
                 case .refused: .refused
                 }
-            // libevent is inside its own callback here: the state's next step (which may send on this connection)
-            // runs after it.
-            _ = try? loop.schedule(after: .zero) { [self] in answer(id, .failed(mapped)) }
-            return
+            return later(id, .failed(mapped))
         }
         let body = HTTPExchanges.body(of: request)
-        let isJSON = Self.isJSON(body)
-        _ = try? loop.schedule(after: .zero) { [self] in answer(id, .answered(status: status, bodyIsJSON: isJSON)) }
+        later(id, .answered(status: status, bodyIsJSON: Self.isJSON(body)))
+    }
+
+    /// Takes `answer` to the state once libevent's callback has returned: its next step may send on the connection
+    /// that answered, or free it.
+    private func later(_ id: UInt64, _ answer: CallbackAnswer) {
+        loop.runCallback {
+            if answers.isEmpty { loop.atCallbackEnd(self) }
+            answers.append((id, answer))
+        }
+    }
+
+    func callbackEnded() {
+        let taken = answers
+        answers.removeAll(keepingCapacity: true)
+        for (id, result) in taken { answer(id, result) }
     }
 
     /// Whether `body` is one JSON document (what Agora asks of an answer).
