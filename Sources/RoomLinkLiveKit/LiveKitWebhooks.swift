@@ -91,18 +91,15 @@ public struct WebhookURL: Sendable, Equatable, CustomStringConvertible {
     /// (``LiveKitWebhookSettings/tls``).
     public var isSecure: Bool
 
-    /// Reads `http://` or `https://HOST[:PORT][/PATH]`.
+    /// Reads `http://` or `https://HOST[:PORT][/PATH]` (as `HTTPTokenSource.Endpoint` reads any URL serve calls).
     public init(parsing text: String) throws(LiveKitKeysError) {
-        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-            scheme == "http" || scheme == "https",
-            let host = components.host, !host.isEmpty,
-            let port = UInt16(exactly: components.port ?? (scheme == "https" ? 443 : 80)), port > 0
-        else { throw .notAURL(text) }
-        self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        self.port = port
-        isSecure = scheme == "https"
-        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        self.path = path + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
+        guard let endpoint = try? HTTPTokenSource.Endpoint(parsing: text, flag: "--webhook") else {
+            throw .notAURL(text)
+        }
+        host = endpoint.host
+        port = endpoint.port
+        isSecure = endpoint.isSecure
+        path = endpoint.pathTemplate
     }
 
     var hostHeader: String {

@@ -44,49 +44,27 @@ public struct CallbackDeliveryRules: Sendable, Hashable {
         capacity: Int = 10_000,
         concurrency: Int = 16
     ) -> Self {
-        switch vendor {
-        case .agora:
-            // "Immediately resends … the interval gradually increases … stops after three retries": the gaps
-            // after the first are ours (Agora publishes none).
-            Self(
-                vendor: vendor,
-                retryDelays: [.zero, .seconds(3), .seconds(9)],
-                timeout: .seconds(10),
-                orderedPerRoom: false,
-                roomQueueLimit: .max,
-                maxAge: nil,
-                capacity: capacity,
-                concurrency: concurrency,
-                disorder: disorder,
-                seed: seed
-            )
-        case .zego:
-            Self(
-                vendor: vendor,
-                retryDelays: [2, 4, 8, 16, 32].map { .seconds($0) },
-                timeout: .seconds(10),
-                orderedPerRoom: false,
-                roomQueueLimit: .max,
-                maxAge: nil,
-                capacity: capacity,
-                concurrency: concurrency,
-                disorder: disorder,
-                seed: seed
-            )
-        case .livekit:
-            Self(
-                vendor: vendor,
-                retryDelays: [1, 2, 4, 8].map { .seconds($0) },
-                timeout: .seconds(10),
-                orderedPerRoom: true,
-                roomQueueLimit: 200,
-                maxAge: .seconds(30),
-                capacity: capacity,
-                concurrency: concurrency,
-                disorder: 0,
-                seed: seed
-            )
-        }
+        // Agora: "immediately resends … the interval gradually increases … stops after three retries": the gaps
+        // after the first are ours (Agora publishes none).
+        let delays: [Int64] =
+            switch vendor {
+            case .agora: [0, 3, 9]
+            case .zego: [2, 4, 8, 16, 32]
+            case .livekit: [1, 2, 4, 8]
+            }
+        let ordered = vendor == .livekit
+        return Self(
+            vendor: vendor,
+            retryDelays: delays.map { .seconds($0) },
+            timeout: .seconds(10),
+            orderedPerRoom: ordered,
+            roomQueueLimit: ordered ? 200 : .max,
+            maxAge: ordered ? .seconds(30) : nil,
+            capacity: capacity,
+            concurrency: concurrency,
+            disorder: ordered ? 0 : disorder,
+            seed: seed
+        )
     }
 
     public init(
