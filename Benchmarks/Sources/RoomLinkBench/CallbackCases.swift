@@ -21,7 +21,8 @@ struct Callbacks: AsyncParsableCommand {
     @Option(help: "agora, zego or livekit.") var vendor = "agora"
     @Option(help: "A receiver (repeatable).") var callback: [String] = []
     @Option(
-        help: "Receivers the bench starts (comma-separated): fast (answers at once), slow (after 200 ms), down (refuses)."
+        help:
+            "Receivers the bench starts (comma-separated): fast (answers at once), slow (after 200 ms), down (refuses)."
     )
     var sinks = ""
     @Option(help: "The share played out of order (not LiveKit).") var disorder = 0.01
@@ -90,7 +91,10 @@ struct Callbacks: AsyncParsableCommand {
                 ChildRegistry.started(child.processIdentifier)
                 children.append(child)
                 let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-                guard let number = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
+                guard
+                    let number = Int(
+                        line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+                    )
                 else { throw ValidationError("the \(sink) sink did not start: \(line)") }
                 port = number
             default:
