@@ -19,7 +19,8 @@ public struct LiveKitCallbackFormat: CallbackFormat {
         self.secret = secret
     }
 
-    public func sends(_ event: RoomCallback.Event) -> Bool { true }
+    /// Every event but a role change (LiveKit's webhooks have none).
+    public func sends(_ event: RoomCallback.Event) -> Bool { event != .roleChanged }
 
     public func request(for callback: RoomCallback, attempt: Int, sentAtMs: Int64) -> CallbackRequest {
         let room = Livekit_Room.with {
@@ -34,6 +35,7 @@ public struct LiveKitCallbackFormat: CallbackFormat {
             switch callback.event {
             case .roomCreated: $0.event = "room_started"
             case .roomDestroyed: $0.event = "room_finished"
+            case .roleChanged: $0.event = "participant_updated"
             case .joined:
                 $0.event = "participant_joined"
                 $0.participant = participant(callback, .active)

@@ -251,7 +251,19 @@ struct CallbackDeliveryTests {
         #expect(resent["notifyMs"] as? Int64 == 1_700_000_003_500)
         #expect(first.headers != again.headers)
         #expect(first.headers == AgoraCallbackFormat.signatures(of: first.body, secret: "ncs"))
-        #expect(AgoraCallbackFormat(secret: "s", profile: .live).eventType(of: Self.callback(1)) == 103)
+        let live = AgoraCallbackFormat(secret: "s", profile: .live)
+        #expect(live.eventType(of: Self.callback(1)) == 103)
+        #expect(live.eventType(of: Self.callback(1, .left)) == 104)
+        var listener = Self.callback(1)
+        listener.audience = true
+        #expect(live.eventType(of: listener) == 105)
+        listener.event = .left
+        #expect(live.eventType(of: listener) == 106)
+        listener.event = .roleChanged
+        #expect(live.eventType(of: listener) == 112)
+        listener.audience = false
+        #expect(live.eventType(of: listener) == 111)
+        #expect(live.sends(.roleChanged) && !format.sends(.roleChanged))
         #expect(format.eventType(of: Self.callback(1, .roomCreated)) == 101)
         #expect(format.eventType(of: Self.callback(1, .roomDestroyed)) == 102)
         #expect(RoomCallback.LeaveReason.allCases.map(AgoraCallbackFormat.reason) == [1, 2, 3, 5, 12])

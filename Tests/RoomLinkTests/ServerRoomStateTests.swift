@@ -556,6 +556,24 @@ struct ServerRoomStateTests {
                     .left(userID: "carol", session: SessionID(rawValue: 4), reason: .dropped, kicked: nil)
                 ]
             )
+            // An audience member (hidden from its peers) joins as such; a switch of role is no join nor leave.
+            var audience = Self.login("dan", session: 5)
+            audience.hidden = true
+            let dan = SessionID(rawValue: 5)
+            #expect(
+                membership(room.login(audience, from: Endpoint("dan", loop: loop), tokenValid: true, now: Self.at(8)))
+                    == [.joined(userID: "dan", session: dan, audience: true)]
+            )
+            #expect(
+                membership(room.setHidden(userID: "dan", session: dan, hidden: false, now: Self.at(9)))
+                    == [.roleChanged(userID: "dan", session: dan, audience: false)]
+            )
+            #expect(membership(room.setHidden(userID: "dan", session: dan, hidden: false, now: Self.at(10))).isEmpty)
+            // A relogin of the same session that changes its role says so.
+            #expect(
+                membership(room.login(audience, from: Endpoint("dan", loop: loop), tokenValid: true, now: Self.at(11)))
+                    == [.roleChanged(userID: "dan", session: dan, audience: true)]
+            )
             // A room that does not report builds no such effect.
             var quiet = ServerRoomState(roomID: "q", timings: timings)
             #expect(

@@ -201,6 +201,69 @@ class StormTests(unittest.TestCase):
         self.storm("zego", ["--callback-app-id", "1234567"])
 
 
+class AgoraRolesTests(unittest.TestCase):
+    def test_audience_members_and_role_switches_are_agoras_live_broadcast_events(self):
+        """A host and an audience member join; the audience member becomes a host and the host an audience member;
+        both leave: 101, 103 and 105, 111, 112, 106 and 104, 102 — as `setClientRole` in a scenario over sockets."""
+        from aiohttp import web
+
+        notices = []
+
+        async def handle(request):
+            notices.append(json.loads(await request.read()))
+            return web.json_response({})
+
+        scenario = {
+            "dialect": "agora", "seed": 1,
+            "users": [{"id": "host"}, {"id": "listener", "role": "audience"}],
+            "timeline": [
+                {"at": "0s", "user": "host", "action": "login", "room": "c1"},
+                {"at": "1s", "user": "listener", "action": "login", "room": "c1"},
+                {"at": "3s", "user": "listener", "action": "setClientRole", "role": "broadcaster"},
+                {"at": "5s", "user": "host", "action": "setClientRole", "role": "audience"},
+                {"at": "7s", "user": "host", "action": "logout"},
+                {"at": "8s", "user": "listener", "action": "logout"},
+            ],
+            "end": "10s",
+        }
+
+        async def body():
+            app = web.Application()
+            app.router.add_post("/", handle)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]
+            server = Serve("--callback", f"http://127.0.0.1:{port}/", "--callback-secret", SECRET,
+                           "--callback-profile", "live", "--callback-disorder", "0")
+            try:
+                with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
+                    json.dump(scenario, file)
+                    file.flush()
+                    done = await asyncio.to_thread(
+                        subprocess.run,
+                        [ROOMLINK, "run", file.name, "--server", server.address, "--clock", "real", "--time-scale",
+                         SCALE], capture_output=True, text=True, timeout=120)
+                self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+                for _ in range(300):
+                    if any(notice["eventType"] == 102 for notice in notices):
+                        break
+                    await asyncio.sleep(0.05)
+            finally:
+                server.stop()
+                await runner.cleanup()
+            # In the order they happened (each user's clientSeq, the channel's first and last).
+            ordered = sorted(notices, key=lambda notice: notice["payload"].get(
+                "clientSeq", -1 if notice["eventType"] == 101 else float("inf")))
+            events = [(notice["eventType"], notice["payload"].get("account")) for notice in ordered]
+            self.assertEqual(events[0], (101, None))
+            self.assertEqual(events[1:], [(103, "host"), (105, "listener"), (111, "listener"), (112, "host"),
+                                          (106, "host"), (104, "listener"), (102, None)])
+
+        asyncio.run(body())
+
+
 class LiveKitTests(unittest.TestCase):
     def test_livekit_webhooks_arrive_through_retries_each_room_in_order(self):
         from aiohttp import web

@@ -1,7 +1,11 @@
 /// A member of a room joining or leaving, as its server's room saw it: what a server's webhooks report.
 public enum MembershipChange: Sendable, Hashable {
-    /// A new session of `userID` became a member (not a reconnection of the same session).
-    case joined(userID: String, session: SessionID)
+    /// A new session of `userID` became a member (not a reconnection of the same session); `audience` when it
+    /// joined hidden from its peers (an Agora audience member).
+    case joined(userID: String, session: SessionID, audience: Bool = false)
+    /// The member stayed and became hidden from its peers (`audience`, an Agora broadcaster switching to audience)
+    /// or visible again.
+    case roleChanged(userID: String, session: SessionID, audience: Bool)
     /// The session of `userID` left: it logged out (`quit`), timed out or was replaced or removed (`dropped`; for a
     /// kick or a newer login of the same user, `kicked` says which).
     case left(userID: String, session: SessionID, reason: DepartureReason, kicked: KickReason?)

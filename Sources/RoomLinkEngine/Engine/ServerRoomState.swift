@@ -405,7 +405,13 @@ public struct ServerRoomState {
                         )
                     )
                 }
-                effects.append(.membership(.joined(userID: request.userID, session: request.session)))
+                effects.append(
+                    .membership(.joined(userID: request.userID, session: request.session, audience: request.hidden))
+                )
+            } else if reportsMembership, changesHidden {
+                effects.append(
+                    .membership(.roleChanged(userID: request.userID, session: request.session, audience: request.hidden))
+                )
             }
         } else {
             if members.isEmpty, !clustered {
@@ -426,7 +432,9 @@ public struct ServerRoomState {
             let (_, place) = members.updateValue(record, forKey: request.userID, insertingAt: members.count)
             if let arm = heard(memberAt: place, at: now) { effects.append(arm) }
             if reportsMembership {
-                effects.append(.membership(.joined(userID: request.userID, session: request.session)))
+                effects.append(
+                    .membership(.joined(userID: request.userID, session: request.session, audience: request.hidden))
+                )
             }
             if !request.hidden { effects += recordChange(.add, of: request.userID, now: now) }
         }
@@ -542,8 +550,11 @@ public struct ServerRoomState {
             members.values[index].node == nil, members.values[index].hidden != hidden
         else { return [] }
         members.update(at: index) { $0.hidden = hidden }
-        let announced: [Effect] =
+        var announced: [Effect] =
             clustered ? [.announce(.hiddenChanged(userID: userID, session: session, hidden: hidden))] : []
+        if reportsMembership {
+            announced.append(.membership(.roleChanged(userID: userID, session: session, audience: hidden)))
+        }
         return announced + recordChange(hidden ? .delete : .add, reason: .becomeAudience, of: userID, now: now)
     }
 

@@ -97,6 +97,9 @@ public struct CallbackAudit: Sendable, Hashable {
                     }
                     last[room, default: [:]][user] = Change(id: id, joined: joined, atMs: t)
                     userCallbacks[room, default: [:]][user, default: []].append(id)
+                case "role":
+                    // The member stays in the room, in another role.
+                    guard object["user"] is String else { throw .truth(line: lineNumber, #"no "user""#) }
                 case "create", "destroy":
                     if members[room] == nil { members[room] = [] }
                 default:

@@ -40,7 +40,8 @@ public protocol CallbackFormat: Sendable {
 /// (HMAC-SHA1 of the raw body, hex) and `Agora-Signature-V2` (HMAC-SHA256) with the NCS secret.
 ///
 /// Event types: 101/102 for a channel's creation and destruction; in the communication profile 107/108 for a
-/// user's join and leave; in the live-broadcast profile 103/104 (RoomLink's Agora users join as hosts). The payload
+/// user's join and leave; in the live-broadcast profile 103/104 for a host's, 105/106 for an audience member's (a
+/// user who joins hidden from its peers), and 111/112 for a switch to host or to audience. The payload
 /// carries `channelName`, `uid` (the user ID when it is a number, else 0), `account` (the user ID), `platform`
 /// (0, other), `clientSeq` (increasing with each event of the user), `ts` (seconds), and for a leave `reason` and
 /// `duration` (seconds in the channel).
@@ -62,17 +63,19 @@ public struct AgoraCallbackFormat: CallbackFormat {
         self.profile = profile
     }
 
-    public func sends(_ event: RoomCallback.Event) -> Bool { true }
+    /// Every event; a role change only in the live-broadcast profile (the communication profile has no roles).
+    public func sends(_ event: RoomCallback.Event) -> Bool { event != .roleChanged || profile == .live }
 
     /// The event type of `callback`.
     public func eventType(of callback: RoomCallback) -> Int {
         switch (callback.event, profile) {
         case (.roomCreated, _): 101
         case (.roomDestroyed, _): 102
-        case (.joined, .live): 103
-        case (.left, .live): 104
+        case (.joined, .live): callback.audience ? 105 : 103
+        case (.left, .live): callback.audience ? 106 : 104
         case (.joined, .communication): 107
         case (.left, .communication): 108
+        case (.roleChanged, _): callback.audience ? 112 : 111
         }
     }
 
@@ -112,10 +115,10 @@ public struct AgoraCallbackFormat: CallbackFormat {
     public func request(for callback: RoomCallback, attempt: Int, sentAtMs: Int64) -> CallbackRequest {
         let type = eventType(of: callback)
         var payload = Notice.Payload(channelName: callback.roomID, ts: callback.atMs / 1000)
-        if callback.event == .joined || callback.event == .left {
+        if callback.event != .roomCreated, callback.event != .roomDestroyed {
             payload.uid = UInt32(callback.userID) ?? 0
             payload.account = callback.userID
-            payload.platform = 0
+            payload.platform = callback.event == .roleChanged ? nil : 0
             payload.clientSeq = callback.userSequence
             if callback.event == .left {
                 payload.reason = Self.reason(callback.reason ?? .timeout)

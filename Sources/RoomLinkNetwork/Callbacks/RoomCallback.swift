@@ -36,6 +36,8 @@ public struct RoomCallback: Sendable, Hashable {
         case left = "leave"
         /// The room's last member left: this life of the room ended.
         case roomDestroyed = "destroy"
+        /// The member stayed and switched role: to the audience (hidden from its peers, ``audience``) or back.
+        case roleChanged = "role"
     }
 
     /// Why a member left, as the room saw it.
@@ -69,7 +71,7 @@ public struct RoomCallback: Sendable, Hashable {
     public var roomID: String
     /// This life of the room (ZEGO's `room_seq`, LiveKit's room SID).
     public var roomSession: String
-    /// The member, for ``Event/joined`` and ``Event/left``; empty for the room's own events.
+    /// The member, for ``Event/joined``, ``Event/left`` and ``Event/roleChanged``; empty for the room's own events.
     public var userID: String
     /// The member's session.
     public var session: String
@@ -86,6 +88,9 @@ public struct RoomCallback: Sendable, Hashable {
     public var roomSequence: UInt64
     /// Members of the room just after the change.
     public var members: Int
+    /// Whether the member is in the audience (hidden from its peers; an Agora audience member): as it joined, as it
+    /// left, or what it switched to.
+    public var audience: Bool
     /// The user's changes in this room so far, this one included: what names the callback across runs (a session's
     /// ID is drawn at random each run; this is not).
     public var ordinal: UInt32
@@ -103,7 +108,8 @@ public struct RoomCallback: Sendable, Hashable {
         userSequence: UInt64 = 0,
         roomSequence: UInt64 = 0,
         members: Int,
-        ordinal: UInt32 = 0
+        ordinal: UInt32 = 0,
+        audience: Bool = false
     ) {
         self.id = id
         self.event = event
@@ -118,6 +124,7 @@ public struct RoomCallback: Sendable, Hashable {
         self.roomSequence = roomSequence
         self.members = members
         self.ordinal = ordinal
+        self.audience = audience
     }
 
     /// What names the callback across runs whatever order the rooms' threads emit in: its event, room, user and

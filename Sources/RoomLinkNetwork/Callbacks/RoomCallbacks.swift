@@ -163,7 +163,7 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
     private let webhookStatistics = Mutex<NetworkServerStatistics?>(nil)
 
     private struct RoomTrack {
-        var members: [String: (session: String, joinedAtMs: Int64)] = [:]
+        var members: [String: (session: String, joinedAtMs: Int64, audience: Bool)] = [:]
         var updates: UInt64 = 0
         /// Each user's changes here so far (and the room's own, under ""), while the room lives.
         var ordinals: [String: UInt32] = [:]
@@ -232,7 +232,8 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                 user: String = "",
                 session: String = "",
                 reason: RoomCallback.LeaveReason? = nil,
-                joinedAtMs: Int64 = 0
+                joinedAtMs: Int64 = 0,
+                audience: Bool = false
             ) {
                 guard format.sends(event) else { return }
                 let ordinal = track.ordinals[user, default: 0] + 1
@@ -256,16 +257,27 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                         userSequence: id,
                         roomSequence: track.updates,
                         members: track.members.count,
-                        ordinal: ordinal
+                        ordinal: ordinal,
+                        audience: audience
                     )
                 )
             }
             switch change {
-            case .joined(let user, let session):
+            case .joined(let user, let session, let audience):
                 if track.members.isEmpty { make(.roomCreated) }
-                track.members[user] = (session.description, atMs)
+                track.members[user] = (session.description, atMs, audience)
                 track.updates += 1
-                make(.joined, user: user, session: session.description, joinedAtMs: atMs)
+                make(.joined, user: user, session: session.description, joinedAtMs: atMs, audience: audience)
+            case .roleChanged(let user, let session, let audience):
+                guard let member = track.members[user], member.session == session.description else { return [] }
+                track.members[user]?.audience = audience
+                make(
+                    .roleChanged,
+                    user: user,
+                    session: member.session,
+                    joinedAtMs: member.joinedAtMs,
+                    audience: audience
+                )
             case .left(let user, let session, let departure, let kicked):
                 guard let member = track.members[user], member.session == session.description else { return [] }
                 track.members[user] = nil
@@ -275,7 +287,8 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                     user: user,
                     session: member.session,
                     reason: RoomCallback.LeaveReason(departure, kicked: kicked),
-                    joinedAtMs: member.joinedAtMs
+                    joinedAtMs: member.joinedAtMs,
+                    audience: member.audience
                 )
                 if track.members.isEmpty { make(.roomDestroyed) }
             }
@@ -587,6 +600,7 @@ final class CallbackTruth: Sendable {
     /// One line; absent fields are left out. Keys in sorted order.
     private struct Line: Encodable {
         var attempts: Int?
+        var audience: Bool?
         var cause: String?
         var copy: String?
         var delay: Double?
@@ -608,9 +622,10 @@ final class CallbackTruth: Sendable {
     }
 
     func emitted(_ callback: RoomCallback, vendor: CallbackVendor) {
-        let member = callback.event == .joined || callback.event == .left
+        let member = callback.event != .roomCreated && callback.event != .roomDestroyed
         write(
             Line(
+                audience: member && (callback.audience || callback.event == .roleChanged) ? callback.audience : nil,
                 event: callback.event.rawValue,
                 id: callback.id,
                 members: callback.members,
