@@ -1,5 +1,5 @@
 internal import CLibevent
-import Synchronization
+import RoomLinkRuntime
 
 /// Who takes libevent's answers to the HTTP requests it made (a token source's loop, a callback receiver): found by
 /// number, not by pointer, so that an answer that comes after its owner has gone finds nothing and does nothing.
@@ -13,7 +13,7 @@ protocol HTTPExchangeOwner: AnyObject, Sendable {
 /// The owners of HTTP requests in flight, by number: a request's callback argument is its owner's number and its own
 /// (`tag(_:_:)`), 24 and 40 bits.
 enum HTTPExchanges {
-    private static let table = Mutex<(next: UInt64, entries: [UInt64: any HTTPExchangeOwner])>((1, [:]))
+    private static let table = LockedBox<(next: UInt64, entries: [UInt64: any HTTPExchangeOwner])>((1, [:]))
 
     /// Registers `owner`, and returns its number.
     static func register(_ owner: any HTTPExchangeOwner) -> UInt64 {

@@ -2,7 +2,7 @@ internal import CLibevent
 import Foundation
 public import RoomLinkEngine
 @_spi(RoomLinkInternals) public import RoomLinkLibevent
-import Synchronization
+import RoomLinkRuntime
 
 #if canImport(Glibc)
 import Glibc
@@ -110,7 +110,7 @@ public final class HTTPTokenSource: TokenSource {
     private let tls: TLSContext?
     private let serverName: String?
     /// Each loop's connections and fetches in flight, by the loop's identity.
-    private let loops = Mutex<[ObjectIdentifier: LoopFetches]>([:])
+    private let loops = LockedBox<[ObjectIdentifier: LoopFetches]>([:])
 
     /// A source fetching from `endpoint`, waiting `timeout` for each answer, over `connectionsPerLoop` connections on
     /// each loop; `tls` says whom an `https://` server's certificate must chain to.

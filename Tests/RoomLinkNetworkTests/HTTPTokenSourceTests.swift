@@ -22,7 +22,7 @@ struct HTTPTokenSourceTests {
         /// Hung connections the client closed.
         let abandoned = Atomic<Int>(0)
         /// Each request's path, headers and body, in arrival order (room callbacks post bodies).
-        let received = Mutex<[(path: String, head: String, body: [UInt8])]>([])
+        let received = LockedBox<[(path: String, head: String, body: [UInt8])]>([])
 
         init() throws {
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -155,12 +155,12 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
     let loop: LibeventLoop
     private let receivers: [CallbackReceiver]
     private let truth: CallbackTruth?
-    private let rooms = Mutex<[String: RoomTrack]>([:])
-    private let nextID = Mutex<UInt64>(0)
+    private let rooms = LockedBox<[String: RoomTrack]>([:])
+    private let nextID = LockedBox<UInt64>(0)
     /// Unix milliseconds at the loop clock's zero: the callbacks' times are the server's clock.
     let unixMsAtZero: Int64
     /// A LiveKit server's older counters (`roomlink_webhooks_total`), when it has them.
-    private let webhookStatistics = Mutex<NetworkServerStatistics?>(nil)
+    private let webhookStatistics = LockedBox<NetworkServerStatistics?>(nil)
 
     private struct RoomTrack {
         var members: [String: (session: String, joinedAtMs: Int64, audience: Bool)] = [:]
@@ -586,7 +586,7 @@ private struct WakeHandler: TimerHandler {
 final class CallbackTruth: Sendable {
     private let handle: FileHandle
     /// Lines not yet written, and whether the file was finished (later lines are written at once).
-    private let buffer = Mutex<(bytes: [UInt8], finished: Bool)>(([], false))
+    private let buffer = LockedBox<(bytes: [UInt8], finished: Bool)>(([], false))
 
     init(path: String) throws(NetworkError) {
         guard FileManager.default.createFile(atPath: path, contents: nil),
