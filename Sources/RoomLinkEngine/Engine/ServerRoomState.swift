@@ -410,7 +410,9 @@ public struct ServerRoomState {
                 )
             } else if reportsMembership, changesHidden {
                 effects.append(
-                    .membership(.roleChanged(userID: request.userID, session: request.session, audience: request.hidden))
+                    .membership(
+                        .roleChanged(userID: request.userID, session: request.session, audience: request.hidden)
+                    )
                 )
             }
         } else {
