@@ -28,15 +28,16 @@ public enum CallbackVendor: String, Sendable, Hashable, CaseIterable, CustomStri
 public struct RoomCallback: Sendable, Hashable {
     /// What happened.
     public enum Event: String, Sendable, Hashable, CaseIterable {
-        /// The room's first member arrived: the room (this life of it, ``roomSession``) began.
+        /// The room's first member arrived: the room (this life of it, ``RoomCallback/roomSession``) began.
         case roomCreated = "create"
-        /// A new session of ``userID`` became a member.
+        /// A new session of ``RoomCallback/userID`` became a member.
         case joined = "join"
-        /// The session of ``userID`` left, for ``reason``.
+        /// The session of ``RoomCallback/userID`` left, for ``RoomCallback/reason``.
         case left = "leave"
         /// The room's last member left: this life of the room ended.
         case roomDestroyed = "destroy"
-        /// The member stayed and switched role: to the audience (hidden from its peers, ``audience``) or back.
+        /// The member stayed and switched role: to the audience (hidden from its peers, ``RoomCallback/audience``) or
+        /// back.
         case roleChanged = "role"
     }
 

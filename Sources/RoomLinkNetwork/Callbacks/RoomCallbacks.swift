@@ -142,7 +142,7 @@ public final class CallbackStatistics: Sendable {
 }
 
 /// A server's room callbacks (`roomlink serve --callback URL`): it hears every change of its rooms' membership
-/// (``RoomMembershipObserver``), words each as the vendor does (``CallbackFormat``), writes the truth beside it, and
+/// (`RoomMembershipObserver`), words each as the vendor does (``CallbackFormat``), writes the truth beside it, and
 /// delivers it to every receiver by the vendor's rules (``CallbackDeliveryState``) — on one loop, over a few
 /// kept-alive connections per receiver (libevent's HTTP client, TLS for `https://`).
 ///
