@@ -65,6 +65,19 @@ def metrics(admin):
     return found
 
 
+async def receiving(handle):
+    """An aiohttp receiver posting to `handle` on a loopback port it picks: its runner (to clean up) and port."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_post("/", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]
+
+
 class Serve:
     """`roomlink serve` with callbacks and the admin API, on loopback ports it picks."""
 
@@ -228,13 +241,7 @@ class AgoraRolesTests(unittest.TestCase):
         }
 
         async def body():
-            app = web.Application()
-            app.router.add_post("/", handle)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]
+            runner, port = await receiving(handle)
             server = Serve("--callback", f"http://127.0.0.1:{port}/", "--callback-secret", SECRET,
                            "--callback-profile", "live", "--callback-disorder", "0")
             try:
@@ -282,13 +289,7 @@ class LiveKitTests(unittest.TestCase):
             return web.Response(status=200)
 
         async def body():
-            app = web.Application()
-            app.router.add_post("/", handle)
-            runner = web.AppRunner(app)
-            await runner.setup()
-            site = web.TCPSite(runner, "127.0.0.1", 0)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]
+            runner, port = await receiving(handle)
             server = Serve("--protocol", "livekit", "--keys", f"{test_livekit.KEY}:{test_livekit.SECRET}",
                            "--callback", f"http://127.0.0.1:{port}/", dialect="livekit")
             try:

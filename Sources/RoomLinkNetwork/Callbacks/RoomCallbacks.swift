@@ -155,8 +155,9 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
     let loop: LibeventLoop
     private let receivers: [CallbackReceiver]
     private let truth: CallbackTruth?
-    private let rooms = LockedBox<[String: RoomTrack]>([:])
-    private let nextID = LockedBox<UInt64>(0)
+    /// Each room's members while it lives, and the last callback's number: one lock, so that numbers follow each
+    /// room's order.
+    private let rooms = LockedBox<(tracks: [String: RoomTrack], lastID: UInt64)>(([:], 0))
     /// Unix milliseconds at the loop clock's zero: the callbacks' times are the server's clock.
     let unixMsAtZero: Int64
     /// A LiveKit server's older counters (`roomlink_webhooks_total`), when it has them.
@@ -225,7 +226,7 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
     ) {
         let atMs = unixMs(now)
         let callbacks = rooms.withLock { rooms -> [RoomCallback] in
-            var track = rooms[roomID] ?? RoomTrack()
+            var track = rooms.tracks[roomID] ?? RoomTrack()
             var made: [RoomCallback] = []
             func make(
                 _ event: RoomCallback.Event,
@@ -238,10 +239,8 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                 guard format.sends(event) else { return }
                 let ordinal = track.ordinals[user, default: 0] + 1
                 track.ordinals[user] = ordinal
-                let id = nextID.withLock { id in
-                    id += 1
-                    return id
-                }
+                rooms.lastID += 1
+                let id = rooms.lastID
                 made.append(
                     RoomCallback(
                         id: id,
@@ -292,7 +291,7 @@ public final class RoomCallbacks: RoomMembershipObserver, Sendable {
                 )
                 if track.members.isEmpty { make(.roomDestroyed) }
             }
-            rooms[roomID] = track.members.isEmpty ? nil : track
+            rooms.tracks[roomID] = track.members.isEmpty ? nil : track
             return made
         }
         guard !callbacks.isEmpty else { return }
@@ -382,15 +381,14 @@ final class CallbackReceiver: HTTPExchangeOwner, CallbackEndWork, @unchecked Sen
         self.state = CallbackDeliveryState(rules: rules)
         self.tls = tls
         self.serverName = tls == nil ? nil : serverName
-        connections = Array(repeating: nil, count: 8)
-        busy = Array(repeating: 0, count: 8)
+        // One connection for each request in flight (`RoomCallbacks` sets the concurrency to the connections).
+        connections = Array(repeating: nil, count: rules.concurrency)
+        busy = Array(repeating: 0, count: rules.concurrency)
     }
 
     /// Joins `owner` (which outlives it: it holds its receivers), and takes libevent's answers from now on.
     func attach(to owner: RoomCallbacks) {
         self.owner = owner
-        connections = Array(repeating: nil, count: owner.settings.connectionsPerURL)
-        busy = Array(repeating: 0, count: owner.settings.connectionsPerURL)
         slot = HTTPExchanges.register(self)
     }
 
