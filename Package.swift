@@ -176,6 +176,7 @@ let package = Package(
             dependencies: [
                 "RoomLinkRuntime", "RoomLinkLibevent", "RoomLinkEngine", "RoomLinkSimulation", "RoomLinkScenarios",
                 "RoomLinkWire", "RoomLinkNetwork", "RoomLinkTokens",
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             exclude: ["CMakeLists.txt"],
             swiftSettings: swiftSettings

@@ -79,6 +79,7 @@ struct Load: AsyncParsableCommand {
     @OptionGroup(title: "Server capacity (docs/contract.md §9)") var serverOptions: ServerOptions
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
     @OptionGroup(title: "Tokens (docs/cli.md)") var tokenOptions: TokenOptions
+    @OptionGroup(title: "Watching the run (docs/live.md)") var liveOptions: LiveOptions
 
     func validate() throws {
         if let processes {
@@ -87,6 +88,12 @@ struct Load: AsyncParsableCommand {
                 throw ValidationError("--processes \(processes) needs at least as many rooms (--rooms \(rooms))")
             }
             guard shard == nil else { throw ValidationError("--processes starts its own --shard slices: give one") }
+            guard !liveOptions.watches else {
+                throw ValidationError(
+                    "--metrics and --dashboard watch one generator process: with --processes, run the slices as a "
+                        + "fleet (--shard I/N --coordinate, docs/live.md) and watch each, or use --html"
+                )
+            }
         }
         guard loss.isFinite, (0...1).contains(loss) else {
             throw ValidationError("--loss must be in [0, 1], got \(loss)")
@@ -142,7 +149,9 @@ struct Load: AsyncParsableCommand {
                 output.dryRun ? try OutputFile(path).checkWritable() : try OutputFile(path).write(plan.scenarioJSON())
             }
             // Open every destination before running, so a bad path fails at once, not after the run.
-            for path in [plot, timeseries].compactMap(\.self) { try OutputFile(path).checkWritable() }
+            for path in [plot, timeseries, liveOptions.html].compactMap(\.self) {
+                try OutputFile(path).checkWritable()
+            }
         } catch {
             throw fail(error)
         }
@@ -157,6 +166,8 @@ struct Load: AsyncParsableCommand {
         playback.logsAttempts = output.attempts
         playback.dryRun = output.dryRun
         playback.faultWindows = plan.faultWindows
+        playback.liveOptions = liveOptions
+        playback.title = title
         do {
             playback.slice = try shard.map { text throws(RoomLinkError) in try RunSlice(parsing: text, field: "--shard")
             }
@@ -238,6 +249,13 @@ struct Load: AsyncParsableCommand {
             } catch {
                 throw fail(error)
             }
+        }
+        do {
+            try liveOptions.html.map { path throws(RoomLinkError) in
+                try OutputFile(path).write(RunDashboard.report(merged, title: title))
+            }
+        } catch {
+            throw fail(error)
         }
         Playback.warnIfBehind(merged, whose: "a generator's loops", advice: "use more processes or fewer clients")
         try Playback.failOnViolations(merged)

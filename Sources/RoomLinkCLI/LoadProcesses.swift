@@ -13,7 +13,7 @@ struct LoadProcesses {
 
     /// The options each child is not given: the parent writes the outputs, and the children stay quiet.
     private static let parentOnly: Set<String> = [
-        "--processes", "--report", "--events", "--plot", "--timeseries", "--save-scenario", "--shard",
+        "--processes", "--report", "--events", "--plot", "--timeseries", "--save-scenario", "--shard", "--html",
     ]
     private static let parentOnlyFlags: Set<String> = ["--quiet"]
 

@@ -31,6 +31,10 @@ struct Playback {
     var dryRun = false
     /// Where the clients get their tokens (`--app-id`, `--token-url`, `--token-server`), if they fetch them.
     var tokens: TokenSettings?
+    /// Watching the run while it goes (`--metrics`, `--dashboard`) and its HTML report (`--html`).
+    var liveOptions = LiveOptions()
+    /// The run's title on its pages (`--html`, `--dashboard`); the scenario's name by default.
+    var title: String?
 
     /// Plays `scenario` (called `name` in messages): checks it, opens the destinations, runs it on the chosen clock,
     /// writes what it produced, and judges the run.
@@ -44,8 +48,35 @@ struct Playback {
         let options = try clock(for: scenario)
         let virtualEvents = try await virtualRun(of: runner)
         let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
-        let result = try await run(runner, options: options, sink: realEvents ?? writer, writer: writer, interruption)
-        guard try writeOutputs(result, writer: writer, interruption: interruption) else { return }
+        let title = self.title ?? "roomlink run — \(name)"
+        // The live servers listen before the run starts, so that a port taken fails in a millisecond.
+        let live = liveOptions.watches ? LiveRun() : nil
+        runner.live = live
+        var servers: LiveServers?
+        do {
+            if let live { servers = try await LiveServers.start(liveOptions, live: live, title: title) }
+        } catch {
+            try? writer?.close()
+            throw fail(error)
+        }
+        let result: RunReport
+        do {
+            result = try await run(runner, options: options, sink: realEvents ?? writer, writer: writer, interruption)
+        } catch {
+            await servers?.stop()
+            throw error
+        }
+        // The outputs first: a page following the run is let see its end after they are written.
+        let readerStayed: Bool
+        do {
+            readerStayed = try writeOutputs(result, writer: writer, interruption: interruption)
+            if readerStayed { try writeHTML(result, title: title) }
+        } catch {
+            await servers?.stop()
+            throw error
+        }
+        await servers?.stop()
+        guard readerStayed else { return }
         try judge(
             result,
             interruption: interruption,
@@ -60,7 +91,9 @@ struct Playback {
     private func configuredRunner(for scenario: Scenario, name: String) throws -> ScenarioRunner {
         do {
             var runner = try ScenarioRunner(scenario: scenario)
-            runner.collectsLoadStatistics = collectsLoadStatistics
+            // Watched or drawn, a scenario's run gathers the load's statistics too: they are its panels.
+            runner.collectsLoadStatistics =
+                collectsLoadStatistics || liveOptions.watches || liveOptions.html != nil
             runner.shards = clockOptions.shards ?? defaultShards
             runner.logsAttempts = logsAttempts
             runner.slice = slice
@@ -76,7 +109,7 @@ struct Playback {
     /// `--dry-run`: the destinations are checked writable, and the run that would have been played is said.
     private func sayDryRun(_ scenario: Scenario, name: String) throws {
         do {
-            for path in [events, report].compactMap(\.self) where path != "-" {
+            for path in [events, report, liveOptions.html].compactMap(\.self) where path != "-" {
                 try OutputFile(path).checkWritable()
             }
         } catch {
@@ -101,6 +134,7 @@ struct Playback {
                 case let path?: try EventLogWriter(path: path, onFailure: stopOnClosedPipe)
                 }
             try report.map { path throws(RoomLinkError) in try OutputFile(path).checkWritable() }
+            try liveOptions.html.map { path throws(RoomLinkError) in try OutputFile(path).checkWritable() }
             return writer
         } catch {
             throw fail(error)
@@ -212,6 +246,16 @@ struct Playback {
             // The report was to go to the same closed pipe.
         }
         return !closedOutput
+    }
+
+    /// `--html`: the finished run as one self-contained page.
+    private func writeHTML(_ result: RunReport, title: String) throws {
+        guard let path = liveOptions.html else { return }
+        do {
+            try OutputFile(path).write(RunDashboard.report(result, title: title))
+        } catch {
+            throw fail(error)
+        }
     }
 
     /// The run's verdict as an exit status: a signal's (128 + its number) or a stop asked for (1); then, with

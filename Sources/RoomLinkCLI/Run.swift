@@ -25,6 +25,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
     @OptionGroup(title: "A real server (roomlink serve)") var comparisonOptions: ComparisonOptions
     @OptionGroup(title: "Tokens (docs/cli.md)") var tokenOptions: TokenOptions
+    @OptionGroup(title: "Watching the run (docs/live.md)") var liveOptions: LiveOptions
 
     func run() async throws {
         var scenario = try load()
@@ -37,6 +38,7 @@ struct Run: AsyncParsableCommand {
         var playback = Playback(events: output.events, report: output.report, clockOptions: clockOptions)
         playback.logsAttempts = output.attempts
         playback.dryRun = output.dryRun
+        playback.liveOptions = liveOptions
         do {
             playback.tokens = try tokenOptions.settings(dialect: scenario.dialect, remote: remoteOptions.server != nil)
             try remoteOptions.configure(

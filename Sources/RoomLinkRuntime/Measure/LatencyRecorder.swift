@@ -39,6 +39,12 @@ public struct LatencyRecorder: Sendable {
         return later
     }
 
+    /// Calls `body` with each non-empty bucket: a duration that stands for it (nanoseconds) and how many it holds,
+    /// smallest first.
+    public func forEachBucket(_ body: (_ nanoseconds: Int64, _ count: Int) -> Void) {
+        for bucket in buckets { body(Int64(bucket[0]), Int(bucket[1])) }
+    }
+
     /// How many durations were recorded.
     public var count: Int { Int(histogram.totalCount) }
 

@@ -1,7 +1,7 @@
 internal import Foundation
 
 /// How a running load test is doing, for a progress line: sampled every wall-clock interval while it runs.
-public struct LoadProgress: Sendable, Equatable {
+public struct LoadProgress: Sendable, Equatable, Codable {
     /// Scenario time reached, and wall time spent.
     public var scenarioSeconds: Double
     public var scenarioEnd: Double
@@ -17,6 +17,33 @@ public struct LoadProgress: Sendable, Equatable {
     public var rssBytes: Int
     /// Real clock: the most a timer ran late since the previous sample (real milliseconds); `nil` in virtual time.
     public var latePeakMs: Double? = nil
+
+    /// A sample; ``latePeakMs`` is `nil` (virtual time) unless set.
+    public init(
+        scenarioSeconds: Double,
+        scenarioEnd: Double,
+        wallSeconds: Double,
+        online: Int,
+        reconnecting: Int,
+        failed: Int,
+        attempts: Int,
+        events: Int,
+        eventsPerSecond: Double,
+        rssBytes: Int,
+        latePeakMs: Double? = nil
+    ) {
+        self.scenarioSeconds = scenarioSeconds
+        self.scenarioEnd = scenarioEnd
+        self.wallSeconds = wallSeconds
+        self.online = online
+        self.reconnecting = reconnecting
+        self.failed = failed
+        self.attempts = attempts
+        self.events = events
+        self.eventsPerSecond = eventsPerSecond
+        self.rssBytes = rssBytes
+        self.latePeakMs = latePeakMs
+    }
 
     /// One line: `t 312.0/1800 s  wall 4.2 s  online 98000  reconnecting 2000  failed 0  attempts 5123  events 412k
     /// (98k/s)  RSS 180 MiB`, and on the real clock `  late ≤ 4.1 ms` (the most a timer ran late since the previous

@@ -76,6 +76,11 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
     /// Events recorded so far.
     var eventCount: Int { state.withLock { $0.events } }
 
+    /// Events so far by type and by code, while the run goes (the oracle is left to finish at the end).
+    func counts() -> (byType: [String: Int], byCode: [String: Int]) {
+        state.withLock { ($0.byType.dictionary, $0.byCode.dictionary) }
+    }
+
     /// The counts and the oracle's violations.
     func summary() -> RecordSummary {
         state.withLock {

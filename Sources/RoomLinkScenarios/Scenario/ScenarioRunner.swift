@@ -79,6 +79,10 @@ public struct ScenarioRunner: Sendable {
     /// in-process server checks them with; `nil`: the scenario's tokens, as given.
     public var tokens: TokenPlan?
 
+    /// A window on the run while it goes (`--metrics`, `--dashboard`, a fleet's live figures): the runner opens it
+    /// once the run's world is built and leaves it on the run's last figures when it returns.
+    public var live: LiveRun?
+
     /// How a run's clients get their tokens.
     public struct TokenPlan: Sendable {
         /// Makes the token source of the clients on one share's loops.
@@ -217,6 +221,8 @@ public struct ScenarioRunner: Sendable {
                     all: [run]
                 )
             }
+            watch([run], group: group, wallStart: wallStart)
+            defer { unwatch() }
             if let simulation = group as? SimulationRuntime { try await simulation.run(play) } else { try await play() }
             reportEnd(progress, of: [run], wallStart: wallStart)
             var report = report([run], group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
@@ -226,6 +232,8 @@ public struct ScenarioRunner: Sendable {
         guard let simulation = group as? SimulationRuntime else {
             // Real time: one world on the group's loops.
             let run = Shard<Dialect>(group: group, origin: group.now)
+            watch([run], group: group, wallStart: wallStart)
+            defer { unwatch() }
             try await play(run, shard: 0, of: 1, events: events, progress: progress, wallStart: wallStart, all: [run])
             reportEnd(progress, of: [run], wallStart: wallStart)
             return report([run], group: group, wallStart: wallStart, usageStart: usageStart, rssStart: rssStart)
@@ -235,6 +243,8 @@ public struct ScenarioRunner: Sendable {
         for _ in 1..<max(1, count) { simulations.append(SimulationRuntime(seed: simulation.seed)) }
         defer { for extra in simulations.dropFirst() { extra.shutdown() } }
         let shards = simulations.map { Shard<Dialect>(group: $0, origin: $0.now) }
+        watch(shards, group: group, wallStart: wallStart)
+        defer { unwatch() }
         // Each simulation plays its share of the rooms on its own thread: the shares never talk to each other.
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             for (index, shard) in shards.enumerated() {
