@@ -168,6 +168,10 @@ public struct RunDashboard: Sendable {
             : "<ol>" + result.violationSample.map { "<li><code>\(HTML.escape($0))</code></li>" }.joined() + "</ol>"
                 + (result.violations > result.violationSample.count
                     ? "<p>… and \(result.violations - result.violationSample.count) more.</p>" : "")
+        let lacking =
+            result.lacks.map { lines in
+                "<h2>Lacking</h2>\n<ul id=\"lacks\">" + lines.map { "<li>\(HTML.escape($0))</li>" }.joined() + "</ul>\n"
+            } ?? ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let json = (try? encoder.encode(result)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
@@ -187,7 +191,7 @@ public struct RunDashboard: Sendable {
             <pre id="summary">\(HTML.escape(result.summary))</pre>
             <h2>Panels</h2>
             <div class="panels" id="panels">\(panels)</div>
-            <h2>Violations</h2>
+            \(lacking)<h2>Violations</h2>
             <div id="violations">\(violations)</div>
             <details><summary>The report (JSON)</summary><pre>\(HTML.escape(json))</pre></details>
             </body>

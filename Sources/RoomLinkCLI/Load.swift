@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RoomLink
+import RoomLinkRedis
 
 /// `roomlink load`: a reconnection load test built from flags — a population, a dialect, fault patterns — played
 /// like `roomlink run` plays a scenario file.
@@ -80,6 +81,7 @@ struct Load: AsyncParsableCommand {
     @OptionGroup(title: "A real server (roomlink serve)") var remoteOptions: RemoteOptions
     @OptionGroup(title: "Tokens (docs/cli.md)") var tokenOptions: TokenOptions
     @OptionGroup(title: "Watching the run (docs/live.md)") var liveOptions: LiveOptions
+    @OptionGroup(title: "A fleet of generators (docs/live.md)") var fleetOptions: FleetOptions
 
     func validate() throws {
         if let processes {
@@ -94,6 +96,16 @@ struct Load: AsyncParsableCommand {
                         + "fleet (--shard I/N --coordinate, docs/live.md) and watch each, or use --html"
                 )
             }
+        }
+        if fleetOptions.coordinate != nil {
+            guard shard != nil else {
+                throw ValidationError("--coordinate needs --shard I/N: which slice this generator plays")
+            }
+            guard processes == nil else {
+                throw ValidationError("--coordinate makes this process one generator of a fleet: drop --processes")
+            }
+        } else if fleetOptions.merge {
+            throw ValidationError("--merge merges a fleet's reports: it needs --coordinate")
         }
         guard loss.isFinite, (0...1).contains(loss) else {
             throw ValidationError("--loss must be in [0, 1], got \(loss)")
@@ -191,6 +203,9 @@ struct Load: AsyncParsableCommand {
         if let processes, processes > 1, !output.dryRun {
             return try await runProcesses(processes, plan: plan, title: title)
         }
+        if let coordinate = fleetOptions.coordinate, !output.dryRun {
+            return try await runInFleet(coordinate, playback: playback, scenario: scenario, title: title)
+        }
         playback.afterRun = { [plot, timeseries] result in
             guard let load = result.load else { return }
             do {
@@ -224,6 +239,85 @@ struct Load: AsyncParsableCommand {
         }
         try await playback.play(scenario, name: "load")
         if !quiet, isatty(STDERR_FILENO) != 0 { StandardStream.error.write("\n") }
+    }
+
+    /// `--coordinate`: this process is one generator of a fleet. It joins the fleet in Redis before building
+    /// anything (a Redis away, a slice taken, other flags are said at once), starts at the fleet's agreed instant,
+    /// pushes its figures while it runs and its report at its end, and with `--merge` writes the fleet's merged
+    /// outputs instead of its own.
+    private func runInFleet(
+        _ coordinate: String,
+        playback: Playback,
+        scenario: Scenario,
+        title: String
+    ) async throws {
+        var playback = playback
+        let generator = try await FleetGenerator.join(
+            coordinate,
+            slice: playback.slice,
+            arguments: Array(CommandLine.arguments.dropFirst(2))
+        )
+        let timeout = fleetOptions.coordinateTimeout.duration
+        playback.live = generator.live
+        playback.resultReady = { generator.keep($0) }
+        if clockOptions.clock == .real {
+            playback.startGate = generator.gate(timeout: timeout, lead: fleetOptions.coordinateLead.duration)
+        } else {
+            // Virtual time: nothing to strike together, but the fleet still gathers before it runs.
+            do {
+                _ = try await generator.fleet.agreeOnStart(timeout: timeout, lead: .zero)
+            } catch {
+                await generator.close()
+                throw fail(RoomLinkError(code: .invalidInput, field: "--coordinate", message: "--coordinate: \(error)"))
+            }
+        }
+        if fleetOptions.merge {
+            // This generator's own report goes to Redis only; the outputs the flags name are the fleet's.
+            playback.report = nil
+            playback.liveOptions.html = nil
+        } else {
+            playback.afterRun = { [plot, timeseries, title] result in
+                guard let load = result.load else { return }
+                do {
+                    try plot.map { path throws(RoomLinkError) in
+                        try OutputFile(path).write(
+                            load.svg(title: title, servers: nil, connections: result.connections, tokens: result.tokens)
+                        )
+                    }
+                    try timeseries.map { path throws(RoomLinkError) in
+                        try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: result.connections))
+                    }
+                } catch {
+                    throw fail(error)
+                }
+            }
+        }
+        generator.startPushing()
+        var failure: (any Error)?
+        do {
+            try await playback.play(scenario, name: "load")
+        } catch {
+            failure = error
+        }
+        await generator.finish()
+        if fleetOptions.merge {
+            let state = try await generator.awaitFleet(timeout: timeout)
+            let merged = try FleetMerge.merged(state)
+            try FleetMerge.write(
+                merged,
+                report: output.report,
+                plot: plot,
+                timeseries: timeseries,
+                html: liveOptions.html,
+                generators: state.count
+            )
+            await generator.close()
+            try Playback.failOnViolations(merged)
+            if let failure { throw failure }
+            return
+        }
+        await generator.close()
+        if let failure { throw failure }
     }
 
     /// `--processes N`: N children each play a slice; their reports and logs are merged here.

@@ -35,6 +35,13 @@ struct Playback {
     var liveOptions = LiveOptions()
     /// The run's title on its pages (`--html`, `--dashboard`); the scenario's name by default.
     var title: String?
+    /// A window on the run kept by the caller (a fleet's generator pushes it to Redis); one is made when the run is
+    /// watched (`--metrics`, `--dashboard`) and none is given.
+    var live: LiveRun?
+    /// When the run starts on the real clock (a fleet's agreed start), once its world is built.
+    var startGate: (@Sendable () async throws -> ContinuousClock.Instant)?
+    /// Receives the run's report once it is written, before the verdict sets the exit status.
+    var resultReady: (@Sendable (RunReport) -> Void)?
 
     /// Plays `scenario` (called `name` in messages): checks it, opens the destinations, runs it on the chosen clock,
     /// writes what it produced, and judges the run.
@@ -50,8 +57,9 @@ struct Playback {
         let realEvents = compareWithin.map { _ in EventCollector(forwardingTo: writer) }
         let title = self.title ?? "roomlink run — \(name)"
         // The live servers listen before the run starts, so that a port taken fails in a millisecond.
-        let live = liveOptions.watches ? LiveRun() : nil
+        let live = self.live ?? (liveOptions.watches ? LiveRun() : nil)
         runner.live = live
+        runner.startGate = startGate
         var servers: LiveServers?
         do {
             if let live { servers = try await LiveServers.start(liveOptions, live: live, title: title) }
@@ -71,6 +79,7 @@ struct Playback {
         do {
             readerStayed = try writeOutputs(result, writer: writer, interruption: interruption)
             if readerStayed { try writeHTML(result, title: title) }
+            resultReady?(result)
         } catch {
             await servers?.stop()
             throw error
@@ -93,7 +102,7 @@ struct Playback {
             var runner = try ScenarioRunner(scenario: scenario)
             // Watched or drawn, a scenario's run gathers the load's statistics too: they are its panels.
             runner.collectsLoadStatistics =
-                collectsLoadStatistics || liveOptions.watches || liveOptions.html != nil
+                collectsLoadStatistics || liveOptions.watches || liveOptions.html != nil || live != nil
             runner.shards = clockOptions.shards ?? defaultShards
             runner.logsAttempts = logsAttempts
             runner.slice = slice
@@ -216,7 +225,9 @@ struct Playback {
             // Keep every event already produced: write what is buffered before reporting the failure.
             try? writer?.close()
             // A server the run could not play against is a flag's fault, said as such; anything else stopped it.
-            if let error = error as? RoomLinkError, ["--server", "--token-url", "--token-ca"].contains(error.field) {
+            if let error = error as? RoomLinkError,
+                ["--server", "--token-url", "--token-ca", "--coordinate"].contains(error.field)
+            {
                 throw fail(error)
             }
             throw fail(error, in: "the run stopped")

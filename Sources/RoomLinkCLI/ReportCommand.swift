@@ -1,34 +1,59 @@
 import ArgumentParser
 import Foundation
 import RoomLink
+import RoomLinkRedis
 
 /// `roomlink report`: what can be done with run reports after the runs.
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
         abstract: "Work with run reports (--report files of run and load), and check a callback receiver.",
-        subcommands: [Merge.self, Callbacks.self]
+        subcommands: [Merge.self, Watch.self, Callbacks.self]
     )
 
     /// `roomlink report merge`: the report of several generator processes' runs, as one.
-    struct Merge: ParsableCommand {
+    struct Merge: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Merge the reports of several generators (load --shard I/N) into one, exactly.",
             discussion: """
                 Counts add up; percentiles come from the merged histograms each report carries; time series add up \
                 second by second from the scenario's start. The reports must be of one scenario (dialect, clock, \
                 seed, length). Without --report, the merged summary goes to standard error. Exit status 1 when the \
-                merged run has spec violations, 2 on bad input.
+                merged run has spec violations, 2 on bad input. A fleet's reports are read from Redis: \
+                `roomlink report merge redis://HOST:PORT/RUN` (docs/live.md); a generator that left none is named in \
+                the merged report's `lacks`.
                 """
         )
 
-        @Argument(help: "The reports to merge (JSON, from --report).") var reports: [String]
+        @Argument(help: "The reports to merge (JSON, from --report), or a fleet's run: redis://HOST:PORT/RUN.")
+        var reports: [String]
         @Option(help: "Write the merged report (JSON) to this file ('-': standard output).") var report: String?
         @Option(help: "Draw the merged time series and histogram to this SVG file.") var plot: String?
         @Option(help: "Write the merged per-second time series to this CSV file.") var timeseries: String?
+        @Option(help: "Write the merged run as one self-contained HTML file.") var html: String?
 
-        func run() throws {
+        func run() async throws {
             guard !reports.isEmpty else { throw fail("report merge: give the reports to merge") }
+            if let fleet = reports.first, fleet.hasPrefix("redis://") {
+                guard reports.count == 1 else { throw fail("report merge: give one fleet (redis://…) or report files") }
+                let state: FleetState
+                do {
+                    state = try await FleetState.read(try FleetAddress(parsing: fleet))
+                } catch {
+                    throw fail("report merge: \(error)")
+                }
+                let merged = try FleetMerge.merged(state)
+                try FleetMerge.write(
+                    merged,
+                    report: report,
+                    plot: plot,
+                    timeseries: timeseries,
+                    html: html,
+                    generators: state.count
+                )
+                try Playback.failOnViolations(merged)
+                return
+            }
             let parts = try reports.map { try Playback.readReport($0, as: "report") }
             let merged: RunReport
             do {
@@ -56,7 +81,94 @@ struct ReportCommand: ParsableCommand {
             } else if plot != nil || timeseries != nil {
                 throw fail("report merge: --plot and --timeseries need load reports")
             }
+            do {
+                try html.map { path throws(RoomLinkError) in
+                    try OutputFile(path).write(
+                        RunDashboard.report(merged, title: "roomlink — \(parts.count) generators merged")
+                    )
+                }
+            } catch {
+                throw fail(error)
+            }
             try Playback.failOnViolations(merged)
+        }
+    }
+
+    /// `roomlink report watch redis://…`: a fleet's merged progress, live.
+    struct Watch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Follow a fleet's merged progress live: roomlink report watch redis://HOST:PORT/RUN.",
+            discussion: """
+                Reads the live figures every generator pushes (load --coordinate) and says the fleet's merged figures \
+                every --interval, naming generators that stopped answering, until every generator has pushed its \
+                report. Exit status 0 when all did, 1 when one stopped answering without one, 2 on bad input.
+                """
+        )
+
+        @Argument(help: "The fleet's run: redis://HOST:PORT/RUN.") var fleet: String
+        @Option(help: "How often to say the figures.") var interval = DurationArgument("1s")
+        @Option(help: "Give up after this long (default: follow until the fleet has finished).")
+        var timeout: DurationArgument?
+
+        func run() async throws {
+            let address: FleetAddress
+            do {
+                address = try FleetAddress(parsing: fleet)
+            } catch {
+                throw fail("report watch: \(error)")
+            }
+            let terminal = isatty(STDERR_FILENO) != 0
+            let deadline = timeout.map { ContinuousClock.now + $0.duration }
+            while true {
+                let state: FleetState
+                do {
+                    state = try await FleetState.read(address)
+                } catch {
+                    throw fail("report watch: \(error)")
+                }
+                let line = Self.line(state)
+                StandardStream.error.write(terminal ? "\r\u{1B}[2K" + line : line + "\n")
+                let done = state.count > 0 && (0..<state.count).allSatisfy { state.reports[$0] != nil }
+                let dead = (0..<state.count).filter {
+                    state.reports[$0] == nil && state.members[$0] != nil && state.live[$0] != nil
+                        && !state.alive.contains($0)
+                }
+                if done
+                    || (state.count > 0
+                        && (0..<state.count).allSatisfy { state.reports[$0] != nil || dead.contains($0) })
+                {
+                    if terminal { StandardStream.error.write("\n") }
+                    if !dead.isEmpty { throw ExitCode(1) }
+                    return
+                }
+                if let deadline, ContinuousClock.now >= deadline {
+                    if terminal { StandardStream.error.write("\n") }
+                    throw ExitCode(1)
+                }
+                try await Task.sleep(for: interval.duration)
+            }
+        }
+
+        /// One line of the fleet's figures: the merged progress, and who is lacking.
+        static func line(_ state: FleetState) -> String {
+            guard state.count > 0 else { return "fleet \(state.address.run): no generator registered yet" }
+            var merged: LiveRunSnapshot?
+            for index in 0..<state.count {
+                guard let data = state.live[index],
+                    let snapshot = try? JSONDecoder().decode(LiveRunSnapshot.self, from: data)
+                else { continue }
+                if merged == nil { merged = snapshot } else { merged?.merge(snapshot) }
+            }
+            let finished = (0..<state.count).filter { state.reports[$0] != nil }.count
+            let dead = (0..<state.count).filter {
+                state.reports[$0] == nil && state.live[$0] != nil && !state.alive.contains($0)
+            }
+            var line =
+                "fleet \(state.address.run): \(state.members.count)/\(state.count) registered, "
+                + "\(finished) finished"
+            if !dead.isEmpty { line += ", not answering: " + dead.map { "generator \($0)" }.joined(separator: ", ") }
+            if let merged { line += "  " + merged.progress.line + "  clients \(merged.clients)" }
+            return line
         }
     }
 

@@ -162,9 +162,8 @@ final class RedisConnection {
     }
 
     private static func errorText(_ context: UnsafeMutablePointer<redisAsyncContext>) -> String {
-        withUnsafeBytes(of: context.pointee.errstr) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        // `errstr` points into the context (hiredis's `char *errstr`), not an array of its own.
+        context.pointee.errstr.map { String(cString: $0) } ?? "error \(context.pointee.err)"
     }
 
     fileprivate static func owner(_ context: UnsafePointer<redisAsyncContext>?) -> RedisConnection? {

@@ -461,6 +461,170 @@ class BadInputTests(unittest.TestCase):
             self.assertEqual(load.final()["load"]["online"], 200)
 
 
+class Redis:
+    """A redis-server of the test's own, on a free port."""
+
+    def __init__(self, folder):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", folder],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        for _ in range(100):
+            if subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+
+    def url(self, run):
+        return f"redis://127.0.0.1:{self.port}/{run}"
+
+    def stop(self):
+        self.process.kill()
+        self.process.wait()
+
+
+@unittest.skipUnless(shutil.which("redis-server"), "needs redis-server")
+class FleetTests(unittest.TestCase):
+    """Generators that strike together: the refusals, a generator that dies, and Redis lost mid-run. (Their start's
+    spread across hosts is scripts/fleet-test's.)"""
+
+    FLAGS = ["--clients", "400", "--rooms", "8", "--duration", "3m", "--storm", "0.5@1m:20s", "--seed", "3", "--quiet"]
+
+    def generator(self, redis, run, index, count, *extra, timeout="20s"):
+        return subprocess.Popen(
+            [ROOMLINK, "load", *self.FLAGS, "--shard", f"{index}/{count}", "--coordinate", redis.url(run),
+             "--coordinate-timeout", timeout, *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+
+    def test_refusals_are_named(self):
+        with tempfile.TemporaryDirectory() as folder:
+            redis = Redis(folder)
+            try:
+                # A missing generator is named when the wait runs out.
+                lonely = self.generator(redis, "alone", 0, 3, timeout="1s")
+                _, err = lonely.communicate(timeout=60)
+                self.assertEqual(lonely.returncode, 2, err)
+                self.assertIn("generator 1, 2 never registered", err)
+                # A generator with other flags is refused, naming both.
+                first = self.generator(redis, "flags", 0, 2)
+                time.sleep(1)
+                other = subprocess.run(
+                    [ROOMLINK, "load", *self.FLAGS, "--rooms", "10", "--shard", "1/2", "--coordinate",
+                     redis.url("flags")],
+                    capture_output=True, text=True, timeout=60,
+                )
+                self.assertEqual(other.returncode, 2, other.stderr)
+                self.assertIn("generator 1's flags differ from the fleet 'flags''s", other.stderr)
+                # The same slice twice (two fleets with one name) is refused, naming who holds it.
+                twice = subprocess.run(
+                    [ROOMLINK, "load", *self.FLAGS, "--shard", "0/2", "--coordinate", redis.url("flags")],
+                    capture_output=True, text=True, timeout=60,
+                )
+                self.assertEqual(twice.returncode, 2, twice.stderr)
+                self.assertIn("slice 0/2 of the run 'flags' is already registered by", twice.stderr)
+                second = self.generator(redis, "flags", 1, 2)
+                for process in (first, second):
+                    _, err = process.communicate(timeout=120)
+                    self.assertEqual(process.returncode, 0, err)
+                # A fleet that ran is not joined again under its name.
+                again = subprocess.run(
+                    [ROOMLINK, "load", *self.FLAGS, "--shard", "0/2", "--coordinate", redis.url("flags")],
+                    capture_output=True, text=True, timeout=60,
+                )
+                self.assertEqual(again.returncode, 2, again.stderr)
+                self.assertIn("started already", again.stderr)
+                merged = subprocess.run(
+                    [ROOMLINK, "report", "merge", redis.url("flags"), "--report", "-"],
+                    capture_output=True, text=True, timeout=60,
+                )
+                self.assertEqual(merged.returncode, 0, merged.stderr)
+                self.assertEqual(json.loads(merged.stdout)["parts"], 2)
+                # Redis not there, and a run name that is not one.
+                for address, words in [("redis://127.0.0.1:1/x", "cannot reach Redis"),
+                                       (redis.url("bad name"), "must be 1 to 64 letters")]:
+                    result = subprocess.run(
+                        [ROOMLINK, "load", *self.FLAGS, "--shard", "0/2", "--coordinate", address],
+                        capture_output=True, text=True, timeout=60,
+                    )
+                    self.assertEqual(result.returncode, 2, result.stderr)
+                    self.assertIn(words, result.stderr)
+            finally:
+                redis.stop()
+
+    def test_a_generator_that_dies_is_named_with_what_it_lacks(self):
+        with tempfile.TemporaryDirectory() as folder:
+            redis = Redis(folder)
+            try:
+                flags = ["--clock", "real", "--duration", "8s", "--login-over", "1s", "--storm", "0.5@4s:1s"]
+                common = [ROOMLINK, "load", "--clients", "200", "--rooms", "4", "--seed", "2", "--quiet", *flags]
+                survivor = subprocess.Popen(
+                    [*common, "--shard", "0/2", "--coordinate", redis.url("dies"), "--report",
+                     os.path.join(folder, "0.json")],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                )
+                doomed = subprocess.Popen(
+                    [*common, "--shard", "1/2", "--coordinate", redis.url("dies")],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                )
+                time.sleep(5)  # two seconds' lead, then figures pushed every second
+                doomed.kill()
+                doomed.wait()
+                _, err = survivor.communicate(timeout=60)
+                self.assertEqual(survivor.returncode, 0, err)
+                time.sleep(5.5)  # its "alive" lapses
+                watch = subprocess.run(
+                    [ROOMLINK, "report", "watch", redis.url("dies"), "--timeout", "10s"],
+                    capture_output=True, text=True, timeout=60,
+                )
+                self.assertEqual(watch.returncode, 1, watch.stderr)
+                self.assertIn("not answering: generator 1", watch.stderr)
+                merged = subprocess.run(
+                    [ROOMLINK, "report", "merge", redis.url("dies"), "--report", "-", "--html",
+                     os.path.join(folder, "fleet.html")],
+                    capture_output=True, text=True, timeout=60,
+                )
+                self.assertEqual(merged.returncode, 0, merged.stderr)
+                report = json.loads(merged.stdout)
+                self.assertEqual(report["parts"], 1)
+                self.assertEqual(len(report["lacks"]), 1)
+                self.assertRegex(report["lacks"][0], r"slice 1/2: generator 1 on .* stopped answering, and left no "
+                                                     r"report; its last figures, at \d+\.\d of 8 s")
+                self.assertIn("lacks 1 part", merged.stderr)
+                with open(os.path.join(folder, "fleet.html")) as page:
+                    self.assertIn('<ul id="lacks">', page.read())
+            finally:
+                redis.stop()
+
+    def test_redis_lost_mid_run_is_a_warning_and_the_run_keeps_its_report(self):
+        with tempfile.TemporaryDirectory() as folder:
+            redis = Redis(folder)
+            common = [ROOMLINK, "load", "--clients", "200", "--rooms", "4", "--seed", "2", "--quiet", "--clock",
+                      "real", "--duration", "6s", "--login-over", "1s"]
+            generators = [
+                subprocess.Popen(
+                    [*common, "--shard", f"{index}/2", "--coordinate", redis.url("lost"), "--report",
+                     os.path.join(folder, f"{index}.json"), "--events", os.path.join(folder, f"{index}.jsonl")],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                )
+                for index in range(2)
+            ]
+            time.sleep(4.5)
+            redis.stop()
+            for index, process in enumerate(generators):
+                _, err = process.communicate(timeout=60)
+                self.assertEqual(process.returncode, 0, err)
+                self.assertIn("warning: lost the fleet's Redis", err)
+                self.assertIn("did not reach the fleet's Redis", err)
+                with open(os.path.join(folder, f"{index}.json")) as file:
+                    report = json.load(file)
+                self.assertEqual(report["violations"], 0)
+                self.assertEqual(report["clients"], 100)
+                with open(os.path.join(folder, f"{index}.jsonl")) as file:
+                    self.assertEqual(sum(1 for _ in file), report["events"])
+
+
 if __name__ == "__main__":
     ROOMLINK = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=2)

@@ -87,7 +87,8 @@ extension RunReport {
               peak RSS    \(report.peakRSSBytes / 1_048_576) MiB (\(report.bytesPerClient) B per client added)
               CPU time    \(String(format: "%.1f", report.cpuSeconds)) s (\(String(format: "%.2f", report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0)) cores)
             \(lateness)\(load)\(report.connections.map(\.summary) ?? "")\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")\
-            \(report.tokens.map { "  " + $0.summaryLine + "\n" } ?? "")
+            \(report.tokens.map { "  " + $0.summaryLine + "\n" } ?? "")\
+            \((report.lacks ?? []).map { "  lacks       " + $0 + "\n" }.joined())
             """
     }
 }

@@ -69,6 +69,9 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var connections: ConnectionReport? = nil
     /// When the clients fetched their tokens (`--token-url`, `--token-server`, `--app-id`): the token storm.
     public var tokens: TokenReport? = nil
+    /// A fleet's merged report that lacks a generator's part says so here, one line per part lacking (the slice,
+    /// the generator, and its last figures when it pushed any); `nil` when nothing is lacking.
+    public var lacks: [String]? = nil
 }
 
 extension RunReport {

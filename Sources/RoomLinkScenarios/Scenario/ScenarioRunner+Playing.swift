@@ -88,7 +88,25 @@ extension ScenarioRunner {
             // armed (from here, through each loop's inbox: measured at about the build's time, so twice that), instead
             // of finding its first minutes already past.
             let built = shard.group.now
-            shard.origin = built.advanced(by: max(buildStart.duration(to: built) * 2, .milliseconds(10)))
+            let lead = max(buildStart.duration(to: built) * 2, .milliseconds(10))
+            if let startGate {
+                // The start agreed with others: the scenario's zero is that instant on this group's clock.
+                let start = try await startGate()
+                let scale = (shard.group as? any TimerLatenessReporting)?.scenarioSecondsPerSecond ?? 1
+                let now = shard.group.now
+                let ahead = (start - ContinuousClock.now) * scale
+                guard ahead >= lead else {
+                    throw RoomLinkError(
+                        code: .invalidInput,
+                        field: "start",
+                        message: "the agreed start came \((lead - ahead).roomLinkText) too soon for this generator to "
+                            + "arm its timeline: give the fleet a longer lead"
+                    )
+                }
+                shard.origin = now.advanced(by: ahead)
+            } else {
+                shard.origin = built.advanced(by: lead)
+            }
         }
         let origin = shard.origin
         statistics?.start(at: origin)

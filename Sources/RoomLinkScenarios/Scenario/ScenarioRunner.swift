@@ -83,6 +83,11 @@ public struct ScenarioRunner: Sendable {
     /// once the run's world is built and leaves it on the run's last figures when it returns.
     public var live: LiveRun?
 
+    /// On the real clock: called once the run's world is built, it returns the instant (this machine's monotonic
+    /// clock) at which the scenario starts — a fleet's agreed start (`roomlink load --coordinate`). The run refuses
+    /// an instant that leaves too little time to arm the timeline. `nil`: the run starts as soon as it is built.
+    public var startGate: (@Sendable () async throws -> ContinuousClock.Instant)?
+
     /// How a run's clients get their tokens.
     public struct TokenPlan: Sendable {
         /// Makes the token source of the clients on one share's loops.
