@@ -91,6 +91,34 @@ import Testing
     }
 
     @Test
+    func aStartGateSetsTheRealClocksZeroAndATooSoonOneIsRefused() async throws {
+        var plan = LoadPlan(clients: 20, rooms: 2, duration: .seconds(1))
+        plan.loginOver = .milliseconds(100)
+        var runner = try ScenarioRunner(scenario: try plan.scenario())
+        let gate = LockedBox<ContinuousClock.Instant?>(nil)
+        runner.startGate = {
+            let start = ContinuousClock.now + .milliseconds(400)
+            gate.withLock { $0 = start }
+            return start
+        }
+        let first = FirstEventClock()
+        let collector = first
+        let report = try await LibeventLoopGroup.withLoopGroup { group in
+            try await runner.run(on: group, events: collector)
+        }
+        #expect(report.violations == 0 && report.events > 0)
+        let start = try #require(gate.withLock { $0 })
+        let firstEvent = try #require(first.instant.withLock { $0 })
+        // Never early: the first login's event comes after the agreed start (its first attempt is at the start).
+        #expect(firstEvent >= start, "an event came \(start - firstEvent) before the start")
+
+        runner.startGate = { ContinuousClock.now - .milliseconds(5) }
+        await #expect(throws: RoomLinkError.self) {
+            try await LibeventLoopGroup.withLoopGroup { group in try await runner.run(on: group) }
+        }
+    }
+
+    @Test
     func snapshotsOfSlicesAddUp() throws {
         func snapshot(online: Int, reconnecting: Int, scenario: Double, finished: Bool) -> LiveRunSnapshot {
             var progress = LoadProgress(
@@ -200,5 +228,14 @@ import Testing
             }
         }
         await server.stop()
+    }
+}
+
+/// When the first event of a run reached its sink, on the continuous clock.
+private final class FirstEventClock: EventSink {
+    let instant = LockedBox<ContinuousClock.Instant?>(nil)
+
+    func record(_ event: Stamped<EventLogLine>, from client: String) {
+        instant.withLock { $0 = $0 ?? ContinuousClock.now }
     }
 }
