@@ -17,7 +17,8 @@ struct FleetCoordinatorTests {
         #expect(address.run == "storm-1.b_2")
         #expect(try FleetAddress(parsing: "redis://redis/r").endpoint.port == 6379)
         for (text, words) in [
-            ("redis://host", "no run name"), ("redis://host/", "must be 1 to 64"), ("http://host/r", "expected redis://"),
+            ("redis://host", "no run name"), ("redis://host/", "must be 1 to 64"),
+            ("http://host/r", "expected redis://"),
             ("redis://host/a b", "must be 1 to 64"), ("redis://host:0/r", "port"),
             ("redis://host/" + String(repeating: "x", count: 65), "must be 1 to 64"),
         ] {
