@@ -203,6 +203,14 @@ struct Load: AsyncParsableCommand {
         if let processes, processes > 1, !output.dryRun {
             return try await runProcesses(processes, plan: plan, title: title)
         }
+        if let coordinate = fleetOptions.coordinate {
+            // A bad fleet address is said in a dry run too; Redis itself is reached only by a run.
+            do {
+                _ = try FleetAddress(parsing: coordinate)
+            } catch {
+                throw fail(RoomLinkError(code: .invalidInput, field: "--coordinate", message: "--coordinate: \(error)"))
+            }
+        }
         if let coordinate = fleetOptions.coordinate, !output.dryRun {
             return try await runInFleet(coordinate, playback: playback, scenario: scenario, title: title)
         }
