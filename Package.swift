@@ -219,7 +219,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkRuntimeTests",
-            dependencies: ["RoomLinkRuntime", "RoomLinkTestSupport"],
+            dependencies: [
+                "RoomLinkRuntime", "RoomLinkTestSupport", .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -118,11 +118,13 @@ public final class RunMetrics: Sendable {
                 seen: &seen
             )
         }
-        for (code, count) in snapshot.eventsByCode where code != "0" {
+        for (key, count) in snapshot.refusals {
+            let parts = key.split(separator: " ", maxSplits: 1).map(String.init)
             counter(
                 "roomlink_client_refusals_total",
-                [("code", code)],
-                "Events and attempts that carried a vendor error code, by code.",
+                [("reason", parts[0]), ("code", parts.count > 1 ? parts[1] : "")],
+                "Refusals and removals the clients' apps were told of (failed logins, kick-outs, tokens refused), "
+                    + "by reason and vendor code.",
                 Double(count),
                 seen: &seen
             )

@@ -69,6 +69,28 @@ import Testing
     }
 
     @Test(.skippedUnderThreadSanitizer)
+    func refusalsAreCountedByReasonAndCode() async throws {
+        var plan = LoadPlan(clients: 200, rooms: 4, duration: .seconds(60))
+        plan.loginOver = .seconds(5)
+        plan.faults = [try KickStormFault("0.25@20s")]
+        var runner = try ScenarioRunner(scenario: try plan.scenario())
+        runner.collectsLoadStatistics = true
+        let live = LiveRun()
+        runner.live = live
+        let report = try await SimulationRuntime.withSimulation(seed: 2) { try await runner.run(on: $0) }
+        let kicked = try #require(report.eventsByReason["kickOut"])
+        #expect(kicked == 50)
+        let samples = Self.samples(RunMetrics(live: live).render())
+        let refusals = samples.filter { $0.key.hasPrefix("roomlink_client_refusals_total{") }
+        #expect(refusals.count == 1, "\(refusals)")
+        let (series, count) = try #require(refusals.first)
+        #expect(series.contains(#"reason="kickOut""#) && series.contains(#"code=""#))
+        #expect(count == Double(kicked))
+        // Logged-in clients' own events are no refusals.
+        #expect(report.eventsByReason["logined", default: 0] > 0)
+    }
+
+    @Test(.skippedUnderThreadSanitizer)
     func aSnapshotTakenWhileTheRunGoesIsNotFinishedAndAgreesWithTheReport() async throws {
         // At the run's end the progress line is reported before the run returns: a snapshot taken then is live.
         let during = LockedBox<LiveRunSnapshot?>(nil)

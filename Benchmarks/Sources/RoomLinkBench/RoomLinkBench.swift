@@ -10,7 +10,7 @@ struct RoomLinkBench: AsyncParsableCommand {
         subcommands: [
             Timers.self, Delivery.self, Scale.self, Dialects.self, Load.self, Network.self, Cluster.self,
             LiveKitSignalling.self, FanOut.self, Encode.self, Growth.self,
-            RawServer.self, Sweep.self, Tokens.self, Callbacks.self, CallbackSink.self,
+            RawServer.self, Sweep.self, Tokens.self, Callbacks.self, CallbackSink.self, Live.self,
         ]
     )
 }

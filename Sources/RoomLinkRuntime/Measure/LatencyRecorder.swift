@@ -19,19 +19,29 @@ public struct LatencyRecorder: Sendable {
     }
 
     /// Adds every duration `other` recorded.
+    ///
+    /// Bucket by bucket through the histogram's (inlinable, so specialised) iterator, each at the value that stands
+    /// for it in an encoded recorder — the largest keeping its own — rather than through `Histogram.add`, whose
+    /// generic loop over every bucket, empty or not, cost a live view a millisecond a merge.
     public mutating func merge(_ other: LatencyRecorder) {
-        histogram.add(other.histogram)
+        let largest = other.histogram.maxRecorded
+        for bucket in other.histogram.recordedValues() {
+            _ = histogram.record(Swift.min(bucket.value, largest), count: bucket.count)
+        }
     }
 
     /// What was recorded since `earlier`, a copy of this recorder taken before: the durations of the window from
     /// then to now (a run's steady state, apart from its warm-up).
     public func since(_ earlier: LatencyRecorder) -> LatencyRecorder {
         var later = LatencyRecorder()
+        // The earlier counts, bucket by bucket (each bucket's highest equivalent value), read in one pass.
+        var before: [UInt64: UInt64] = [:]
+        for bucket in earlier.histogram.recordedValues() { before[bucket.value] = bucket.count }
         // Each bucket by the value that stands for it in an encoded recorder (the largest keeps its own value), so
         // that a window holding every duration is the recorder itself.
         let largest = histogram.maxRecorded
         for bucket in histogram.recordedValues() {
-            let before = earlier.histogram.countForValue(bucket.value)
+            let before = before[bucket.value] ?? 0
             guard bucket.count > before else { continue }
             let value = min(histogram.highestEquivalentForValue(bucket.value), largest)
             _ = later.histogram.record(value, count: bucket.count - before)
@@ -51,17 +61,40 @@ public struct LatencyRecorder: Sendable {
     /// The percentiles of what was recorded.
     public var summary: LatencySummary {
         guard histogram.totalCount > 0 else { return LatencySummary() }
-        func milliseconds(_ percentile: Double) -> Double {
-            Double(histogram.valueAtPercentile(percentile)) / 1e6
-        }
+        let values = values(atPercentiles: [50, 90, 99, 99.9]).map { Double($0) / 1e6 }
         return LatencySummary(
             count: count,
-            p50Ms: milliseconds(50),
-            p90Ms: milliseconds(90),
-            p99Ms: milliseconds(99),
-            p999Ms: milliseconds(99.9),
+            p50Ms: values[0],
+            p90Ms: values[1],
+            p99Ms: values[2],
+            p999Ms: values[3],
             maxMs: Double(histogram.max) / 1e6
         )
+    }
+
+    /// The values at `percentiles` (ascending, each in (0, 100)), as `Histogram.valueAtPercentile` gives them, in one
+    /// pass over the recorded buckets through the histogram's inlinable iterator (its own method walks every bucket
+    /// through generic code: a millisecond each, where a live view asks for a dozen a second).
+    func values(atPercentiles percentiles: [Double]) -> [UInt64] {
+        let total = histogram.totalCount
+        let largest = histogram.maxRecorded
+        let smallest = histogram.min
+        // The count each percentile must reach, as HDR computes it (one ulp below, rounded up, at least 1).
+        let targets = percentiles.map { percentile in
+            let requested = Swift.min(Swift.max(percentile.nextDown, 0), 100)
+            return Swift.max(1, UInt64(((requested * Double(total)) / 100).rounded(.up)))
+        }
+        var results = [UInt64](repeating: 0, count: targets.count)
+        var next = 0
+        var cumulative: UInt64 = 0
+        for bucket in histogram.recordedValues() where next < targets.count {
+            cumulative += bucket.count
+            while next < targets.count, cumulative >= targets[next] {
+                results[next] = Swift.max(Swift.min(bucket.value, largest), smallest)
+                next += 1
+            }
+        }
+        return results
     }
 }
 

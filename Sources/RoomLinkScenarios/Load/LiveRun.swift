@@ -15,16 +15,31 @@ public final class LiveRun: Sendable {
     }
 
     private let source = LockedBox(Source.waiting)
+    /// The last snapshot gathered while the run goes, and when: readers that come together (a scrape, a page's two
+    /// requests, the fleet's push) share one gathering.
+    private let recent = LockedBox<(at: ContinuousClock.Instant, snapshot: LiveRunSnapshot)?>(nil)
+    private let maximumAge: Duration
 
-    public init() {}
+    /// A window whose readers within `maximumAge` of each other share one snapshot (a quarter of a second by
+    /// default: a run is read once per scrape interval, not once per request).
+    public init(maximumAge: Duration = .milliseconds(250)) {
+        self.maximumAge = maximumAge
+    }
 
-    /// The run's figures now: `nil` before the run has built its world.
+    /// The run's figures now (at most ``init(maximumAge:)``'s age old): `nil` before the run has built its world.
     public func snapshot() -> LiveRunSnapshot? {
         let current = source.withLock { $0 }
         switch current {
-        case .waiting: return nil
-        case .running(let gather): return gather()
-        case .finished(let last): return last
+        case .waiting:
+            return nil
+        case .running(let gather):
+            let now = ContinuousClock.now
+            if let recent = recent.withLock({ $0 }), now - recent.at < maximumAge { return recent.snapshot }
+            let snapshot = gather()
+            if let snapshot { recent.withLock { $0 = (now, snapshot) } }
+            return snapshot
+        case .finished(let last):
+            return last
         }
     }
 
@@ -64,9 +79,11 @@ public struct LiveRunSnapshot: Sendable, Codable, Equatable {
     public var clients: Int
     /// Whether the run has returned: the figures are its last.
     public var finished: Bool
-    /// Events delivered to the clients' apps, by type, and those that carry a code, by code.
+    /// Events delivered to the clients' apps, by type.
     public var eventsByType: [String: Int]
-    public var eventsByCode: [String: Int]
+    /// The refusals and removals among them (a failed login, a kick-out, a token refused), by reason and, where the
+    /// dialect gives one, code: `"loginFailed 1002033"`, `"invalidToken"`.
+    public var refusals: [String: Int]
     /// The load's statistics (clients by state, logins, reconnections), when the run gathers them.
     public var load: LoadTally?
     /// The sockets' statistics, against a real server.
@@ -85,7 +102,7 @@ public struct LiveRunSnapshot: Sendable, Codable, Equatable {
         clients: Int,
         finished: Bool = false,
         eventsByType: [String: Int] = [:],
-        eventsByCode: [String: Int] = [:],
+        refusals: [String: Int] = [:],
         load: LoadTally? = nil,
         connections: ConnectionTally? = nil,
         tokens: TokenTally? = nil,
@@ -97,7 +114,7 @@ public struct LiveRunSnapshot: Sendable, Codable, Equatable {
         self.clients = clients
         self.finished = finished
         self.eventsByType = eventsByType
-        self.eventsByCode = eventsByCode
+        self.refusals = refusals
         self.load = load
         self.connections = connections
         self.tokens = tokens
@@ -127,7 +144,7 @@ public struct LiveRunSnapshot: Sendable, Codable, Equatable {
         clients += other.clients
         finished = finished && other.finished
         eventsByType.merge(other.eventsByType, uniquingKeysWith: +)
-        eventsByCode.merge(other.eventsByCode, uniquingKeysWith: +)
+        refusals.merge(other.refusals, uniquingKeysWith: +)
         load = Self.sum(load, other.load) { $0.add($1) }
         connections = Self.sum(connections, other.connections) { $0.add($1) }
         tokens = Self.sum(tokens, other.tokens) { $0.add($1) }
@@ -192,11 +209,11 @@ extension ScenarioRunner {
         progress.latePeakMs = nil
         let reached = progress.scenarioSeconds
         var byType: [String: Int] = [:]
-        var byCode: [String: Int] = [:]
+        var refusals: [String: Int] = [:]
         for world in worlds {
             let counts = world.recorder.counts()
             byType.merge(counts.byType, uniquingKeysWith: +)
-            byCode.merge(counts.byCode, uniquingKeysWith: +)
+            refusals.merge(counts.refusals, uniquingKeysWith: +)
         }
         var load: LoadTally?
         for part in worlds.compactMap({ $0.statistics?.tally(end: reached) }) {
@@ -208,7 +225,7 @@ extension ScenarioRunner {
             dialect: dialect,
             clients: worlds.reduce(0) { $0 + $1.clientCount },
             eventsByType: byType,
-            eventsByCode: byCode,
+            refusals: refusals,
             load: load,
             connections: connections?.tally(end: reached),
             tokens: tokens?.tally(end: reached),

@@ -10,6 +10,8 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
         var byState = Tally()
         var byReason = Tally()
         var byCode = Tally()
+        /// Refusals and removals the apps were told of, by `reason` and `code` (`"loginFailed 1002033"`).
+        var refusals = Tally()
         var oracle: any SpecOracle
     }
 
@@ -48,14 +50,23 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
             state.events += 1
             state.byType.add(line.type)
             var peers = 1
+            var reason: String?
+            var code: Int64?
             for (name, value) in line.fields {
                 switch (name, value) {
                 case ("users", .strings(let users)): peers = max(1, users.count)
                 case ("state", .string(let text)): state.byState.add(text)
-                case ("reason", .string(let text)): state.byReason.add(text)
-                case ("code", .integer(let number)): state.byCode.add(String(number))
+                case ("reason", .string(let text)):
+                    state.byReason.add(text)
+                    reason = text
+                case ("code", .integer(let number)):
+                    state.byCode.add(String(number))
+                    code = number
                 default: continue
                 }
+            }
+            if let reason, refusalReasons.contains(reason) {
+                state.refusals.add(code.map { "\(reason) \($0)" } ?? reason)
             }
             state.eventsPerPeer += peers
             state.oracle.observe(line, user: client, time: time.milliseconds)
@@ -76,9 +87,10 @@ final class ScenarioRecorder<Event: EventLogRepresentable>: EventSink, Sendable 
     /// Events recorded so far.
     var eventCount: Int { state.withLock { $0.events } }
 
-    /// Events so far by type and by code, while the run goes (the oracle is left to finish at the end).
-    func counts() -> (byType: [String: Int], byCode: [String: Int]) {
-        state.withLock { ($0.byType.dictionary, $0.byCode.dictionary) }
+    /// Events so far by type, and the refusals among them by reason and code, while the run goes (the oracle is left
+    /// to finish at the end).
+    func counts() -> (byType: [String: Int], refusals: [String: Int]) {
+        state.withLock { ($0.byType.dictionary, $0.refusals.dictionary) }
     }
 
     /// The counts and the oracle's violations.
@@ -118,3 +130,12 @@ struct RecordSummary {
         violations += other.violations
     }
 }
+
+/// The reasons, in the three dialects, for which a server refused a client or took it out of its room: ZEGO's
+/// failed logins and kick-outs, Agora's refusals, bans and token failures, LiveKit's failed joins and removals.
+private let refusalReasons: Set<String> = [
+    "loginFailed", "reconnectFailed", "kickOut",
+    "bannedByServer", "joinFailed", "invalidAppId", "invalidChannelName", "invalidToken", "tokenExpired",
+    "rejectedByServer", "sameUidLogin",
+    "duplicateIdentity", "participantRemoved", "roomDeleted", "joinFailure", "roomClosed", "stateMismatch",
+]

@@ -1,0 +1,90 @@
+import Foundation
+import Histogram
+import RoomLinkRuntime
+import Testing
+
+/// `LatencyRecorder`'s one-pass percentiles, merge and window give what hdrhistogram-swift's own methods give —
+/// the referee — on random samples of every shape, and its encoding round-trips.
+struct LatencyRecorderTests {
+    /// The same durations in a `LatencyRecorder` and in a histogram of the same settings, `Histogram.add` and
+    /// `valueAtPercentile` being the reference.
+    static func samples(seed: UInt64, count: Int) -> [Int64] {
+        var generator = SplitMix(seed)
+        let scale = [1_000, 1_000_000, 50_000_000, 5_000_000_000][Int(seed % 4)]
+        return (0..<count).map { _ in
+            // Log-uniform with spikes: values from nanoseconds to seconds, some repeated exactly.
+            let draw = Double(generator.next() % 10_000) / 10_000
+            return generator.next() % 10 == 0 ? Int64(scale) : Int64(Double(scale) * pow(10, 3 * draw - 2))
+        }
+    }
+
+    static func reference(_ values: [Int64]) -> Histogram<UInt64> {
+        var histogram = Histogram<UInt64>(
+            highestTrackableValue: 86_400_000_000_000,
+            numberOfSignificantValueDigits: .three
+        )
+        for value in values { _ = histogram.record(UInt64(max(0, value))) }
+        return histogram
+    }
+
+    @Test(arguments: 0..<24)
+    func percentilesAreHDRsOwn(seed: UInt64) {
+        let values = Self.samples(seed: seed, count: 1 + Int(seed * 37 % 500))
+        var recorder = LatencyRecorder()
+        for value in values { recorder.record(nanoseconds: value) }
+        let reference = Self.reference(values)
+        let summary = recorder.summary
+        #expect(summary.count == values.count)
+        #expect(summary.p50Ms == Double(reference.valueAtPercentile(50)) / 1e6)
+        #expect(summary.p90Ms == Double(reference.valueAtPercentile(90)) / 1e6)
+        #expect(summary.p99Ms == Double(reference.valueAtPercentile(99)) / 1e6)
+        #expect(summary.p999Ms == Double(reference.valueAtPercentile(99.9)) / 1e6)
+        #expect(summary.maxMs == Double(reference.max) / 1e6)
+    }
+
+    @Test(arguments: 0..<12)
+    func mergeIsHDRsAddAndSinceUndoesIt(seed: UInt64) throws {
+        let first = Self.samples(seed: seed, count: 300)
+        let second = Self.samples(seed: seed + 100, count: 200)
+        var merged = LatencyRecorder()
+        for value in first { merged.record(nanoseconds: value) }
+        var other = LatencyRecorder()
+        for value in second { other.record(nanoseconds: value) }
+        let before = merged
+        merged.merge(other)
+        var reference = Self.reference(first)
+        reference.add(Self.reference(second))
+        let summary = merged.summary
+        #expect(summary.count == first.count + second.count)
+        for (mine, percentile) in [(summary.p50Ms, 50.0), (summary.p90Ms, 90), (summary.p99Ms, 99)] {
+            #expect(mine == Double(reference.valueAtPercentile(percentile)) / 1e6, "p\(percentile)")
+        }
+        #expect(summary.maxMs == Double(reference.max) / 1e6)
+        // What came after `before` is `other`, bucket for bucket (each window's largest value is the one it can
+        // know: the whole recorder's).
+        func counts(_ recorder: LatencyRecorder) -> [Int] {
+            var counts: [Int] = []
+            recorder.forEachBucket { _, count in counts.append(count) }
+            return counts
+        }
+        #expect(counts(merged.since(before)) == counts(other))
+        #expect(merged.since(before).count == other.count)
+        #expect(merged.since(LatencyRecorder()) == merged)
+        // Encoded and decoded, the same recorder.
+        let decoded = try JSONDecoder().decode(LatencyRecorder.self, from: JSONEncoder().encode(merged))
+        #expect(decoded == merged && decoded.summary == summary)
+    }
+}
+
+/// SplitMix64: a seeded generator for the samples.
+private struct SplitMix {
+    var state: UInt64
+    init(_ seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
