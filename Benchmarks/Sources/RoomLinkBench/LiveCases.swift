@@ -140,7 +140,9 @@ struct Live: AsyncParsableCommand {
                 while !Task.isCancelled {
                     for (client, path) in [(metrics, "/metrics"), (page, "/live.json"), (page, "/plot.svg")] {
                         let answer = await client.request("GET", path)
-                        counts.withLock { answer.status == 200 ? ($0.scrapes += 1) : ($0.failed += 1) }
+                        counts.withLock { counts in
+                            if answer.status == 200 { counts.scrapes += 1 } else { counts.failed += 1 }
+                        }
                     }
                     try? await Task.sleep(for: .seconds(every))
                 }
