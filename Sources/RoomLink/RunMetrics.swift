@@ -7,8 +7,9 @@ public import RoomLinkScenarios
 /// scraper that asks for it), through swift-prometheus's registry.
 ///
 /// A scrape reads a ``LiveRunSnapshot`` and brings the registry up to it: gauges are set, counters grow by what was
-/// counted since the previous scrape, and each histogram is given the observations made since then, at the values
-/// the run's HDR histograms hold them (three significant digits). In virtual time every figure moves with the
+/// counted since the previous scrape. Histograms are written from the run's HDR histograms, bucket by bucket, in the
+/// same format: swift-prometheus fills a histogram one observation at a time, and replaying the thousands of timer
+/// firings a second into it cost a real-clock run 3 % of its CPU (BENCHMARKS.md, issue 60). In virtual time every figure moves with the
 /// scenario's clock: `roomlink_scenario_seconds{clock="virtual"}` says how far it has gone.
 ///
 /// docs/live.md lists every metric.
@@ -21,7 +22,9 @@ public final class RunMetrics: Sendable {
 
     private struct Seen {
         var counters: [String: Double] = [:]
-        var histograms: [String: LatencyRecorder] = [:]
+        /// The histograms of the last scrape, rendered (swift-prometheus fills a histogram one observation at a
+        /// time: a run's HDR histograms, millions of observations, are written from their buckets instead).
+        var histograms: [String] = []
     }
 
     /// Metrics of the run `live` watches; `labels` go on every series (a fleet's generator, `generator="2"`).
@@ -33,8 +36,9 @@ public final class RunMetrics: Sendable {
     /// The figures now, in Prometheus's text format (0.0.4) or in OpenMetrics 1.0.
     public func render(openMetrics: Bool = false) -> String {
         let text = seen.withLock { seen -> String in
+            seen.histograms = []
             if let snapshot = live.snapshot() { update(from: snapshot, seen: &seen) }
-            return registry.emitToString()
+            return registry.emitToString() + seen.histograms.joined()
         }
         return openMetrics ? Self.openMetrics(text) : text
     }
@@ -302,6 +306,8 @@ public final class RunMetrics: Sendable {
         seen.counters[key] = max(value, before)
     }
 
+    /// A histogram of `recorder`'s durations in Prometheus's text format (the same in OpenMetrics): its buckets at
+    /// `buckets` (seconds), `+Inf`, the sum and the count, read from the HDR histogram's buckets in one pass.
     private func histogram(
         _ name: String,
         _ help: String,
@@ -309,16 +315,35 @@ public final class RunMetrics: Sendable {
         buckets: [Double],
         seen: inout Seen
     ) {
-        let histogram = registry.makeDurationHistogram(
-            descriptor: descriptor(name, help),
-            labels: constantLabels,
-            buckets: buckets.map { Duration.nanoseconds(Int64(($0 * 1e9).rounded())) }
-        )
-        let new = seen.histograms[name].map { recorder.since($0) } ?? recorder
-        new.forEachBucket { nanoseconds, count in
-            for _ in 0..<count { histogram.record(.nanoseconds(nanoseconds)) }
+        let bounds = buckets.map { Int64(($0 * 1e9).rounded()) }
+        let (counts, total, sum) = recorder.cumulativeCounts(atNanoseconds: bounds)
+        let labels = constantLabels.map { "\($0.0)=\"\(Self.escape($0.1))\"" }
+        func series(_ suffix: String, _ extra: String? = nil) -> String {
+            let all = labels + (extra.map { [$0] } ?? [])
+            return name + suffix + (all.isEmpty ? "" : "{" + all.joined(separator: ",") + "}")
         }
-        seen.histograms[name] = recorder
+        var text = "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+        for (bound, count) in zip(buckets, counts) {
+            text += series("_bucket", "le=\"\(bound)\"") + " \(count)\n"
+        }
+        text += series("_bucket", "le=\"+Inf\"") + " \(total)\n"
+        text += series("_sum") + " \(sum / 1e9)\n"
+        text += series("_count") + " \(total)\n"
+        seen.histograms.append(text)
+    }
+
+    /// A label value as the text format writes it: backslash, quote and newline escaped.
+    private static func escape(_ value: String) -> String {
+        var escaped = ""
+        for character in value {
+            switch character {
+            case "\\": escaped += "\\\\"
+            case "\"": escaped += "\\\""
+            case "\n": escaped += "\\n"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 
     private static func key(_ name: String, _ labels: [(String, String)]) -> String {

@@ -76,6 +76,27 @@ struct LatencyRecorderTests {
     }
 }
 
+extension LatencyRecorderTests {
+    @Test(arguments: 0..<12)
+    func prometheusBucketsCountWhatLiesUnderEachBound(seed: UInt64) {
+        let values = Self.samples(seed: seed, count: 400)
+        var recorder = LatencyRecorder()
+        for value in values { recorder.record(nanoseconds: value) }
+        let bounds: [Int64] = [1_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000, 10_000_000_000]
+        let (counts, total, sum) = recorder.cumulativeCounts(atNanoseconds: bounds)
+        #expect(total == values.count)
+        #expect(counts == counts.sorted(), "cumulative")
+        for (bound, count) in zip(bounds, counts) {
+            // Exact but for the durations within HDR's resolution (0.1 %) of the bound, which may count above it.
+            let under = values.filter { $0 <= bound }.count
+            let near = values.filter { abs(Double($0 - bound)) <= Double(bound) * 0.001 }.count
+            #expect(count <= under && count >= under - near, "≤ \(bound) ns: \(count), exactly \(under)")
+        }
+        let exactSum = values.reduce(0.0) { $0 + Double(max(0, $1)) }
+        #expect(abs(sum - exactSum) <= exactSum * 0.001 + 1, "the sum to HDR's resolution")
+    }
+}
+
 /// SplitMix64: a seeded generator for the samples.
 private struct SplitMix {
     var state: UInt64

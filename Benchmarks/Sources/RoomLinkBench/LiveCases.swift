@@ -147,7 +147,8 @@ struct Live: AsyncParsableCommand {
                     try? await Task.sleep(for: .seconds(every))
                 }
             } : nil
-        await Task.detached { child.process.waitUntilExit() }.value
+        // Polled, not `waitUntilExit()`: that one runs a run loop on a thread of the pool beside the scraper.
+        while child.process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
         ChildRegistry.ended(child.process.processIdentifier)
         scraper?.cancel()
         await scraper?.value

@@ -55,6 +55,26 @@ public struct LatencyRecorder: Sendable {
         for bucket in buckets { body(Int64(bucket[0]), Int(bucket[1])) }
     }
 
+    /// How many durations lie at or under each of `bounds` (nanoseconds, ascending), as a Prometheus histogram's
+    /// buckets count them, with the sum of all: one pass over the recorded buckets, each bucket at the value that stands
+    /// for it (so a duration within 0.1 % of a bound may count in the bucket above it).
+    public func cumulativeCounts(atNanoseconds bounds: [Int64]) -> (counts: [Int], total: Int, sumNanoseconds: Double) {
+        var counts = [Int](repeating: 0, count: bounds.count)
+        var total = 0
+        var sum = 0.0
+        var first = 0
+        for (value, count) in buckets.map({ (Int64($0[0]), Int($0[1])) }) {
+            total += count
+            sum += Double(value) * Double(count)
+            while first < bounds.count, value > bounds[first] {
+                counts[first] = total - count
+                first += 1
+            }
+        }
+        for index in first..<bounds.count { counts[index] = total }
+        return (counts, total, sum)
+    }
+
     /// How many durations were recorded.
     public var count: Int { Int(histogram.totalCount) }
 
