@@ -111,14 +111,17 @@ public final class ConnectionStatistics: ConnectionObserver {
         }
     }
 
-    /// What was counted, with the series carried up to `end` (seconds since the origin).
-    public func tally(end: Double) -> ConnectionTally {
+    /// What was counted, with the series carried up to `end` (seconds since the origin); the steady state's timer
+    /// lateness only when `steadyLateness` (it reads and merges every loop's: the report's, not a live view's).
+    public func tally(end: Double, steadyLateness: Bool = true) -> ConnectionTally {
         let (counted, atSteady) = state.withLock { state in
             _ = Self.second(ofIndex: max(0, Int(end.rounded(.up)) - 1), in: &state)
             return (state.tally, state.latenessAtSteady)
         }
         var tally = counted
-        if let atSteady, let lateness = timerLateness?() { tally.steadyTimerLateness = lateness.since(atSteady) }
+        if steadyLateness, let atSteady, let lateness = timerLateness?() {
+            tally.steadyTimerLateness = lateness.since(atSteady)
+        }
         return tally
     }
 

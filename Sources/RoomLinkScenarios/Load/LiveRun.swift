@@ -227,7 +227,7 @@ extension ScenarioRunner {
             eventsByType: byType,
             refusals: refusals,
             load: load,
-            connections: connections?.tally(end: reached),
+            connections: connections?.tally(end: reached, steadyLateness: false),
             tokens: tokens?.tally(end: reached),
             timerLateness: loops?.timerLatenessTally
         )
