@@ -71,76 +71,66 @@ public struct RunDashboard: Sendable {
 
     /// The live page: figures and panels, fetched from the generator every second until the run has finished.
     static func page(title: String) -> String {
-        """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <link rel="icon" href="data:,">
-        <title>\(HTML.escape(title))</title>
-        <style>\(HTML.style)</style>
-        </head>
-        <body>
-        <h1>\(HTML.escape(title))</h1>
-        <p id="status" class="status">waiting for the run…</p>
-        <table class="figures"><tbody id="figures"></tbody></table>
-        <div id="panels" class="panels"></div>
-        <script>
-        "use strict";
-        const rows = [
-          ["scenario", f => f.scenarioSeconds.toFixed(1) + " / " + f.scenarioEnd.toFixed(0) + " s (" + f.clock + " clock)"],
-          ["wall", f => f.wallSeconds.toFixed(1) + " s"],
-          ["clients", f => f.clients],
-          ["online", f => f.online],
-          ["reconnecting", f => f.reconnecting],
-          ["failed", f => f.failed],
-          ["offline", f => f.offline],
-          ["logins sent / accepted", f => f.loginsSent + " / " + f.loginsAccepted],
-          ["reconnect attempts", f => f.attempts],
-          ["reconnections p50 / p99", f => f.reconnectP50Seconds.toFixed(2) + " / " + f.reconnectP99Seconds.toFixed(2) + " s"],
-          ["events", f => f.events + " (" + Math.round(f.eventsPerSecond) + "/s)"],
-          ["memory", f => (f.rssBytes / 1048576).toFixed(0) + " MiB"],
-        ];
-        function show(f) {
-          const body = document.getElementById("figures");
-          body.replaceChildren(...rows.map(([name, value]) => {
-            const row = document.createElement("tr");
-            const key = document.createElement("th");
-            key.textContent = name;
-            const cell = document.createElement("td");
-            cell.textContent = String(value(f));
-            cell.dataset.figure = name;
-            row.append(key, cell);
-            return row;
-          }));
-        }
-        async function tick() {
-          const status = document.getElementById("status");
-          try {
-            const figures = await (await fetch("live.json", {cache: "no-store"})).json();
-            if (!figures.started) {
-              status.textContent = "waiting for the run to start…";
-            } else {
-              show(figures);
-              const panels = await (await fetch("plot.svg", {cache: "no-store"})).text();
-              document.getElementById("panels").innerHTML = panels;
-              status.textContent = figures.finished ? "finished" : "running — updated every second";
-              status.dataset.state = figures.finished ? "finished" : "running";
-              if (figures.finished) return;
-            }
-          } catch (error) {
-            status.textContent = "the generator is gone (the run ended)";
-            status.dataset.state = "gone";
-            return;
-          }
-          setTimeout(tick, 1000);
-        }
-        tick();
-        </script>
-        </body>
-        </html>
-
-        """
+        HTML.document(
+            title: title,
+            body: """
+                        <p id="status" class="status">waiting for the run…</p>
+                <table class="figures"><tbody id="figures"></tbody></table>
+                <div id="panels" class="panels"></div>
+                <script>
+                "use strict";
+                const rows = [
+                  ["scenario", f => f.scenarioSeconds.toFixed(1) + " / " + f.scenarioEnd.toFixed(0) + " s (" + f.clock + " clock)"],
+                  ["wall", f => f.wallSeconds.toFixed(1) + " s"],
+                  ["clients", f => f.clients],
+                  ["online", f => f.online],
+                  ["reconnecting", f => f.reconnecting],
+                  ["failed", f => f.failed],
+                  ["offline", f => f.offline],
+                  ["logins sent / accepted", f => f.loginsSent + " / " + f.loginsAccepted],
+                  ["reconnect attempts", f => f.attempts],
+                  ["reconnections p50 / p99", f => f.reconnectP50Seconds.toFixed(2) + " / " + f.reconnectP99Seconds.toFixed(2) + " s"],
+                  ["events", f => f.events + " (" + Math.round(f.eventsPerSecond) + "/s)"],
+                  ["memory", f => (f.rssBytes / 1048576).toFixed(0) + " MiB"],
+                ];
+                function show(f) {
+                  const body = document.getElementById("figures");
+                  body.replaceChildren(...rows.map(([name, value]) => {
+                    const row = document.createElement("tr");
+                    const key = document.createElement("th");
+                    key.textContent = name;
+                    const cell = document.createElement("td");
+                    cell.textContent = String(value(f));
+                    cell.dataset.figure = name;
+                    row.append(key, cell);
+                    return row;
+                  }));
+                }
+                async function tick() {
+                  const status = document.getElementById("status");
+                  try {
+                    const figures = await (await fetch("live.json", {cache: "no-store"})).json();
+                    if (!figures.started) {
+                      status.textContent = "waiting for the run to start…";
+                    } else {
+                      show(figures);
+                      const panels = await (await fetch("plot.svg", {cache: "no-store"})).text();
+                      document.getElementById("panels").innerHTML = panels;
+                      status.textContent = figures.finished ? "finished" : "running — updated every second";
+                      status.dataset.state = figures.finished ? "finished" : "running";
+                      if (figures.finished) return;
+                    }
+                  } catch (error) {
+                    status.textContent = "the generator is gone (the run ended)";
+                    status.dataset.state = "gone";
+                    return;
+                  }
+                  setTimeout(tick, 1000);
+                }
+                tick();
+                </script>
+                """
+        )
     }
 
     /// The finished run as one HTML file that opens from disk: its verdict, summary, every panel, the violations,
@@ -175,29 +165,19 @@ public struct RunDashboard: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let json = (try? encoder.encode(result)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        return """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <link rel="icon" href="data:,">
-            <title>\(HTML.escape(title))</title>
-            <style>\(HTML.style)</style>
-            </head>
-            <body>
-            <h1>\(HTML.escape(title))</h1>
-            <p class="verdict \(verdictClass)" id="verdict">\(HTML.escape(verdict))</p>
-            <h2>Summary</h2>
-            <pre id="summary">\(HTML.escape(result.summary))</pre>
-            <h2>Panels</h2>
-            <div class="panels" id="panels">\(panels)</div>
-            \(lacking)<h2>Violations</h2>
-            <div id="violations">\(violations)</div>
-            <details><summary>The report (JSON)</summary><pre>\(HTML.escape(json))</pre></details>
-            </body>
-            </html>
-
-            """
+        return HTML.document(
+            title: title,
+            body: """
+                    <p class="verdict \(verdictClass)" id="verdict">\(HTML.escape(verdict))</p>
+                <h2>Summary</h2>
+                <pre id="summary">\(HTML.escape(result.summary))</pre>
+                <h2>Panels</h2>
+                <div class="panels" id="panels">\(panels)</div>
+                \(lacking)<h2>Violations</h2>
+                <div id="violations">\(violations)</div>
+                <details><summary>The report (JSON)</summary><pre>\(HTML.escape(json))</pre></details>
+                """
+        )
     }
 }
 
@@ -253,8 +233,28 @@ public struct LiveFigures: Sendable, Codable, Equatable {
     }
 }
 
-/// HTML's escapes and the pages' one style sheet.
+/// HTML's escapes, the pages' one style sheet, and their frame.
 enum HTML {
+    /// A whole page headed `title`: nothing to fetch (no icon either), the style inline.
+    static func document(title: String, body: String) -> String {
+        """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <link rel="icon" href="data:,">
+        <title>\(escape(title))</title>
+        <style>\(style)</style>
+        </head>
+        <body>
+        <h1>\(escape(title))</h1>
+        \(body)
+        </body>
+        </html>
+
+        """
+    }
+
     static func escape(_ text: String) -> String {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)

@@ -261,22 +261,11 @@ enum FleetMerge {
         let title =
             "roomlink — \(merged.dialect), \(merged.clients) clients, \(merged.rooms) rooms, "
             + "\(generators) generators merged"
+        guard merged.load != nil || (plot == nil && timeseries == nil) else {
+            throw fail("report merge: --plot and --timeseries need load reports")
+        }
+        try Load.writePictures(of: merged, title: title, plot: plot, timeseries: timeseries)
         do {
-            if let load = merged.load {
-                try plot.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(
-                        load.svg(title: title, servers: nil, connections: merged.connections, tokens: merged.tokens)
-                    )
-                }
-                try timeseries.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: merged.connections))
-                }
-            } else if plot != nil || timeseries != nil {
-                throw RoomLinkError(
-                    code: .invalidInput,
-                    message: "report merge: --plot and --timeseries need load reports"
-                )
-            }
             try html.map { path throws(RoomLinkError) in
                 try OutputFile(path).write(RunDashboard.report(merged, title: title))
             }

@@ -215,26 +215,7 @@ struct Load: AsyncParsableCommand {
             return try await runInFleet(coordinate, playback: playback, scenario: scenario, title: title)
         }
         playback.afterRun = { [plot, timeseries] result in
-            guard let load = result.load else { return }
-            do {
-                try plot.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(
-                        load.svg(
-                            title: title,
-                            servers: result.servers,
-                            connections: result.connections,
-                            tokens: result.tokens
-                        )
-                    )
-                }
-                try timeseries.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(
-                        load.timeSeriesCSV(servers: result.servers, connections: result.connections)
-                    )
-                }
-            } catch {
-                throw fail(error)
-            }
+            try Self.writePictures(of: result, title: title, plot: plot, timeseries: timeseries)
         }
         if !quiet {
             let terminal = isatty(STDERR_FILENO) != 0
@@ -285,19 +266,10 @@ struct Load: AsyncParsableCommand {
             playback.liveOptions.html = nil
         } else {
             playback.afterRun = { [plot, timeseries, title] result in
-                guard let load = result.load else { return }
-                do {
-                    try plot.map { path throws(RoomLinkError) in
-                        try OutputFile(path).write(
-                            load.svg(title: title, servers: nil, connections: result.connections, tokens: result.tokens)
-                        )
-                    }
-                    try timeseries.map { path throws(RoomLinkError) in
-                        try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: result.connections))
-                    }
-                } catch {
-                    throw fail(error)
-                }
+                // A slice's own pictures: a modelled server's panel would be one generator's part of it.
+                var result = result
+                result.servers = nil
+                try Self.writePictures(of: result, title: title, plot: plot, timeseries: timeseries)
             }
         }
         generator.startPushing()
@@ -338,20 +310,7 @@ struct Load: AsyncParsableCommand {
         )
         let merged = try await processes.run()
         try Playback.write(merged, to: output.report)
-        if let load = merged.load {
-            do {
-                try plot.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(
-                        load.svg(title: title, servers: nil, connections: merged.connections, tokens: merged.tokens)
-                    )
-                }
-                try timeseries.map { path throws(RoomLinkError) in
-                    try OutputFile(path).write(load.timeSeriesCSV(servers: nil, connections: merged.connections))
-                }
-            } catch {
-                throw fail(error)
-            }
-        }
+        try Self.writePictures(of: merged, title: title, plot: plot, timeseries: timeseries)
         do {
             try liveOptions.html.map { path throws(RoomLinkError) in
                 try OutputFile(path).write(RunDashboard.report(merged, title: title))
@@ -361,5 +320,28 @@ struct Load: AsyncParsableCommand {
         }
         Playback.warnIfBehind(merged, whose: "a generator's loops", advice: "use more processes or fewer clients")
         try Playback.failOnViolations(merged)
+    }
+
+    /// `--plot` and `--timeseries` of a load's report, when it has load statistics: the picture (with the servers',
+    /// connections' and tokens' panels it has) and the per-second series.
+    static func writePictures(of result: RunReport, title: String, plot: String?, timeseries: String?) throws {
+        guard let load = result.load else { return }
+        do {
+            try plot.map { path throws(RoomLinkError) in
+                try OutputFile(path).write(
+                    load.svg(
+                        title: title,
+                        servers: result.servers,
+                        connections: result.connections,
+                        tokens: result.tokens
+                    )
+                )
+            }
+            try timeseries.map { path throws(RoomLinkError) in
+                try OutputFile(path).write(load.timeSeriesCSV(servers: result.servers, connections: result.connections))
+            }
+        } catch {
+            throw fail(error)
+        }
     }
 }
