@@ -17,8 +17,11 @@ public import RoomLinkScenarios
 public struct RunDashboard: Sendable {
     private let live: LiveRun
     private let title: String
-    /// When a page last asked for the figures, and whether it has been told the run finished.
-    private let pages = LockedBox((lastPoll: ContinuousClock.Instant?.none, toldFinished: false))
+    /// When a page last asked for the figures, whether it has been told the run finished, and whether it has fetched
+    /// the last panels since (it does, once told).
+    private let pages = LockedBox(
+        (lastPoll: ContinuousClock.Instant?.none, toldFinished: false, fetchedLastPanels: false)
+    )
 
     /// The dashboard of the run `live` watches, headed `title`.
     public init(live: LiveRun, title: String) {
@@ -33,24 +36,32 @@ public struct RunDashboard: Sendable {
             return MonitorResponse(contentType: "text/html; charset=utf-8", text: Self.page(title: title))
         case "/live.json":
             let figures = live.snapshot().map(LiveFigures.init) ?? LiveFigures()
-            pages.withLock { $0 = (ContinuousClock.now, $0.toldFinished || figures.finished) }
+            pages.withLock { page in
+                page.lastPoll = ContinuousClock.now
+                page.toldFinished = page.toldFinished || figures.finished
+            }
             let data = (try? JSONEncoder().encode(figures)) ?? Data("{}".utf8)
             return MonitorResponse(contentType: "application/json", body: Array(data))
         case "/plot.svg":
-            return MonitorResponse(contentType: "image/svg+xml", text: Self.panels(live.snapshot(), title: title))
+            let panels = Self.panels(live.snapshot(), title: title)
+            pages.withLock { page in
+                if page.toldFinished { page.fetchedLastPanels = true }
+            }
+            return MonitorResponse(contentType: "image/svg+xml", text: panels)
         default:
             return .error(404, "no \(request.path) here: the dashboard is /")
         }
     }
 
     /// Once the run has returned: waits, at most `limit`, for a page that was following the run to be told it
-    /// finished, so that it shows the last figures and stops asking (rather than finding the generator gone).
-    /// Returns at once when no page asked in the last three seconds.
-    public func letPagesSeeTheEnd(within limit: Duration = .seconds(2)) async {
+    /// finished and to fetch the last panels, so that it shows the end and stops asking (rather than finding the
+    /// generator gone). Returns at once when no page asked in the last three seconds.
+    public func letPagesSeeTheEnd(within limit: Duration = .seconds(5)) async {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
-            let (lastPoll, told) = pages.withLock { $0 }
-            guard let lastPoll, ContinuousClock.now - lastPoll < .seconds(3), !told else { return }
+            let page = pages.withLock { $0 }
+            guard let lastPoll = page.lastPoll, ContinuousClock.now - lastPoll < .seconds(3), !page.fetchedLastPanels
+            else { return }
             try? await Task.sleep(for: .milliseconds(50))
         }
     }

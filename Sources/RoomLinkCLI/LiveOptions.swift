@@ -87,7 +87,7 @@ struct LiveServers {
     }
 
     /// Stops the servers once the run has returned: a page following the run is first let see its end (at most
-    /// two seconds).
+    /// five seconds).
     func stop() async {
         await dashboard?.letPagesSeeTheEnd()
         for server in servers { await server.stop() }
