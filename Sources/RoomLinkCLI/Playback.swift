@@ -67,13 +67,14 @@ struct Playback {
             try? writer?.close()
             throw fail(error)
         }
-        let result: RunReport
+        var result: RunReport
         do {
             result = try await run(runner, options: options, sink: realEvents ?? writer, writer: writer, interruption)
         } catch {
             await servers?.stop()
             throw error
         }
+        if let servers, !servers.servers.isEmpty { result.liveViewCPUSeconds = servers.cpuSeconds }
         // The outputs first: a page following the run is let see its end after they are written.
         let readerStayed: Bool
         do {

@@ -384,7 +384,7 @@ public final class LibeventLoop: RuntimeLoop, @unchecked Sendable {
 
     /// How late this loop's timers have run (real time from each deadline to its handler's call) since it started
     /// or since ``resetTimerLateness()``. Safe from any thread.
-    public var timerLateness: LatencyRecorder { lateness.withLock { $0.recorder } }
+    public var timerLateness: LatencyRecorder { lateness.withLock { $0.recorder.snapshot() } }
 
     /// Forgets the lateness recorded so far (to measure a steady state after a warm-up).
     public func resetTimerLateness() {

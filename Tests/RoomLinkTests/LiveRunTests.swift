@@ -253,6 +253,40 @@ import Testing
     }
 }
 
+extension LiveRunTests {
+    /// What watching costs is counted on the server's own thread: at least the CPU time its handler used, and once
+    /// the server has stopped, a figure that no longer moves.
+    @Test
+    func theMonitorServerCountsItsThreadsCPUTime() async throws {
+        let burned = LockedBox(0.0)
+        let server = try await MonitorServer.start(at: SocketAddress(host: "127.0.0.1", port: 0)) { _ in
+            // Busy for 30 ms of this thread's CPU time, as the handler itself measures it.
+            func now() -> Double {
+                var time = timespec()
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+                return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+            }
+            let start = now()
+            var spin: UInt64 = 0
+            while now() - start < 0.03 { spin &+= 1 }
+            burned.withLock { $0 += now() - start }
+            return MonitorResponse(contentType: "text/plain", text: "\(spin > 0)")
+        }
+        let group = try LibeventLoopGroup(configuration: .init(loopCount: 1))
+        defer { group.shutdown() }
+        let client = AdminClient(address: server.address, token: nil, loop: group.eventLoops[0])
+        for _ in 0..<3 { #expect(await client.request("GET", "/").status == 200) }
+        let used = burned.withLock { $0 }
+        #expect(used >= 0.09)
+        #expect(server.cpuSeconds >= used)
+        await server.stop()
+        let final = server.cpuSeconds
+        #expect(final >= used)
+        _ = await client.request("GET", "/")
+        #expect(server.cpuSeconds == final)
+    }
+}
+
 /// When the first event of a run reached its sink, on the continuous clock.
 private final class FirstEventClock: EventSink {
     let instant = LockedBox<ContinuousClock.Instant?>(nil)

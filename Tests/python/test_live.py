@@ -458,7 +458,11 @@ class BadInputTests(unittest.TestCase):
                         pass
             self.assertEqual(load.wait(), 0, "".join(load.stderr))
             self.assertGreater(answered, 10)
-            self.assertEqual(load.final()["load"]["online"], 200)
+            final = load.final()
+            self.assertEqual(final["load"]["online"], 200)
+            # What the servers' threads used answering is said, and is part of the run's CPU time.
+            self.assertGreater(final["liveViewCPUSeconds"], 0)
+            self.assertLess(final["liveViewCPUSeconds"], final["cpuSeconds"])
 
 
 class Redis:

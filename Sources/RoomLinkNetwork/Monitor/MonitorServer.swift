@@ -58,6 +58,25 @@ public final class MonitorServer: @unchecked Sendable {
     private let loop: LibeventLoop
     private let handler: @Sendable (MonitorRequest) -> MonitorResponse
     private var http: OpaquePointer?
+    /// The loop thread's CPU clock while it runs, then the CPU time it had used when the server stopped.
+    private let threadCPU = LockedBox<(clock: clockid_t?, final: Double?)>((nil, nil))
+
+    /// The CPU time, in seconds, the server's thread has used: answering requests (the handler's snapshots and pages)
+    /// and its HTTP I/O — what watching a run costs the run's process. Readable from any thread; final once the
+    /// server has stopped.
+    public var cpuSeconds: Double {
+        threadCPU.withLock { usage in
+            if let final = usage.final { return final }
+            guard let clock = usage.clock else { return 0 }
+            return Self.seconds(of: clock) ?? 0
+        }
+    }
+
+    private static func seconds(of clock: clockid_t) -> Double? {
+        var time = timespec()
+        guard clock_gettime(clock, &time) == 0 else { return nil }
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
 
     private init(
         address: SocketAddress,
@@ -98,6 +117,8 @@ public final class MonitorServer: @unchecked Sendable {
     }
 
     private func open(_ address: SocketAddress) -> Result<SocketAddress, NetworkError> {
+        var clock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &clock) == 0 { threadCPU.withLock { $0.clock = clock } }
         guard let http = evhttp_new(loop.eventBase) else {
             return .failure(.cannotListen(address: "\(address)", reason: "evhttp_new failed"))
         }
@@ -125,6 +146,8 @@ public final class MonitorServer: @unchecked Sendable {
             loop.execute { [self] in
                 if let http { evhttp_free(http) }
                 http = nil
+                let final = Self.seconds(of: CLOCK_THREAD_CPUTIME_ID)
+                threadCPU.withLock { $0 = (nil, final ?? 0) }
                 continuation.resume()
             }
         }

@@ -116,7 +116,7 @@ public final class ConnectionStatistics: ConnectionObserver {
     public func tally(end: Double, steadyLateness: Bool = true) -> ConnectionTally {
         let (counted, atSteady) = state.withLock { state in
             _ = Self.second(ofIndex: max(0, Int(end.rounded(.up)) - 1), in: &state)
-            return (state.tally, state.latenessAtSteady)
+            return (state.tally.snapshot(), state.latenessAtSteady)
         }
         var tally = counted
         if steadyLateness, let atSteady, let lateness = timerLateness?() {
@@ -186,6 +186,21 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
     public var steadyFrom: Int?
 
     public init() {}
+
+    /// This tally with compact copies of its histograms (``LatencyRecorder/snapshot()``): what a reader takes
+    /// under the statistics' lock, so that the run's own histograms stay unshared.
+    public mutating func snapshot() -> ConnectionTally {
+        // The snapshots first: a copy of the tally taken before them would share the journals they reset.
+        let recorders = (
+            tcpConnect.snapshot(), login.snapshot(), heartbeatRoundTrip.snapshot(), steadyHeartbeatRoundTrip.snapshot(),
+            steadyTimerLateness.snapshot()
+        )
+        var copy = self
+        (copy.tcpConnect, copy.login, copy.heartbeatRoundTrip, copy.steadyHeartbeatRoundTrip) =
+            (recorders.0, recorders.1, recorders.2, recorders.3)
+        copy.steadyTimerLateness = recorders.4
+        return copy
+    }
 
     /// Adds another generator's counts and histograms, second by second from the scenario's start.
     public mutating func add(_ other: ConnectionTally) {

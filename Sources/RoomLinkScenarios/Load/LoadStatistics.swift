@@ -176,26 +176,31 @@ public final class LoadStatistics: EngineObserver {
     }
 
     /// What the statistics counted, with the series carried up to `end`: the form that merges with other shards'
-    /// and other processes'.
+    /// and other processes'. Its histograms are compact copies (``LatencyRecorder/snapshot()``), taken under the
+    /// statistics' lock: a live view that reads a tally a second leaves the run's own histograms unshared, and pays
+    /// for what was recorded since its last read.
     public func tally(end: Double) -> LoadTally {
         let lastSecond = max(0, Int(end.rounded(.up)) - 1)
         let lastTenth = max(0, Int((end * 10).rounded(.up)) - 1)
         return state.withLock { state in
             _ = Self.second(ofIndex: lastSecond, in: &state)
             _ = Self.tenth(ofIndex: lastTenth, in: &state)
+            let (durations, peerSeesLeave, delivery) = (
+                state.durations.snapshot(), state.peerSeesLeave.snapshot(), state.delivery.snapshot()
+            )
             return LoadTally(
                 online: state.online,
                 reconnecting: state.reconnecting,
                 failed: state.failed,
                 failures: state.failures,
-                durations: state.durations,
+                durations: durations,
                 durationSeconds: state.durationSeconds,
                 attemptBuckets: state.attemptBuckets,
                 retryBuckets: state.retryBuckets,
                 reconnectingPeaks: state.reconnectingPeaks,
                 reconnectingEnds: state.reconnectingEnds,
-                peerSeesLeave: state.peerSeesLeave,
-                delivery: state.delivery,
+                peerSeesLeave: peerSeesLeave,
+                delivery: delivery,
                 seconds: state.seconds,
                 peakReconnecting: state.peakReconnecting,
                 peakReconnectingAt: state.peakReconnectingAt,

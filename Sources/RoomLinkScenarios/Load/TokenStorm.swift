@@ -181,7 +181,10 @@ public final class TokenStatistics: TokenFetchObserver {
         state.withLock { state in
             let last = max(0, Int(end.rounded(.up)) - 1)
             Self.fill(to: last, in: &state.tally)
-            return state.tally
+            let latency = state.tally.latency.snapshot()
+            var tally = state.tally
+            tally.latency = latency
+            return tally
         }
     }
 

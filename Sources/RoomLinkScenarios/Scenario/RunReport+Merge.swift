@@ -69,6 +69,9 @@ extension RunReport {
             merged.scenarioSeconds = min(merged.scenarioSeconds, report.scenarioSeconds)
             merged.peakRSSBytes += report.peakRSSBytes
             merged.cpuSeconds += report.cpuSeconds
+            if let live = report.liveViewCPUSeconds {
+                merged.liveViewCPUSeconds = (merged.liveViewCPUSeconds ?? 0) + live
+            }
             merged.shards += report.shards
             merged.interrupted = merged.interrupted || report.interrupted
             merged.parts += report.parts

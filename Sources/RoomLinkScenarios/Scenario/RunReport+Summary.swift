@@ -48,6 +48,10 @@ extension RunReport {
         let types = report.eventsByType.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         var load = ""
         let afterFill = report.connections?.steadyTimerLateness.map { "; after the fill \($0.text)" } ?? ""
+        let liveView =
+            report.liveViewCPUSeconds.map {
+                "  live view   \(String(format: "%.2f", $0)) s of that CPU time (--metrics, --dashboard)\n"
+            } ?? ""
         let lateness =
             report.timerLateness.map {
                 "  timers late p50 / p99 / max \($0.text) (\($0.count) timers)\(afterFill)\n"
@@ -86,7 +90,7 @@ extension RunReport {
               wall time   \(String(format: "%.3f", report.wallSeconds)) s
               peak RSS    \(report.peakRSSBytes / 1_048_576) MiB (\(report.bytesPerClient) B per client added)
               CPU time    \(String(format: "%.1f", report.cpuSeconds)) s (\(String(format: "%.2f", report.wallSeconds > 0 ? report.cpuSeconds / report.wallSeconds : 0)) cores)
-            \(lateness)\(load)\(report.connections.map(\.summary) ?? "")\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")\
+            \(liveView)\(lateness)\(load)\(report.connections.map(\.summary) ?? "")\(report.servers.map { "  " + $0.summaryLine + "\n" } ?? "")\
             \(report.tokens.map { "  " + $0.summaryLine + "\n" } ?? "")\
             \((report.lacks ?? []).map { "  lacks       " + $0 + "\n" }.joined())
             """

@@ -39,6 +39,9 @@ public struct RunReport: Sendable, Codable, Equatable {
     public var bytesPerClient: Int = 0
     /// CPU time (user + system, every thread) the run used, in seconds.
     public var cpuSeconds: Double = 0
+    /// Of ``cpuSeconds``, what the live view took (`--metrics` and `--dashboard`: their servers' threads, answering
+    /// and gathering the figures they serve); `nil` when nothing was served.
+    public var liveViewCPUSeconds: Double? = nil
     /// How many simulations shared the run (see ``ScenarioRunner/shards``); 1 on the real clock.
     public var shards: Int = 1
     /// Real clock only: how late every timer of the run fired (heartbeats, retries, timeouts, and the network's
