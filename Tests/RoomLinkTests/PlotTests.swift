@@ -4,6 +4,8 @@ import RoomLinkRuntime
 import RoomLinkTestSupport
 import Testing
 
+@testable import RoomLinkScenarios
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
@@ -143,4 +145,27 @@ struct PlotTests {
     /// Where `rsvg-convert` is, if it is on the PATH.
     static let renderer: String? = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
         .map { "\($0)/rsvg-convert" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+}
+
+extension PlotTests {
+    /// The panels' numbers are written without Foundation's formatter, character for character as `%.1f` and `%.2f`
+    /// write them: the referee is `String(format:)` itself, on pixel-like values, exact ties (0.25, 0.125), values
+    /// a hair off a tie (0.05, 2.675), negatives, zeros and values too large for the fast path.
+    @Test
+    func numbersAreWrittenAsPrintfWritesThem() {
+        var generator = SystemRandomNumberGenerator()
+        var values: [Double] = [
+            0, -0.0, 0.05, 0.15, 0.25, 0.35, 0.125, 0.375, 2.675, 1.005, -0.04, -0.05, -2.5, 1e15, 3e20,
+        ]
+        values += (0..<2_000).map { Double($0) / 1_000 }
+        values += (0..<2_000).map { Double($0) / 200 + 1000 }
+        values += (0..<4_000).map { _ in Double.random(in: -2_000...2_000, using: &generator) }
+        values += (0..<1_000).map { _ in Double(Int.random(in: -100_000...100_000, using: &generator)) / 8 }
+        for value in values {
+            #expect(Plot.fixed(value, digits: 1) == String(format: "%.1f", value), "\(value)")
+            #expect(Plot.fixed(value, digits: 2) == String(format: "%.2f", value), "\(value)")
+        }
+        #expect(Plot.escape("a < b && c > d") == "a &lt; b &amp;&amp; c &gt; d")
+        #expect(Plot.escape("plain — ünïcode") == "plain — ünïcode")
+    }
 }

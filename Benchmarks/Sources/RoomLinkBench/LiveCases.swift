@@ -22,6 +22,8 @@ struct Live: AsyncParsableCommand {
     struct Run: Codable {
         var watched: Bool
         var cpuSeconds: Double
+        /// Of `cpuSeconds`, the live servers' threads' (the report's `liveViewCPUSeconds`; 0 off).
+        var liveViewCPUSeconds: Double
         var wallSeconds: Double
         var scrapes: Int
         var failedScrapes: Int
@@ -33,6 +35,10 @@ struct Live: AsyncParsableCommand {
         var cpuOff: Double
         var cpuOn: Double
         var cpuRatio: Double
+        /// The median of the watched runs' `liveViewCPUSeconds`, and its share of the median CPU time off: the cost
+        /// measured on the servers' own threads, which the machine's noise between two runs does not blur.
+        var liveViewCPU: Double
+        var liveViewShare: Double
         var wallOff: Double
         var wallOn: Double
     }
@@ -72,12 +78,20 @@ struct Live: AsyncParsableCommand {
                     result.wallOn
                 )
             )
+            print(
+                String(
+                    format: "  the live servers' own threads: %.3f s of CPU (%.2f %% of the run's CPU off)",
+                    result.liveViewCPU,
+                    result.liveViewShare * 100
+                )
+            )
             for run in result.runs {
                 print(
                     String(
-                        format: "  %@ CPU %.2f s, wall %.2f s, %d scrapes and polls (%d failed)",
+                        format: "  %@ CPU %.2f s (live view %.3f s), wall %.2f s, %d scrapes and polls (%d failed)",
                         run.watched ? "watched" : "off    ",
                         run.cpuSeconds,
+                        run.liveViewCPUSeconds,
                         run.wallSeconds,
                         run.scrapes,
                         run.failedScrapes
@@ -106,6 +120,8 @@ struct Live: AsyncParsableCommand {
             cpuOff: cpuOff,
             cpuOn: cpuOn,
             cpuRatio: cpuOn / cpuOff,
+            liveViewCPU: median(on.map(\.liveViewCPUSeconds)),
+            liveViewShare: median(on.map(\.liveViewCPUSeconds)) / cpuOff,
             wallOff: median(off.map(\.wallSeconds)),
             wallOn: median(on.map(\.wallSeconds))
         )
@@ -162,6 +178,7 @@ struct Live: AsyncParsableCommand {
         return Run(
             watched: watched,
             cpuSeconds: result.cpuSeconds,
+            liveViewCPUSeconds: result.liveViewCPUSeconds ?? 0,
             wallSeconds: result.wallSeconds,
             scrapes: scrapes,
             failedScrapes: failed

@@ -243,7 +243,9 @@ enum Plot {
         out += grid(ticks: rightTicks, y: { y($0, rightTicks) }, side: .right, title: right.title, lines: false)
         for line in series {
             let scale = line.right ? rightTicks : leftTicks
-            let points = rows.map { String(format: "%.1f,%.1f", x(second($0)), y(line.value($0), scale)) }
+            let points = rows.map {
+                fixed(x(second($0)), digits: 1) + "," + fixed(y(line.value($0), scale), digits: 1)
+            }
             out += "<polyline fill=\"none\" stroke=\"\(line.color)\" stroke-width=\"1.5\""
             out += line.dashed ? " stroke-dasharray=\"5 3\"" : ""
             out += " points=\"\(points.joined(separator: " "))\"/>\n"
@@ -351,10 +353,46 @@ enum Plot {
         "<text x=\"\(x)\" y=\"\(y)\" text-anchor=\"\(anchor)\"\(color.map { " fill=\"\($0)\"" } ?? "")>\(escape(text))</text>\n"
     }
 
-    static func number(_ value: Double) -> String { String(format: "%.2f", value) }
+    static func number(_ value: Double) -> String { fixed(value, digits: 2) }
 
+    /// `value` with `digits` (1 or 2) decimals, character for character as `String(format: "%.2f")` writes it —
+    /// rounded to nearest from the exact binary value, ties to even — without Foundation's formatter, which a page
+    /// following a run paid for thousands of times a second (a panel is a few hundred coordinates).
+    static func fixed(_ value: Double, digits: Int) -> String {
+        let scale = digits == 1 ? 10.0 : 100.0
+        let scaled = value * scale
+        guard digits == 1 || digits == 2, value.isFinite, abs(scaled) < 1e15 else {
+            return String(format: "%.\(digits)f", value)
+        }
+        // `scaled` is the product rounded; `error` what rounding it lost, exactly. Only a product that is exactly a
+        // half can round the other way from the exact value: the lost part decides it, and a true tie goes to even.
+        let error = (-scaled).addingProduct(value, scale)
+        var rounded = scaled.rounded(.toNearestOrEven)
+        if abs(scaled - rounded) == 0.5, error != 0 {
+            rounded = error > 0 ? scaled.rounded(.up) : scaled.rounded(.down)
+        }
+        let units = Int64(abs(rounded))
+        let whole = units / Int64(scale)
+        let fraction = units % Int64(scale)
+        let decimals = digits == 2 && fraction < 10 ? "0\(fraction)" : "\(fraction)"
+        return (value.sign == .minus ? "-" : "") + "\(whole)." + decimals
+    }
+
+    /// `text` with `&`, `<` and `>` written as entities (in one pass, and none when there is nothing to escape).
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        guard
+            text.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") })
+        else { return text }
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count + 16)
+        for character in text.unicodeScalars {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 }
