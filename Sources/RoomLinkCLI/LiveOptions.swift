@@ -86,7 +86,7 @@ struct LiveServers {
         }
     }
 
-    /// The CPU time the servers' threads have used so far (``MonitorServer/cpuSeconds``).
+    /// The CPU time the servers' threads have used so far (`MonitorServer.cpuSeconds`).
     var cpuSeconds: Double { servers.reduce(0) { $0 + $1.cpuSeconds } }
 
     /// Stops the servers once the run has returned: a page following the run is first let see its end (at most

@@ -187,7 +187,7 @@ public struct ConnectionTally: Sendable, Codable, Equatable {
 
     public init() {}
 
-    /// This tally with compact copies of its histograms (``LatencyRecorder/snapshot()``): what a reader takes
+    /// This tally with compact copies of its histograms (`LatencyRecorder.snapshot()`): what a reader takes
     /// under the statistics' lock, so that the run's own histograms stay unshared.
     public mutating func snapshot() -> ConnectionTally {
         // The snapshots first: a copy of the tally taken before them would share the journals they reset.

@@ -176,7 +176,7 @@ public final class LoadStatistics: EngineObserver {
     }
 
     /// What the statistics counted, with the series carried up to `end`: the form that merges with other shards'
-    /// and other processes'. Its histograms are compact copies (``LatencyRecorder/snapshot()``), taken under the
+    /// and other processes'. Its histograms are compact copies (`LatencyRecorder.snapshot()`), taken under the
     /// statistics' lock: a live view that reads a tally a second leaves the run's own histograms unshared, and pays
     /// for what was recorded since its last read.
     public func tally(end: Double) -> LoadTally {
