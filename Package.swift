@@ -235,7 +235,7 @@ let package = Package(
         .testTarget(
             name: "RoomLinkWireTests",
             dependencies: [
-                "RoomLinkWire", "RoomLinkEngine", "RoomLinkRuntime",
+                "RoomLinkWire", "RoomLinkEngine", "RoomLinkRuntime", "RoomLinkTestSupport",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings

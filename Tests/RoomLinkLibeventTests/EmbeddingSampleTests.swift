@@ -37,7 +37,7 @@ func aliceLosesHerNetwork(on group: some RuntimeLoopGroup) async throws -> ([Sta
 }
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EmbeddingSampleTests {
     static func reasons(_ events: [Stamped<ZegoEvent>]) -> [String] {
         events.map {

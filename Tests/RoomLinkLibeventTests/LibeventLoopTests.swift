@@ -24,7 +24,7 @@ actor PinnedRecorder: TimerHandler {
 }
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LibeventLoopTests {
     static let backends = TimerBackend.allCases
 
@@ -312,7 +312,7 @@ struct LibeventLoopTests {
 }
 
 // A limit to catch hangs, not to time anything.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LibeventDelayLineTests {
     /// On a real loop a line's items come out on the loop's thread, in order, never before their deadline, and while
     /// each comes out the loop's lateness measures from that item's own deadline.

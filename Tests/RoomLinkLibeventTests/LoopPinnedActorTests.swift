@@ -5,7 +5,7 @@ import Testing
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LoopPinnedActorTests {
     /// Three timer firings on the loop's thread each enter the actor twice, in order, and see what the last left.
     @Test

@@ -1,4 +1,5 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 // The "Using the Runtime" article's sample (Sources/RoomLinkEngine/Docs.docc/RuntimeGuide.md), verbatim apart from
@@ -21,7 +22,7 @@ private actor Heart: TimerHandler {
 }
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RuntimeGuideSampleTests {
     @Test
     func theVirtualTimeSampleCountsThreeHundredSixtyBeats() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// Arm, cancel and fire hammered across loops and threads: remote handles, cancellation inside a batch, periodic
 /// timers that stop themselves, loops stopping under traffic. Run under AddressSanitizer and ThreadSanitizer too
 /// (`scripts/soak-tests`); each test asserts counts and outcomes only, never timing.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TimerStressTests {
     /// An empty handler: Swift 6 opens an existential handed to a generic parameter, so a loop that read "the
     /// handler's first word" read zero bytes here and trapped once such a timer was a few places down a batch.

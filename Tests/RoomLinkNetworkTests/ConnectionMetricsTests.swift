@@ -1,11 +1,12 @@
 import Foundation
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Testing
 
 /// What a load tester owes its user about its connections, counted at the client's socket: attempts, opens,
 /// failures by cause, handshake and login latency, heartbeat round trips. Counts and causes only — never how fast.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ConnectionMetricsTests {
     static func client(
         _ id: String,

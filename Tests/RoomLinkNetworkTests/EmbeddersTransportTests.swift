@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RoomLink
+import RoomLinkTestSupport
 import Synchronization
 import Testing
 
@@ -126,7 +127,7 @@ final class SocketTransport: ClientTransport {
 
 /// The transport above, compiled here against the public API only, and run against `roomlink serve` — the binary
 /// this package builds beside its tests.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EmbeddersTransportTests {
     struct Failure: Error, CustomStringConvertible {
         let description: String

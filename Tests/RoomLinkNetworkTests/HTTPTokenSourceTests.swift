@@ -1,6 +1,7 @@
 import Foundation
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Synchronization
 import Testing
 
@@ -11,7 +12,7 @@ import Glibc
 /// `--token-url`'s fetches (``HTTPTokenSource``) against a canned HTTP server on loopback: a token in JSON or as text
 /// arrives; a 500, a body without a token, an answer cut short, a server that never answers and one that is not there
 /// each fail by their own cause. Causes and counts only.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.hangLimit(minutes: 5))
 struct HTTPTokenSourceTests {
     /// A blocking HTTP/1.1 server on 127.0.0.1, one thread a connection: the first path segment says how it answers
     /// (`json`, `text`, `500`, `garbage`, `cut`, `hang`).

@@ -1,5 +1,6 @@
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import RoomLinkWire
 import Testing
 
@@ -9,7 +10,7 @@ import Glibc
 
 /// Bad input on the wire: each offence closes the offender's connection with a logged reason (and a goodbye that
 /// names it), and a well-behaved client logged in beside it never notices.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct HostileClientTests {
     static let session = SessionID(rawValue: 42)
 

@@ -1,4 +1,5 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 // The "Clients and Servers over TCP" article's sample (Sources/RoomLinkNetwork/Docs.docc/NetworkGuide.md), verbatim
@@ -30,7 +31,7 @@ func aliceOverTCP(on group: LibeventLoopGroup) async throws -> ([ZegoEvent], [St
     return (told, members)
 }
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct NetworkGuideSampleTests {
     @Test func theSampleLogsAliceInOverTCPAndSheSeesBob() async throws {
         // Not scaled: the sample's one-second wait is real, and bob is in long before.

@@ -1,12 +1,13 @@
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import RoomLinkWire
 import Testing
 
 /// Clients and `serve`'s server over real loopback sockets: logins, presence and heartbeats cross the wire, a lost
 /// connection is noticed at once, and a restarted server brings every client back. Assertions are about order and
 /// counts, never about how fast a loaded machine runs them.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct NetworkServerTests {
     /// Frequent heartbeats; timeouts a loaded machine cannot reach (these tests are about what crosses the wire).
     static let timings = ZegoTimings(

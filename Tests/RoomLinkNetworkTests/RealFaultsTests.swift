@@ -1,11 +1,12 @@
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Testing
 
 /// A scenario's faults played on real sockets, at the client's side (a `FaultInjectingTransport` wrapped around the
 /// `TCPClientTransport`): `networkDown` closes the connection and refuses new ones until `networkUp`, a black hole
 /// keeps the socket and drops every frame (the server hears silence), and latency delays frames on the path.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RealFaultsTests {
     static let timings = ZegoTimings(
         server: {

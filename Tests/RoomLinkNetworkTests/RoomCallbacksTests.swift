@@ -1,13 +1,14 @@
 import Foundation
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Synchronization
 import Testing
 
 /// The room callbacks' shell (``RoomCallbacks``) on real loops and sockets, against a canned receiver on loopback:
 /// every change of a storm, emitted from several threads at once, reaches the receiver signed and once per copy, and
 /// the truth agrees; a receiver that fails loses each callback after the vendor's retries, by cause. Counts only.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.hangLimit(minutes: 5))
 struct RoomCallbacksTests {
     typealias Receiver = HTTPTokenSourceTests.CannedServer
 

@@ -1,11 +1,12 @@
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Testing
 
 /// A served node's life, as `roomlink serve` lives it: a start that fails shuts down what it started and says why;
 /// a node runs until told to stop, then says goodbye to its clients before it lets its presence go. Over loopback,
 /// with a presence that records what happened to it (a real Redis is `ClusterPresenceTests`' part).
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ServedNodeTests {
     /// A presence store that answers the start with `readiness` and records the order of what happened.
     final class RecordingPresence: NodePresence {

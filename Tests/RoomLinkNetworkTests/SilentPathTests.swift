@@ -1,12 +1,13 @@
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Testing
 
 /// A path that falls silent where the client's socket cannot see it — a firewall's DROP, a dead link somewhere on
 /// the way (``SilentProxy``): the client must notice within its dialect's time, give the dead connection up, dial a
 /// new one, and end where its peers and the server see it. What a loaded machine cannot shift is asserted: the
 /// order of events and what was dialed, never how long anything took.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct SilentPathTests {
     /// RealFaultsTests's ZEGO timings (×0.25 real: heartbeat 2 s, silence after 6 s, the server drops a member
     /// after 12 s), with attempts answered within 3 s.

@@ -11,7 +11,7 @@ import Testing
 /// The sequences and their timing (never earlier than virtual time) are compared exactly when no loop stalled for
 /// long enough to change the story (a stall of real time is a stall of scenario time: a loop held up past a timeout
 /// lets it expire, or a server's late deadline keeps a session alive); see `StallWatch`.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct SimulationAgreesWithRealityTests {
     static let scale = 0.02
 

@@ -1,6 +1,7 @@
 import Foundation
 import RoomLink
 import RoomLinkNetwork
+import RoomLinkTestSupport
 import Testing
 
 /// The test certificates (`scripts/make-test-certificates`): a test authority, a server certificate for localhost
@@ -25,7 +26,7 @@ enum TLSFixtures {
 /// RoomLink's protocol over TLS (libevent's OpenSSL bufferevents): a client that trusts the server's certificate
 /// logs in as over TCP; one that cannot verify it fails its connection, by a cause of its own, and never speaks plain
 /// text; a server drops a connection that does not speak TLS and goes on serving the others. Counts and causes only.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TLSTests {
     static func tlsServer(
         on group: LibeventLoopGroup,

@@ -1,13 +1,14 @@
 import RoomLink
 import RoomLinkNetwork
 import RoomLinkRedis
+import RoomLinkTestSupport
 import Testing
 
 /// Two and three `serve` nodes sharing presence in a real Redis on loopback: whichever node a client lands on, the
 /// room is one room. Assertions are about order, counts and "never early", not about how fast a loaded machine is.
 @Suite(
     .serialized,
-    .timeLimit(.minutes(10)),
+    .hangLimit(minutes: 10),
     .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
 )
 struct ClusterPresenceTests {
@@ -301,7 +302,7 @@ struct ClusterPresenceTests {
 /// A node that dies, and Redis going away: what the other nodes and the clients see.
 @Suite(
     .serialized,
-    .timeLimit(.minutes(10)),
+    .hangLimit(minutes: 10),
     .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
 )
 struct ClusterFailureTests {

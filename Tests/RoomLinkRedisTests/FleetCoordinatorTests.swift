@@ -7,7 +7,7 @@ import Testing
 /// A fleet's generators in Redis: addresses, registration and its refusals, the agreed start on each generator's own
 /// clock (however far off), and what `report merge` reads back.
 @Suite(
-    .timeLimit(.minutes(5)),
+    .hangLimit(minutes: 5),
     .enabled(if: RedisServer.isAvailable, "needs redis-server (scripts/setup)")
 )
 struct FleetCoordinatorTests {

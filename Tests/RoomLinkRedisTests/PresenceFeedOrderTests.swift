@@ -1,11 +1,12 @@
 import RoomLinkEngine
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkRedis
 
 /// A room's presence changes put in order alone, with no Redis: held before a snapshot, applied one after another
 /// from its number, dropped when covered, and a reload asked for at a gap — with nothing held lost to it.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct PresenceFeedOrderTests {
     static func join(_ sequence: UInt64, _ user: String = "u") -> PresenceEvent {
         PresenceEvent(

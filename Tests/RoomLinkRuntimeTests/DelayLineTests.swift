@@ -4,7 +4,7 @@ import Testing
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct DelayLineTests {
     /// Items added at 0, 0, 3 and 10 ms on a 5 ms line come out at 5, 5, 8 and 15 ms, in the order added.
     @Test

@@ -4,7 +4,7 @@ import Testing
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
 /// `LoopPinnedActor` on the simulation: the same contract as on a libevent loop, in virtual time.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LoopPinnedActorSimulationTests {
     /// Three timer firings each enter the actor twice, in order, on the simulation's thread, at their virtual times.
     @Test

@@ -5,7 +5,7 @@ import Testing
 
 /// A simulation's lanes and reserved places: what they carry comes out exactly where timers armed at the same
 /// moments would have fired, so a run's order — and its event log — is the same either way.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct SimulationLaneTests {
     /// Lines in firing order, each with the virtual time (ms); written on the simulation's thread only.
     final class Order: @unchecked Sendable {

@@ -3,7 +3,7 @@ import Testing
 
 @_spi(RoomLinkInternals) @testable import RoomLinkRuntime
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TimerWheelTests {
     /// A timer table's entry packs into 72 bytes (the wheel's state after the record's flags): a million-client run
     /// keeps a million.
@@ -133,7 +133,7 @@ struct TimerWheelTests {
 }
 
 /// What a loop prefetches before a due timer fires.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TimerTablePrefetchTests {
     final class Handler: TimerHandler {
         func timerFired(_ timer: TimerHandle) {}
@@ -159,7 +159,7 @@ struct TimerTablePrefetchTests {
 
 /// The prefetch word of handlers that are values: Swift 6 opens an existential handed to a generic parameter, so a
 /// word read from "the handler's bytes" would read the concrete value, which may be empty.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TimerTableValueHandlerPrefetchTests {
     struct Empty: TimerHandler {
         func timerFired(_ timer: TimerHandle) {}

@@ -1,6 +1,7 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// contract §3's Agora timeline in virtual time, with both users' logs and times, and every state and reason.
@@ -8,7 +9,7 @@ import Testing
 /// Times follow from the defaults: 50 ms latency each way and 100 ms join processing (joined at 200 ms), peers told
 /// 100 ms after the server registers a change (300 ms), `interrupted` 4 s after data stops, `lost` 10 s after that,
 /// peers see `dropped` 20 s after the server's last data, `failed/joinFailed` 20 min after `interrupted`.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct AgoraSituationTests {
     /// Users A and B in channel c1 (B joins first), plus `timeline`.
     static func scenario(_ timeline: String, end: String = "30m", users: String? = nil, extra: String = "") -> String {

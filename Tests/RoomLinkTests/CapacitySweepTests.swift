@@ -5,7 +5,7 @@ import Testing
 
 /// A few cells of the capacity model's map (docs/server-capacity.md, "The map"), at a tenth of its scale: the node
 /// serves 250 logins in the fault's 10 s instead of 2,500, so counts are a tenth and times the same.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct CapacitySweepTests {
     static let sweep = CapacitySweep(unit: 250)
 

@@ -1,4 +1,5 @@
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -6,7 +7,7 @@ import Testing
 
 /// A room's decisions as one node of a cluster sees them (no Redis, no clock): remote members come and go with the
 /// cluster's changes, the room's own changes are announced, and the room's own members stay its own.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ClusteredRoomStateTests {
     typealias Endpoint = ServerRoomStateTests.Endpoint
 

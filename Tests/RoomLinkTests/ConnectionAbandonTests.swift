@@ -1,11 +1,12 @@
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkEngine
 
 /// When a client gives up on its connection (an unanswered login or heartbeat, silent data), and what a socket's
 /// report of stopped data does to each dialect: the decisions alone, as values, in `RoomClientStateTests`'s terms.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ConnectionAbandonTests {
     typealias Driver = RoomClientStateTests.Driver
     typealias Action = RoomClientState.Action

@@ -4,7 +4,7 @@ import RoomLinkTestSupport
 import Testing
 
 /// The Agora and LiveKit oracles on good logs (the engine's own) and on logs broken one rule at a time.
-@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
+@Suite(.hangLimit(minutes: 10), .skippedUnderThreadSanitizer)
 struct DialectOracleTests {
     /// The scenario and the JSON log of a run.
     static func run(_ json: String) async throws -> (Scenario, [String]) {

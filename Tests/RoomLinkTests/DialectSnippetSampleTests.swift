@@ -1,9 +1,10 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// The snippet of the Agora and LiveKit clients in the "Embedding the Engine" article, run in virtual time.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct DialectSnippetSampleTests {
     @Test
     func theSnippetRunsAsTheArticleSays() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 /// The code samples in the README and the DocC articles are compiled and run as tests; this suite checks that each
@@ -6,7 +7,7 @@ import Testing
 ///
 /// A sample's code lines must each appear in its test file, after trimming and dropping trailing `//` comments.
 /// Exempt are blank and comment-only lines and the lines that print (the tests collect or `#expect` instead).
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct DocSampleTests {
     struct Pair: CustomTestStringConvertible, Sendable {
         var page: String

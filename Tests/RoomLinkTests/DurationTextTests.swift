@@ -1,8 +1,9 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 /// The duration form of scenario files and flags: one number and a unit, or several from the largest unit down.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct DurationTextTests {
     @Test(arguments: [
         ("0", Duration.zero), ("120ms", .milliseconds(120)), ("90s", .seconds(90)), ("20m", .seconds(1_200)),

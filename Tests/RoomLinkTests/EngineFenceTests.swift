@@ -12,7 +12,7 @@ import Testing
 /// which CI also runs in a process built with AddressSanitizer (`roomlink-fence-checks`), where a broken promise — an
 /// owner that lets go of an object its unretained reference still names — is a heap use-after-free report; here they
 /// run in the plain and ThreadSanitizer suites. A loop entry's thread is checked here, in processes of their own.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EngineFenceTests {
     @Test(arguments: FenceChecks.all.filter { !$0.simulatesTraffic })
     func theInvariantHolds(_ check: FenceChecks.Check) async throws {

@@ -11,7 +11,7 @@ import Testing
 /// long and odd strings, nulls, arrays, objects), fields dropped and added, lines cut at every byte, duplicated,
 /// reordered and dropped. Each log is read or refused naming its line, and the oracle judges what reads — no trap
 /// (the process would end), no hang (the suite's time limit).
-@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
+@Suite(.hangLimit(minutes: 10), .skippedUnderThreadSanitizer)
 struct EventLogFuzzTests {
     /// Values a field may be set to.
     static let extremes: [String] = [

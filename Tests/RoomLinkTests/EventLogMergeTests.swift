@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkEngine
@@ -7,7 +8,7 @@ import Testing
 /// The children's event logs of a load split over processes, merged as they are read (``EventLogMerge``): in time
 /// order, ties in the children's order, each child's own order kept, blank lines skipped, and a bad line or a line
 /// past the limit refused by its number — whatever the files' size, one line of each in memory.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EventLogMergeTests {
     /// Writes `lines` to a new file in a temporary folder, returning its path.
     static func file(_ lines: [String], in folder: URL, _ name: String) throws -> String {

@@ -1,9 +1,10 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EventLogTests {
     static func line(_ event: ZegoEvent, user: String, ms: Int64) -> String {
         event.eventLogLine.json(user: user, time: .zero.advanced(by: .milliseconds(ms)))

@@ -1,5 +1,6 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// A sink that keeps everything, for tests.
@@ -11,7 +12,7 @@ final class CollectingSink: EventSink {
 }
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EventPublisherTests {
     static func at(_ ms: Int64) -> RuntimeInstant { .zero.advanced(by: .milliseconds(ms)) }
 

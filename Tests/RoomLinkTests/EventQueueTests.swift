@@ -1,9 +1,10 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 // A limit to catch hangs, not to time anything: ThreadSanitizer on two shared cores runs these several times slower.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct EventQueueTests {
     @Test
     func theQueueGetsWhatTheStreamGetsInOrderAndEndsWithThePublisher() async {

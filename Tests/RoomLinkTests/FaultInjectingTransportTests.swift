@@ -1,11 +1,12 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// Faults wrapped around a transport that has none — the seam tests' own `DirectTransport`, as a user's transport
 /// would be — in virtual time: a black hole noticed by silence alone, a link down refused and told, latency on every
 /// message each way, and a path-aware transport that drops at its own socket.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct FaultInjectingTransportTests {
     typealias DirectTransport = TransportSeamTests.DirectTransport
 

@@ -9,7 +9,7 @@ import Testing
 /// Seeded fuzzing of every reader of outside input: thousands of mutants of the bundled scenarios, of true event
 /// logs and of flag values. Each must be read or refused with a ``RoomLinkError`` of kind invalid input that names
 /// the field; a trap would end the test process, and a hang its time limit.
-@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
+@Suite(.hangLimit(minutes: 10), .skippedUnderThreadSanitizer)
 struct FuzzTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()

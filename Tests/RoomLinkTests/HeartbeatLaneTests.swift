@@ -1,5 +1,6 @@
 import RoomLink
 @_spi(RoomLinkInternals) import RoomLinkRuntime
+import RoomLinkTestSupport
 import Synchronization
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// Heartbeats in a simulation ride one lane per interval, not a periodic timer each: a client that stops beating and
 /// starts again beats once per period from its new start — its old beat gone, never two at once.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct HeartbeatLaneTests {
     /// The simulated network, noting when each client's heartbeats leave.
     final class CountingTransport: InProcessTransport {

@@ -7,7 +7,7 @@ import Testing
 @testable import RoomLinkScenarios
 
 /// Each input that once crashed, hung or was silently accepted (issue "Hostile input"): now a named error.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct HostileInputTests {
     static func scenario(_ json: String) throws(RoomLinkError) -> Scenario { try Scenario(json: Data(json.utf8)) }
 
@@ -199,7 +199,7 @@ struct HostileInputTests {
 }
 
 /// Valid scenarios pass their own oracle, and the oracle's cost does not depend on policy parameters.
-@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
+@Suite(.hangLimit(minutes: 10), .skippedUnderThreadSanitizer)
 struct OracleOnValidScenariosTests {
     static func run(_ json: String) async throws -> RunReport {
         let scenario = try Scenario(json: Data(json.utf8))

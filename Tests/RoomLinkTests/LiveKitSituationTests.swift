@@ -1,6 +1,7 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// contract §4's LiveKit behaviour in virtual time: quick reconnection first, full when the server lost the session and
@@ -8,7 +9,7 @@ import Testing
 ///
 /// Times follow from the defaults: 50 ms latency each way and 20 ms join processing (connected at 120 ms), peers
 /// told 20 ms after the server registers a change (140 ms), ping every 5 s, server removal 20 s after last heard.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LiveKitSituationTests {
     /// Users A and B in room r1 (B connects first), plus `timeline`.
     static func scenario(_ timeline: String, end: String = "10m", users: String? = nil, extra: String = "") -> String {

@@ -1,10 +1,11 @@
 import Foundation
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 /// The faults a load plan knows, each a type of its own in the registry, and the scenario a plan builds: the same
 /// value as the file `--save-scenario` writes reads back to, so that `roomlink run` replays exactly what ran.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LoadFaultTests {
     /// One spec per registered kind.
     static let specs: [String: String] = [

@@ -5,7 +5,7 @@ import RoomLinkTestSupport
 import Testing
 
 /// `roomlink load`'s plans: flags read into faults, faults into a population scenario, and what each fault does.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LoadPlanTests {
     // Small populations and short runs: these tests also run under ThreadSanitizer, ten times slower.
     static func plan(

@@ -1,10 +1,11 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// What a connection sends after its login takes effect after that login, though the server answers a login only
 /// after its processing time.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LoginOrderTests {
     /// A logout that reaches the server while its login is still being processed is handled after that login, so
     /// the member leaves at once — not after a heartbeat timeout, as it would if the logout overtook the login.

@@ -1,11 +1,12 @@
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkEngine
 
 /// A login request as every login in flight and in processing carries it: packed, and its optional instants read back
 /// as they were set.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct LoginRequestTests {
     /// 72 bytes, where the public fields in their first order with optional instants took 96 — and so a message, whose
     /// largest case is a login, takes 72 too (a storm sends half a million logins at once).

@@ -1,7 +1,8 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct NetworkModelTests {
     static let conditions = Scenario.Network(latency: .milliseconds(50), jitter: .milliseconds(20), loss: 0.1)
 

@@ -8,7 +8,7 @@ import Testing
 
 /// The oracle's power: seeded mutants of the bundled examples' true event logs — a line dropped, duplicated, moved
 /// in time or swapped with the next, each field changed, the log judged against another scenario — must be caught.
-@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
+@Suite(.hangLimit(minutes: 10), .skippedUnderThreadSanitizer)
 struct OracleMutationTests {
     struct Case {
         var name: String

@@ -1,12 +1,13 @@
 import RoomLink
 import RoomLinkEngine
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Synchronization
 import Testing
 
 /// Where a transport keeps its clients' link states: in a ``RoomClient`` itself (`InProcessClient.keptLinkState`),
 /// read without a lock, and in a table for a client that keeps none — with the same answers either way.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct PathStatesTests {
     /// A client as a transport sees it, keeping no link state of its own.
     final class Bare: ClientEndpoint {

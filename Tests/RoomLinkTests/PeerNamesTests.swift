@@ -1,10 +1,11 @@
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkEngine
 
 /// The peers a room keeps: in string order whatever they are kept as, short names packed, the first long one
 /// turning the list into text.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct PeerNamesTests {
     /// Short names (the population's, and look-alikes whose word order could differ from their string order if the
     /// packing were wrong: prefixes, the empty name, the widest byte).

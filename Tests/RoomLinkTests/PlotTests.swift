@@ -13,7 +13,7 @@ import FoundationXML
 /// The load pictures a person reads (`roomlink load --plot`, the docs' images): well-formed SVG, every axis titled,
 /// every label inside the canvas, and — where Debian's `rsvg-convert` is installed (`scripts/setup` installs it) —
 /// every picture the docs show renders to PNG.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct PlotTests {
     /// The `<svg>` size and every `<text>`: where it is anchored, how, whether it is turned, and what it says.
     final class Texts: NSObject, XMLParserDelegate {

@@ -1,4 +1,5 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 // The README's "A short sample", verbatim apart from `print` → collecting (DocSampleTests checks that the README
@@ -32,7 +33,7 @@ func readmeSample() async throws -> (events: [Stamped<ZegoEvent>], members: [Str
     }
 }
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ReadmeSampleTests {
     @Test
     func theShortSampleReconnectsAliceWithinTheServersTimeout() async throws {

@@ -1,7 +1,8 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RetryPolicyTests {
     /// The first `count` delays of `policy` with elapsed time taken as the sum of the delays so far.
     static func delays(_ policy: RetryPolicy, seed: UInt64 = 1, count: Int) -> [Duration?] {

@@ -1,9 +1,10 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// Each preset's delays against its library's definition, with fixed seeds.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RetryPresetTests {
     /// The delays of one episode (attempt 1 first) until the policy stops or `limit` attempts.
     static func delays(_ policy: RetryPolicy, seed: UInt64 = 1, limit: Int = 40) -> [Duration] {

@@ -1,4 +1,5 @@
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -7,7 +8,7 @@ import Testing
 
 /// The client's decisions alone: no clock, loop, transport or actor — the test says what happens and when, and reads
 /// the actions that come out, as `ServerRoomStateTests` does for the server.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RoomClientStateTests {
     typealias Action = RoomClientState.Action
 

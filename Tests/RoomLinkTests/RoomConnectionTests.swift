@@ -1,9 +1,10 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// A client room's decisions alone, and how the ZEGO dialect words them.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RoomConnectionTests {
     static func connection(notify: Bool = true, policy: RetryPolicy = .zegoDefault) -> RoomConnection {
         RoomConnection(

@@ -1,4 +1,5 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -7,7 +8,7 @@ import Testing
 
 /// Errors say what kind of thing went wrong (so a caller can branch), name the field or path, and map to the CLI's
 /// documented exit statuses; whole outputs are written through the path given, never replacing it.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RoomLinkErrorTests {
     @Test
     func aMalformedScenarioIsInvalidInputNamingTheFieldPath() {
@@ -74,7 +75,7 @@ struct RoomLinkErrorTests {
 
 /// Inputs and outputs that are not plain files: nothing hangs, nothing is read without end, a failed run leaves no
 /// empty file behind.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct InputAndOutputFileTests {
     static func withFolder(_ body: (String) throws -> Void) throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("roomlink-\(UUID())").path

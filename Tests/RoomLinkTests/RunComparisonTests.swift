@@ -1,10 +1,11 @@
 import Foundation
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkScenarios
 
 /// Comparing a real run's event log with its virtual one, on hand-written logs.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RunComparisonTests {
     static func event(_ user: String, _ time: Double, _ reason: String, users: [String]? = nil) -> LoggedEvent {
         LoggedEvent(

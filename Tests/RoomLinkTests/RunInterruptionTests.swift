@@ -7,7 +7,7 @@ import Testing
 @testable import RoomLinkScenarios
 
 /// A run stopped early (a signal, a closed pipe) keeps every event it produced and says it was interrupted.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct RunInterruptionTests {
     /// Interrupts the run once `count` events have been recorded, from inside the run (as a signal would, from
     /// another thread, at any moment).

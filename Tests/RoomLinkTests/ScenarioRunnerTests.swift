@@ -5,7 +5,7 @@ import RoomLinkTestSupport
 import Testing
 
 /// The bundled examples, the spec oracle on the engine's logs, populations, and the real clock.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ScenarioRunnerTests {
     static let examples = [
         "situation-1-short-outage.json", "situation-2-long-outage.json", "situation-3-no-recovery.json",
@@ -184,7 +184,7 @@ struct ScenarioRunnerTests {
 }
 
 /// The runner's network is a seam: any transport that injects faults plays a scenario.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ScenarioRunnerNetworkTests {
     /// A transport that forwards to a simulated network and records the faults it was asked to inject and the
     /// servers it was asked to serve.

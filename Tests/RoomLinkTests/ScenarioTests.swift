@@ -1,8 +1,9 @@
 import Foundation
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ScenarioTests {
     static func parse(_ json: String) throws -> Scenario {
         try Scenario(json: Data(json.utf8))

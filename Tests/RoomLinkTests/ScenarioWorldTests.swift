@@ -1,12 +1,13 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkScenarios
 
 /// What one shard's world of a run holds: the clients it makes, and which participants it says it runs.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ScenarioWorldTests {
     /// A population of 1,000 in 37 rooms, after two named users, on an unlimited server or a modelled one (whose
     /// rooms go to shards by node, not by index).

@@ -6,7 +6,7 @@ import Testing
 
 /// contract §9: server nodes with finite capacity, admission control, and what the report says about them. Virtual time
 /// throughout: every count here is exact and the same on every run.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ServerCapacityTests {
     static func at(_ milliseconds: Int64) -> RuntimeInstant { RuntimeInstant(nanoseconds: milliseconds * 1_000_000) }
 
@@ -482,7 +482,7 @@ struct ServerCapacityTests {
         #expect(!shed.sustained && shed.recovery != nil)
     }
 
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.hangLimit(minutes: 10))
     func onTheRealClockNodesSharedByLoopsCountEveryLogin() async throws {
         // Two loops, rooms on both, one node: its lock is what keeps the counts whole (ThreadSanitizer runs this).
         // Only counts are asserted: how many logins waited or were refused depends on the machine's pace.

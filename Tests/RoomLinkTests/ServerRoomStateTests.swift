@@ -1,4 +1,5 @@
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLink
@@ -6,7 +7,7 @@ import Testing
 @testable import RoomLinkScenarios
 
 /// The room's decisions alone: no network, no clock — the test says what arrives and when.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ServerRoomStateTests {
     /// A client's channel that is never called: the state only stores and names it.
     final class Endpoint: ClientChannel {

@@ -2,11 +2,12 @@ import Foundation
 import RoomLink
 import RoomLinkRuntime
 import RoomLinkScenarios
+import RoomLinkTestSupport
 import Testing
 
 /// A population split over generator processes (`roomlink load --shard I/N`): the slices are disjoint and make up the
 /// population, and their reports merge into exactly the report of one run over them all.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ShardedRunTests {
     static func plan() throws -> Scenario {
         // Small enough to run many times under ThreadSanitizer; every fault still touches several rooms.

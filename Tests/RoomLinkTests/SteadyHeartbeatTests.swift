@@ -1,10 +1,11 @@
 import Foundation
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 /// The load report keeps the heartbeat round trips after the fill apart from the whole run's: the fill is the
 /// population's login window and the seconds after it in which logins were still being accepted.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct SteadyHeartbeatTests {
     static func at(_ seconds: Double) -> RuntimeInstant { RuntimeInstant(nanoseconds: Int64(seconds * 1e9)) }
 

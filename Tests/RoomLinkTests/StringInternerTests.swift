@@ -1,8 +1,9 @@
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkScenarios
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct StringInternerTests {
     @Test
     func aNameKeepsItsNumberAndEveryNumberGivesItsNameBack() {

@@ -1,10 +1,11 @@
 import Foundation
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 /// A population entry's participants, armed one at a time in virtual time, act where arming them all at the start
 /// would have put them: among the timeline's other entries at the same instant, in the timeline's order.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TimelineCursorTests {
     /// Who logs in at 2 s, in order: a population user (logins every second from 0 s, each armed when the one before
     /// it fired) and the named user N, whose login was armed at the start, after the population's entry.

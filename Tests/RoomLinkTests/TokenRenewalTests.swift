@@ -1,11 +1,12 @@
 import Foundation
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
 /// A token renewal must present a token the server accepts for that user — listed in the auth table when there is
 /// one, not empty, not expired — or it is refused, changes nothing, and the expiry it answered kicks the user at the
 /// grace's end. In every dialect: the rule is the server's.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TokenRenewalTests {
     /// How each dialect says "your token expired and you are out": the end of a compact log line.
     static func kicked(_ dialect: String) -> String {

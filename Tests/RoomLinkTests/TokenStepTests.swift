@@ -1,5 +1,6 @@
 import Foundation
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import RoomLinkTokens
 import Testing
 
@@ -11,7 +12,7 @@ import Testing
 /// token it used before is refused, when the server warns the token will expire; a failed fetch retried by the
 /// client's own policy. Then the modelled token server, and a whole run in virtual time whose tokens run out while
 /// their clients are away.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TokenStepTests {
     typealias Action = RoomClientState.Action
     typealias Tests = RoomClientStateTests

@@ -1,10 +1,11 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// The engine over a transport of the test's own, written against the two per-side protocols only — as a socket
 /// transport will be: no `SimulatedNetwork`, no fault injection, no object of one side handed to the other.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct TransportSeamTests {
     /// Carries messages in 10 ms on the receiver's loop, and keeps per channel what a socket server keeps per
     /// connection: the session that logged in on it, so that it can tell the room when the connection closes.

@@ -12,7 +12,7 @@ import Testing
 /// heavy loss), with one user on two devices — and the bundled examples changed as a user would change them (an
 /// entry removed or moved to another room, a second device of a user, a harder network) pass their own oracle. A
 /// false alarm is as bad as a miss: every one is a failure.
-@Suite(.timeLimit(.minutes(10)), .skippedUnderThreadSanitizer)
+@Suite(.hangLimit(minutes: 10), .skippedUnderThreadSanitizer)
 struct ValidScenarioFuzzTests {
     /// A network for a scenario, as its JSON object's fields, or `nil` for the default: half the time, one of
     /// latencies up to and past the attempt timeout (a round trip of 5 s or more cannot be answered in time),

@@ -1,13 +1,14 @@
 import Foundation
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import RoomLinkTokens
 import Testing
 
 /// A server that checks the vendor's own tokens (``VerifiedTokens``), in virtual time: a login with a token that
 /// does not verify is refused with the dialect's code; a member is warned the renewal grace before its token's own
 /// expiry and removed at it; a renewal with a token that verifies moves both, and one that does not changes nothing.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct VerifiedTokenTests {
     static let appID = "970CA35de60c44645bbae8a215061b33"
     static let certificate = "5CFd2fd1755d40ecb72977518be15d3b"

@@ -1,10 +1,11 @@
 import RoomLink
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 /// ZEGO's calls through the embedding API, in virtual time: the error codes of refused calls, member caps, login
 /// timeouts, kicks, tokens, switchRoom, multi-room logout, and the event stream.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ZegoClientTests {
     /// A server, a simulated network and a shared sink on one simulation.
     struct World {

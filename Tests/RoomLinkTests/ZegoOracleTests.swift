@@ -1,8 +1,9 @@
 import Foundation
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ZegoOracleTests {
     /// A and B in r1, B notified of peers; A's network fails at 10 s and comes back at `upAt` (never if nil).
     static func scenario(upAt: String?) throws -> Scenario {

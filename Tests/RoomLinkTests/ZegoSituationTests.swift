@@ -6,7 +6,7 @@ import Testing
 ///
 /// Times follow from the defaults: 50 ms latency each way, 20 ms login processing (login at 120 ms), peers told
 /// 100 ms after the server registers a change, heartbeats every 30 s, server timeout 90 s, retry timeout 20 min.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ZegoSituationTests {
     static let loggedIn = ["0 B r1 logining 0", "120 B r1 logined 0", "220 B r1 add A"]
 

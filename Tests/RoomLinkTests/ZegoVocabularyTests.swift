@@ -1,7 +1,8 @@
 import RoomLink
+import RoomLinkTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ZegoVocabularyTests {
     @Test
     func reasonsHaveZegosRawValuesAndLowerCamelNames() {

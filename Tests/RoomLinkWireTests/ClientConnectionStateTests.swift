@@ -1,10 +1,11 @@
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import RoomLinkWire
 import Testing
 
 /// A client connection's rules alone, in virtual time: when a room's silence condemns the connection, when the
 /// server's data counts as stopped, and when it flows again — no socket, no loop.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ClientConnectionStateTests {
     static func at(_ seconds: Double) -> RuntimeInstant { RuntimeInstant(nanoseconds: Int64(seconds * 1e9)) }
 

@@ -1,12 +1,13 @@
 import RoomLinkEngine
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import RoomLinkWire
 import Testing
 
 /// A client connection's round trips alone, in virtual time: logins and heartbeats timed to their answers, failures
 /// named by their answers, a login sent again counted as timed out, and logins left waiting counted when the
 /// connection ends — no socket, no observer.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ConnectionRoundTripsTests {
     static func at(_ milliseconds: Int64) -> RuntimeInstant { RuntimeInstant(nanoseconds: milliseconds * 1_000_000) }
     static let session = SessionID(rawValue: 7)
@@ -82,7 +83,7 @@ struct ConnectionRoundTripsTests {
 
 /// Which server a client's next connection goes to, alone: its routing's pick until a connection fails, then round
 /// the list; nowhere else with one server.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ServerFailoverTests {
     @Test
     func aClientMovesRoundTheServersAndOthersKeepTheirRouting() {

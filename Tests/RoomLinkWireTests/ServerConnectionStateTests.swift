@@ -1,11 +1,12 @@
 import RoomLinkEngine
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import RoomLinkWire
 import Testing
 
 /// A server connection's rules alone, in virtual time: the handshake, what a connection may carry, what closes it
 /// and who hears of the close, the media watch and the keep-alives — no socket, no loop. Rooms are their names.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.hangLimit(minutes: 10))
 struct ServerConnectionStateTests {
     typealias State = ServerConnectionState
 

@@ -1,11 +1,12 @@
 import RoomLinkEngine
+import RoomLinkTestSupport
 import SwiftProtobuf
 import Testing
 
 @testable import RoomLinkWire
 
 /// Every message survives the wire, and everything that is not a valid frame is refused with a reason.
-@Suite(.timeLimit(.minutes(10))) struct WireFrameTests {
+@Suite(.hangLimit(minutes: 10)) struct WireFrameTests {
     static let now = RuntimeInstant(nanoseconds: 5_000_000_000)
     static let session = SessionID(rawValue: 0xfeed_beef_1234_5678)
 

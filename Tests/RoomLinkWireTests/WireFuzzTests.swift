@@ -1,12 +1,13 @@
 import RoomLinkEngine
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import Testing
 
 @testable import RoomLinkWire
 
 /// Thousands of hostile frames, seeded: every one decodes or is refused with a ``WireError``; none crashes, hangs or
 /// yields a value the engine could not take.
-@Suite(.timeLimit(.minutes(10))) struct WireFuzzTests {
+@Suite(.hangLimit(minutes: 10)) struct WireFuzzTests {
     @Test(arguments: [UInt64(1), 2, 3])
     func randomAndMutatedFramesNeverCrash(seed: UInt64) {
         var random = SeededRandom(seed: seed)
