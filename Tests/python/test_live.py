@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -238,15 +239,25 @@ class DevTools:
         self.folder = folder
 
     async def __aenter__(self):
-        import aiohttp
-
         self.browser = subprocess.Popen(
             [
                 chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
                 f"--user-data-dir={self.folder}/profile", "--window-size=1280,2000", "--no-first-run", "about:blank",
             ],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a process group of its own: its helpers are stopped with it (see __aexit__)
         )
+        try:
+            return await self._connect()
+        except BaseException:
+            if hasattr(self, "session"):
+                await self.session.close()
+            self.stop()
+            raise
+
+    async def _connect(self):
+        import aiohttp
+
         port_file = os.path.join(self.folder, "profile", "DevToolsActivePort")
         deadline = time.time() + 30
         def announced():
@@ -277,8 +288,31 @@ class DevTools:
         self.reader.cancel()
         await self.socket.close()
         await self.session.close()
-        self.browser.kill()
+        self.stop()
+
+    def stop(self):
+        """Stops Chromium and every helper it started, and waits until none is left.
+
+        Killing the browser process alone leaves its helpers (renderer, GPU, utility processes) writing into the
+        profile for a moment, and the test's temporary folder then fails to be removed ("Directory not empty:
+        'Default'", seen once in CI). The helpers are in the browser's process group, and every one names the profile
+        on its command line.
+        """
+        try:
+            os.killpg(self.browser.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.browser.wait()
+        profile = f"--user-data-dir={self.folder}/profile"
+        deadline = time.time() + 30
+        while True:
+            left = subprocess.run(["pgrep", "-f", "--", profile], stdout=subprocess.DEVNULL).returncode == 0
+            if not left:
+                return
+            if time.time() > deadline:
+                raise AssertionError(f"Chromium's helpers were still running 30 s after it was stopped ({profile})")
+            subprocess.run(["pkill", "-KILL", "-f", "--", profile])
+            time.sleep(0.1)
 
     async def _read(self):
         async for message in self.socket:
