@@ -105,11 +105,17 @@ struct FleetCoordinatorTests {
             #expect(error.description.contains("started already"))
         }
         // What report merge reads: both members, and what each pushed.
+        let pushed = ContinuousClock.now
         #expect(await first.pushLive(Data("{\"live\": 0}".utf8)))
         #expect(await second.pushReport(Data("{\"report\": 1}".utf8)) == nil)
         let state = try await FleetState.read(address)
+        let read = ContinuousClock.now - pushed
         #expect(state.count == 2 && state.members.keys.sorted() == [0, 1])
-        #expect(state.live[0] == Data("{\"live\": 0}".utf8) && state.alive == [0])
+        #expect(state.live[0] == Data("{\"live\": 0}".utf8))
+        // A push says "alive" for five real seconds. A starved machine can take longer than that from the push to the
+        // read (seen beside six CPU hogs): then the lease may have lapsed, never sooner.
+        #expect(!state.alive.contains(1), "the second never pushed live figures")
+        #expect(state.alive == [0] || read >= .seconds(5), "alive \(state.alive) \(read) after the push")
         #expect(state.reports[1] == Data("{\"report\": 1}".utf8) && state.reports[0] == nil)
         await first.close()
         await second.close()
