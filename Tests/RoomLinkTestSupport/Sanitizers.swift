@@ -47,8 +47,9 @@ extension Trait where Self == TimeLimitTrait {
     /// Under a sanitizer the bound is three times `minutes` (``Sanitizers/hangLimitFactor``). Swift Testing starts
     /// every test of a run at once and counts each one's time from its start, so a test's time includes its wait for
     /// the two threads the run has — which the fuzzers and simulations hold for minutes at a time, several times
-    /// longer under AddressSanitizer or ThreadSanitizer. Beside the soak's six CPU hogs and two other test runs (`scripts/soak-tests --side-by-side`),
-    /// a whole AddressSanitizer run took 17 minutes and tripped ten-minute bounds on tests still making progress.
+    /// longer under AddressSanitizer or ThreadSanitizer. Beside the soak's six CPU hogs and two other test runs
+    /// (`scripts/soak-tests --side-by-side`), a whole AddressSanitizer run took 17 minutes and tripped ten-minute
+    /// bounds on tests still making progress.
     package static func hangLimit(minutes: Int) -> Self {
         .timeLimit(.minutes(minutes * Sanitizers.hangLimitFactor))
     }

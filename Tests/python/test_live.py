@@ -245,7 +245,7 @@ class DevTools:
                 f"--user-data-dir={self.folder}/profile", "--window-size=1280,2000", "--no-first-run", "about:blank",
             ],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a process group of its own: its helpers are stopped with it (see __aexit__)
+            start_new_session=True,  # a process group of its own: its helpers are stopped with it (see stop)
         )
         try:
             return await self._connect()
