@@ -19,26 +19,31 @@ struct HostileClientTests {
     }
 
     /// Runs `body` against a server with a well-behaved client in room-1, then checks that the client never lost its
-    /// connection and the server still accepts a new login.
+    /// connection and the server still accepts a new login. A loop stalled for longer than a heartbeat's silence is a
+    /// real lost connection (``NetworkTest/ifNoStall(of:proxy:in:_:)``): then only that the bystander was in first.
     static func withBystander(
         _ configuration: NetworkServer.Configuration = .init(dialect: .zego, loginTimeout: .seconds(5)),
-        _ body: (NetworkServer, UInt16) async throws -> Void
+        _ body: (NetworkServer, UInt16, LibeventLoopGroup) async throws -> Void
     ) async throws {
         try await NetworkTest.withGroup { group in
+            try NetworkTest.watchStalls(of: group)
             let (server, address) = try await NetworkTest.server(on: group, configuration)
             let bystander = try NetworkServerTests.client("bystander", on: group, to: address)
             let log = await EventLog(bystander)
             #expect(await bystander.loginRoom("room-1") == .success)
             try await NetworkTest.until("the bystander is in") { log.count(of: .logined) == 1 }
 
-            try await body(server, address.port)
+            try await body(server, address.port, group)
 
             let late = try NetworkServerTests.client("late", on: group, to: address)
             let lateLog = await EventLog(late)
             #expect(await late.loginRoom("room-1") == .success)
             try await NetworkTest.until("a new client still logs in") { lateLog.count(of: .logined) == 1 }
-            #expect(log.reasons == [.logining, .logined], "the bystander never noticed")
-            #expect(await server.rooms.serverRoom("room-1").memberIDs.contains("bystander"))
+            #expect(log.reasons.starts(with: [.logining, .logined]))
+            if NetworkTest.storyStands(of: group, in: "withBystander") {
+                #expect(log.reasons == [.logining, .logined], "the bystander never noticed")
+                #expect(await server.rooms.serverRoom("room-1").memberIDs.contains("bystander"))
+            }
             await bystander.shutdown()
             await late.shutdown()
             await server.shutdown()
@@ -54,7 +59,7 @@ struct HostileClientTests {
     }
 
     @Test func eachOffenceClosesOnlyItsConnection() async throws {
-        try await Self.withBystander { server, port in
+        try await Self.withBystander { server, port, _ in
             // A length prefix over the maximum: refused before a byte of the body is read.
             let tooLong = try RawConnection(port: port)
             tooLong.hello()
@@ -112,7 +117,7 @@ struct HostileClientTests {
     /// and a malformed frame sent together are read together, and the heartbeat's answer — gathered for the end of
     /// that read — is sent ahead of the goodbye the malformed frame earns, not dropped with the connection.
     @Test func framesWrittenBeforeAnOffenceGoOutBeforeItsGoodbye() async throws {
-        try await Self.withBystander { server, port in
+        try await Self.withBystander { server, port, _ in
             let raw = try RawConnection(port: port)
             raw.hello()
             raw.send(Self.login("mallory"))
@@ -137,7 +142,7 @@ struct HostileClientTests {
     /// A client that closes its side in the middle of a frame, before it logged in, is let go as soon as the
     /// server sees the end of its stream, not at the login timeout (here ten minutes, longer than the suite may run).
     @Test func aConnectionClosedMidFrameBeforeLoginIsNoticedAtOnce() async throws {
-        try await Self.withBystander(.init(dialect: .zego, loginTimeout: .seconds(600))) { server, port in
+        try await Self.withBystander(.init(dialect: .zego, loginTimeout: .seconds(600))) { server, port, _ in
             let hello = ClientFrame.hello(ClientHello(dialect: .zego, clientID: "cut")).encoded(at: .zero)
             let login = Self.login("cut").encoded(at: .zero)
             let cuts: [[UInt8]] = [
@@ -159,11 +164,20 @@ struct HostileClientTests {
     }
 
     @Test func aConnectionThatNeverLogsInIsClosedAfterTheLoginTimeout() async throws {
-        try await Self.withBystander { server, port in
+        try await Self.withBystander { server, port, group in
             let idle = try RawConnection(port: port)
             idle.hello()
-            #expect(try Self.goodbye(idle) == .loginTimeout)
-            #expect(server.statistics.connectionsClosed(by: .loginTimeout) == 1)
+            let goodbye = try Self.goodbye(idle)
+            try await NetworkTest.until("the server closed the idle connection for its login timeout") {
+                server.statistics.connectionsClosed(by: .loginTimeout) == 1
+            }
+            // A server loop stalled past the timeout may find it expired before it reads the hello; closing with the
+            // hello unread resets the connection, and the goodbye is lost with it.
+            if NetworkTest.storyStands(of: group, in: "aConnectionThatNeverLogsInIsClosedAfterTheLoginTimeout") {
+                #expect(goodbye == .loginTimeout)
+            } else {
+                #expect(goodbye == .loginTimeout || goodbye == nil)
+            }
         }
     }
 
@@ -173,7 +187,7 @@ struct HostileClientTests {
         var configuration = NetworkServer.Configuration(dialect: .zego, maximumOutputBuffer: 16 * 1024)
         // A small kernel buffer, so that a few thousand unread acks fill the server's own.
         configuration.socketSendBuffer = 4096
-        try await Self.withBystander(configuration) { server, port in
+        try await Self.withBystander(configuration) { server, port, _ in
             let slow = try RawConnection(port: port, receiveBuffer: 4096)
             slow.hello()
             slow.send(Self.login("slow"))
@@ -194,7 +208,7 @@ struct HostileClientTests {
     /// Thousands of seeded hostile frames over many connections: every connection that sent one is closed or
     /// ignored as the protocol says, and the server keeps serving.
     @Test func seededFuzzLeavesTheServerServing() async throws {
-        try await Self.withBystander { server, port in
+        try await Self.withBystander { server, port, _ in
             var random = SeededRandom(seed: 7)
             let valid = [
                 Self.login("fuzz"),

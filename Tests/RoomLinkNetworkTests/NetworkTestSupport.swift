@@ -59,15 +59,19 @@ enum NetworkTest {
         in test: String,
         _ assertions: () -> Void
     ) {
+        if storyStands(of: group, proxy: proxy, in: test) { assertions() }
+    }
+
+    /// Whether no loop of `group`, nor `proxy`'s thread, stalled long enough to write a story of its own
+    /// (``ifNoStall(of:proxy:in:_:)``); when one did, says so.
+    static func storyStands(of group: LibeventLoopGroup, proxy: SilentProxy? = nil, in test: String) -> Bool {
         // The longest stall so far in scenario time, give or take a watch period.
         let loops = Duration.milliseconds(group.timerLateness.maxMs / timeScale)
         let thread = (proxy?.longestStall ?? .zero) / timeScale
         let stall = max(loops, thread) + watchPeriod
-        if stall < exactStoryStall {
-            assertions()
-        } else {
-            print("\(test): a loop stalled \(stall) of scenario time; only what no stall can shift was checked")
-        }
+        guard stall >= exactStoryStall else { return true }
+        print("\(test): a loop stalled \(stall) of scenario time; only what no stall can shift was checked")
+        return false
     }
 }
 
