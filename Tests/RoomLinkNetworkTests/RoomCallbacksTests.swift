@@ -72,7 +72,16 @@ struct RoomCallbacksTests {
             #expect(statistics[.delivered] == 248 + duplicates)
             #expect(statistics[.lost] == 0 && statistics[.dropped] == 0)
             let received = receiver.received.withLock { $0 }
-            #expect(received.count == 248 + duplicates)
+            // An attempt the receiver took but answered later than the vendor's 10 s (a loop held up that long, in a
+            // ThreadSanitizer soak run beside six hogs) failed by timeout and was sent again: the receiver took that
+            // copy twice. Any other failure is a fault of the shell.
+            #expect(statistics.failures(.timeout) == statistics[.retried])
+            if statistics[.retried] == 0 {
+                #expect(received.count == 248 + duplicates)
+            } else {
+                print("a storm's callbacks: \(statistics[.retried]) attempts timed out and were sent again")
+                #expect(received.count >= 248 + duplicates && received.count <= statistics[.attempts])
+            }
             // Each as Agora's sample receiver checks it: both signatures of the raw body.
             for request in received {
                 let headers = request.head.lowercased()
