@@ -46,6 +46,7 @@ final class RawConnection {
             let sent = bytes[offset...].withUnsafeBytes {
                 Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
             }
+            if sent < 0, errno == EINTR { continue }
             guard sent > 0 else { return false }
             offset += sent
         }
@@ -66,6 +67,9 @@ final class RawConnection {
         while true {
             if let body = try reader.next() { return try ServerFrame(body: body) }
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            // A socket with a timeout is not restarted after a stop signal (signal(7)): a process stopped and
+            // continued (`kill -STOP`, a stall made on demand) gets EINTR, which ends nothing.
+            if count < 0, errno == EINTR { continue }
             guard count > 0 else { return nil }
             reader.append(buffer[..<count])
         }
