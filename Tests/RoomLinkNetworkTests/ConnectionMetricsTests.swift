@@ -119,7 +119,7 @@ struct ConnectionMetricsTests {
     /// fill apart, and judges it (`keptUpAfterFill`) beside the whole run's `keptUp`. Only that both are there is
     /// asserted, never their values: how late timers run is the machine's. A loop stalled for longer than an attempt's
     /// timeout fails attempts for real, and a starved run may log no one in and never fill
-    /// (``NetworkTest/ifNoStall(of:proxy:in:_:)``): then only that every client tried and the whole run was judged.
+    /// (``NetworkTest/storyStands(of:proxy:in:)``): then only that every client tried and the whole run was judged.
     @Test func aLoadKeepsItsTimerLatenessAfterTheFillApart() async throws {
         let scenario = try Scenario(
             json: Data(

@@ -20,7 +20,7 @@ struct HostileClientTests {
 
     /// Runs `body` against a server with a well-behaved client in room-1, then checks that the client never lost its
     /// connection and the server still accepts a new login. A loop stalled for longer than a heartbeat's silence is a
-    /// real lost connection (``NetworkTest/ifNoStall(of:proxy:in:_:)``): then only that the bystander was in first.
+    /// real lost connection (``NetworkTest/storyStands(of:proxy:in:)``): then only that the bystander was in first.
     ///
     /// The server's login timeout is ten minutes unless a test asks for its own: an offence must be what closes an
     /// offender's connection, and a server loop stalled past a short timeout (a ThreadSanitizer soak run beside six
