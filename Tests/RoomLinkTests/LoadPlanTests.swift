@@ -543,11 +543,16 @@ extension LoadPlanTests {
         let delivery = try #require(report.load?.deliveryLatency)
         #expect(delivery.count > 0)
         // Agora says `connected/joinSuccess` and `joinChannelSuccess` for one join: at one time, on any clock. How
-        // many of the 40 got in is the machine's business too (under ThreadSanitizer beside six CPU hogs a loop
-        // stalled past the joins' timeouts, and 3 did): every join has both callbacks, and some client joined.
+        // many of the 40 got in is the machine's business too: under ThreadSanitizer beside six CPU hogs the loops
+        // stalled past the joins' timeouts, and 3 got in, once none. When no timer ran a scenario second late (10 ms
+        // real; a quiet machine's latest is 1–5 ms), no stall reached a fifth of Agora's 5 s attempt timeout, and
+        // every client is in. Either way every join has both callbacks.
         let joins = collector.entries.filter { $0.line.type == "joinChannelSuccess" }
         let joinSuccesses = collector.entries.filter { $0.line.string("reason") == "joinSuccess" }
-        #expect(!joins.isEmpty)
+        if lateness.maxMs < 10 {
+            let joined = Set(joins.map(\.user)).count
+            #expect(joined == 40, "\(joined) clients joined; timers at most \(lateness.maxMs) ms late")
+        }
         #expect(joins.count == joinSuccesses.count, "\(joins.count) joins, \(joinSuccesses.count) joinSuccess")
         for join in joins {
             #expect(
