@@ -104,6 +104,18 @@ final class PresenceShard: @unchecked Sendable {
         disconnect()
     }
 
+    /// This loop's view of Redis (``RedisPresence/state``); read on the loop.
+    var state: String {
+        let rooms = feeds.values.sorted { $0.room.roomID < $1.room.roomID }.map { feed in
+            "\(feed.room.roomID) \(feed.subscription) synced=\(feed.order.synced) waiting=\(feed.waiting.count) "
+                + "claims=\(feed.claims.count)"
+        }
+        return "command \(command == nil ? "none" : commandUp ? "up" : "connecting"), "
+            + "subscriber \(subscriber == nil ? "none" : subscriberUp ? "up" : "connecting"), "
+            + "reconnect pending \(reconnectPending), node ID taken \(nodeIDTaken), scripts \(scriptHashes.count), "
+            + "unsubscribing \(unsubscribing.sorted()), rooms [\(rooms.joined(separator: "; "))]"
+    }
+
     // MARK: - The node's ID
 
     /// Drops the ID's key if it is still this node's.

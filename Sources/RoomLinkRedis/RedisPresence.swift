@@ -137,6 +137,23 @@ public final class RedisPresence: RoomCluster, Sendable {
         }
     }
 
+    /// Each loop's view of Redis, one line a loop: its connections, whether it admits logins, and each room it
+    /// follows (subscription, logins waiting for it, claims unanswered). For a test that waited in vain to show.
+    package var state: String {
+        get async {
+            var lines: [String] = []
+            for (index, shard) in shards.enumerated() {
+                lines.append(
+                    "loop \(index): "
+                        + (await withCheckedContinuation { continuation in
+                            shard.loop.runSoon { continuation.resume(returning: shard.state) }
+                        })
+                )
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
     /// What the node has done with Redis so far, over every loop.
     public var statistics: RedisPresenceStatistics {
         shards.reduce(into: RedisPresenceStatistics()) { $0.add($1.statistics.withLock { $0 }) }

@@ -396,34 +396,38 @@ struct ClusterFailureTests {
         let carolLog = await ClientLog(carol)
         #expect(await bob.loginRoom("room-1", config: ZegoRoomConfig(isUserStatusNotify: true)) == .success)
         #expect(await alice.loginRoom("room-1") == .success)
-        try await RedisTest.until("bob sees alice", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until("bob sees alice", showing: [aliceLog, bobLog, carolLog], nodes: [a, b]) {
             bobLog.presence == ["+alice"]
         }
 
         redis.stop()
-        try await RedisTest.until("both nodes notice", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until("both nodes notice", showing: [aliceLog, bobLog, carolLog], nodes: [a, b]) {
             let down = [await a.presence.isConnected, await b.presence.isConnected]
             return down == [false, false]
         }
         let heartbeats = a.server.statistics[.heartbeatsReceived] + b.server.statistics[.heartbeatsReceived]
         #expect(await carol.loginRoom("room-1") == .success)
-        try await RedisTest.until("carol is answered busy", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until("carol is answered busy", showing: [aliceLog, bobLog, carolLog], nodes: [a, b]) {
             a.presence.statistics.unavailable >= 1
         }
         // Connected clients are served from the nodes' own state meanwhile.
-        try await RedisTest.until("heartbeats go on", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until("heartbeats go on", showing: [aliceLog, bobLog, carolLog], nodes: [a, b]) {
             a.server.statistics[.heartbeatsReceived] + b.server.statistics[.heartbeatsReceived] >= heartbeats + 4
         }
         #expect(carolLog.count(of: .logined) == 0)
 
         try redis.start()
-        try await RedisTest.until("carol gets in once Redis is back", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until(
+            "carol gets in once Redis is back",
+            showing: [aliceLog, bobLog, carolLog],
+            nodes: [a, b]
+        ) {
             carolLog.count(of: .logined) == 1
         }
-        try await RedisTest.until("bob sees carol", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until("bob sees carol", showing: [aliceLog, bobLog, carolLog], nodes: [a, b]) {
             bobLog.presence == ["+alice", "+carol"]
         }
-        try await RedisTest.until("Redis holds all three again", showing: [aliceLog, bobLog, carolLog]) {
+        try await RedisTest.until("Redis holds all three again", showing: [aliceLog, bobLog, carolLog], nodes: [a, b]) {
             (try? redis.cli("HLEN", "roomlink:{room-1}:members")) == "(integer) 3"
         }
         #expect(aliceLog.count(of: .reconnecting) == 0 && bobLog.count(of: .reconnecting) == 0)

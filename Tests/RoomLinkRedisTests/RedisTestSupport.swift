@@ -143,8 +143,9 @@ struct RedisTestError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// One `serve` node of a cluster, in the test's process: its own loops, its presence in Redis, its listener.
-struct ClusterNode {
+/// One `serve` node of a cluster, in the test's process: its own loops, its presence in Redis, its listener. A wait
+/// that fails shows what the node did with Redis by then (its description) and its loops' view of Redis.
+struct ClusterNode: CustomStringConvertible {
     let group: LibeventLoopGroup
     let presence: RedisPresence
     let server: NetworkServer
@@ -173,6 +174,8 @@ struct ClusterNode {
         try await RedisTest.until("node \(nodeID) reaches Redis") { await presence.isConnected }
         return ClusterNode(group: group, presence: presence, server: server, address: address)
     }
+
+    var description: String { "node at \(address): \(presence.summary); \(presence.statistics)" }
 
     /// A graceful stop: goodbye to the clients, then Redis, then the loops.
     func stop() async {
@@ -233,10 +236,16 @@ enum RedisTest {
     static func until(
         _ what: String,
         limit: Duration = .seconds(60),
-        showing logs: [ClientLog] = [],
+        showing logs: [any CustomStringConvertible] = [],
+        nodes: [ClusterNode] = [],
         _ condition: () async -> Bool
     ) async throws {
-        try await Polling.until(what, limit: limit, showing: logs, condition)
+        do {
+            try await Polling.until(what, limit: limit, showing: logs, condition)
+        } catch let error as Polling.TimedOut {
+            for node in nodes { Issue.record("\(node)\n\(await node.presence.state)") }
+            throw error
+        }
     }
 }
 
