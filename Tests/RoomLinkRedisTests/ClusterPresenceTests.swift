@@ -74,7 +74,7 @@ struct ClusterPresenceTests {
             ZegoClient(
                 id: id,
                 loop: nodes[0].group.loop(for: id),
-                environment: ZegoClient.Environment(transport: transport, timings: RedisTest.clientTimings)
+                environment: RedisTest.environment(transport)
             )
         }
         func node(ofRoom room: String) -> Int { ServerRouting.byRoom.server(clientHash: 0, room: room, count: 2) }

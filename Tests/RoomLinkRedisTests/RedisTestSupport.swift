@@ -196,13 +196,28 @@ enum RedisTest {
     /// Four times faster than life, as the network tests run.
     static let timeScale = 0.25
 
-    /// ZEGO's client timings with frequent heartbeats and timeouts a loaded machine cannot reach.
+    /// ZEGO's client timings with frequent heartbeats and timeouts a loaded machine cannot reach. A login and a
+    /// reconnection keep trying for a day (``clientRetryPolicy``): Redis is away for as long as a test's own steps
+    /// take, and a starved test task (AddressSanitizer beside six CPU hogs and two other test runs) took four real
+    /// minutes over them, past a 600 s login timeout (150 real seconds). A login that gave up meanwhile would blame
+    /// the node for the machine.
     static let clientTimings = ZegoTimings(
         heartbeatInterval: .seconds(2),
         blackholeDetection: .seconds(600),
         attemptTimeout: .seconds(60),
-        loginTimeout: .seconds(600)
+        loginTimeout: .seconds(24 * 3600),
+        retryTimeout: .seconds(24 * 3600)
     )
+
+    /// ZEGO's retry schedule (``RetryPolicy/zegoDefault``) with no limit of its own: the timings' day decides.
+    static let clientRetryPolicy = try! RetryPolicy(
+        schedule: RetryPolicy.zegoDefault.schedule,
+        maxElapsed: .seconds(24 * 3600)
+    )
+
+    static func environment(_ transport: TCPClientTransport) -> ZegoClient.Environment {
+        ZegoClient.Environment(transport: transport, timings: clientTimings, retryPolicy: clientRetryPolicy)
+    }
 
     static var serverConfiguration: NetworkServer.Configuration {
         var timings = ServerTimings.zego
@@ -227,7 +242,7 @@ enum RedisTest {
             id: id,
             userID: userID,
             loop: group.loop(for: id),
-            environment: ZegoClient.Environment(transport: transport, timings: clientTimings)
+            environment: environment(transport)
         )
     }
 
