@@ -167,6 +167,20 @@ struct HostileClientTests {
         }
     }
 
+    /// The test client tells a silent server from one that closed: a read that waits its whole bound throws (the
+    /// server answers nothing before a hello), where a stream that ended reads as `nil`.
+    @Test func aSilentServerIsATimeoutNotTheEndOfTheStream() async throws {
+        try await Self.withBystander { _, port, _ in
+            let silent = try RawConnection(port: port, timeout: .seconds(1))
+            do {
+                let frame = try silent.next()
+                Issue.record("a server that said nothing read as \(frame.map { "\($0)" } ?? "the end of the stream")")
+            } catch RawConnection.RawError.timedOut(let bound) {
+                #expect(bound == .seconds(Sanitizers.hangLimitFactor))
+            }
+        }
+    }
+
     @Test func aConnectionThatNeverLogsInIsClosedAfterTheLoginTimeout() async throws {
         try await Self.withBystander(.init(dialect: .zego, loginTimeout: .seconds(5))) { server, port, group in
             let idle = try RawConnection(port: port)

@@ -1,5 +1,6 @@
 import RoomLinkEngine
 import RoomLinkRuntime
+import RoomLinkTestSupport
 import RoomLinkWire
 
 #if canImport(Glibc)
@@ -7,15 +8,24 @@ import Glibc
 #endif
 
 /// A client written against the wire protocol alone, on a blocking loopback socket: what a hostile or buggy peer
-/// sends, byte for byte. Every read waits at most `timeout` of real time, so a test never hangs.
+/// sends, byte for byte.
+///
+/// Every read and write waits at most `timeout` of real time, times the hang-limit factor (three under a sanitizer,
+/// six in the soak: ``Sanitizers/hangLimitFactor``), so a test never hangs: a bound for hangs, not a speed. A read
+/// that waited that long throws ``RawError/timedOut(_:)`` rather than taking the silence for the end of the stream.
+/// (A ThreadSanitizer soak run read nothing at all after an offence — no answer, no goodbye — which a loop stalled
+/// past an unscaled 20 s and a dropped stream would both have explained; now they read differently.)
 final class RawConnection {
     let fd: Int32
     private var reader = FrameReader()
+    /// How long a read or a write may wait.
+    let bound: Duration
 
     init(port: UInt16, receiveBuffer: Int32? = nil, timeout: Duration = .seconds(20)) throws {
+        bound = timeout * Sanitizers.hangLimitFactor
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawError.system("socket", errno) }
-        var seconds = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        var seconds = timeval(tv_sec: Int(bound.components.seconds), tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &seconds, socklen_t(MemoryLayout<timeval>.size))
         if var size = receiveBuffer {
@@ -38,7 +48,7 @@ final class RawConnection {
 
     deinit { Glibc.close(fd) }
 
-    /// Writes `bytes`; false once the server has closed the connection.
+    /// Writes `bytes`; false once the server has closed the connection, or a write waited its whole bound.
     @discardableResult
     func write(_ bytes: [UInt8]) -> Bool {
         var offset = 0
@@ -61,7 +71,9 @@ final class RawConnection {
         send(.hello(ClientHello(dialect: dialect, clientID: "raw")))
     }
 
-    /// The next frame, or `nil` at the end of the stream (or after the timeout).
+    /// The next frame, or `nil` at the end of the stream (the server closed or reset the connection).
+    ///
+    /// - Throws: ``RawError/timedOut(_:)`` when nothing came for ``bound``; a frame's decoding error.
     func next() throws -> ServerFrame? {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -70,6 +82,7 @@ final class RawConnection {
             // A socket with a timeout is not restarted after a stop signal (signal(7)): a process stopped and
             // continued (`kill -STOP`, a stall made on demand) gets EINTR, which ends nothing.
             if count < 0, errno == EINTR { continue }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { throw RawError.timedOut(bound) }
             guard count > 0 else { return nil }
             reader.append(buffer[..<count])
         }
@@ -84,5 +97,7 @@ final class RawConnection {
 
     enum RawError: Error {
         case system(String, Int32)
+        /// A read waited its whole bound.
+        case timedOut(Duration)
     }
 }
