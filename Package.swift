@@ -247,7 +247,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RoomLinkRedisTests",
-            dependencies: ["RoomLink", "RoomLinkRedis", "RoomLinkNetwork", "RoomLinkTestSupport"],
+            dependencies: [
+                "RoomLink", "RoomLinkRedis", "RoomLinkNetwork", "RoomLinkLibevent", "RoomLinkRuntime",
+                "RoomLinkTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -56,10 +56,27 @@ final class RedisConnection {
         return true
     }
 
-    /// Closes the connection once what was sent is answered; ``onDisconnect`` follows.
+    /// Whether ``close()`` is freeing a context that never connected: its commands are answered `nil` inside the
+    /// call, in its caller's turn on the loop, not as a callback of the loop.
+    fileprivate private(set) var freeing = false
+
+    /// Closes the connection once what was sent is answered; ``onDisconnect`` follows. A connection still connecting
+    /// is closed at once: its waiting commands are answered `nil` and ``onDisconnect`` is called before this returns.
     func close() {
         guard let context else { return }
         isConnected = false
+        guard context.pointee.c.flags & REDIS_CONNECTED != 0 else {
+            // hiredis 0.14 frees a context closed before it connected and calls neither callback (its disconnect
+            // callback is for a connection that was up), so the context's reference to this connection would never
+            // be let go: one connection per reconnect attempt in which the other connection failed first. The
+            // context is freed here, and the connection finishes as a closed one does.
+            self.context = nil
+            freeing = true
+            redisAsyncFree(context)
+            freeing = false
+            finish("closed")
+            return
+        }
         redisAsyncDisconnect(context)
     }
 
@@ -205,7 +222,13 @@ private func redisReplied(
     guard let privateData = box else { return }
     let box = Unmanaged<RedisReplyBox>.fromOpaque(privateData).takeRetainedValue()
     let answer = reply.map { RedisReply(UnsafePointer($0.assumingMemoryBound(to: redisReply.self))) }
-    box.connection.loop.runCallback { box.body(answer) }
+    if box.connection.freeing {
+        // Inside `close()`: already on the loop, in whatever its caller runs (an actor's job, maybe), where a
+        // callback's turn — which runs the loop's jobs — must not begin.
+        box.body(answer)
+    } else {
+        box.connection.loop.runCallback { box.body(answer) }
+    }
 }
 
 private func redisPushed(
